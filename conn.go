@@ -1,0 +1,291 @@
+package sluice
+
+import (
+	"io"
+	"net"
+	"net/netip"
+
+	"github.com/valyala/bytebufferpool"
+	"golang.org/x/sys/unix"
+
+	"github.com/sluicenet/sluice/internal/socket"
+	"github.com/sluicenet/sluice/poller"
+)
+
+// AsyncCallback is called on the connection's loop when posted work is
+// done. err is nil on success, or ErrConnClosed when the connection closed
+// before the work ran.
+type AsyncCallback func(c Conn, err error)
+
+// Conn is one connection. Its methods are for the connection's own loop,
+// that is, inside the handler's callbacks for it, except ID, AsyncWrite,
+// AsyncWritev, Wake and Close, which are safe from any goroutine.
+//
+// Slices returned by Next and Peek alias the loop's buffers: they are valid
+// until the callback returns. Copy what must outlive it.
+type Conn interface {
+	io.Reader
+	io.Writer
+
+	// Next returns the next n buffered inbound bytes and consumes them; n <= 0
+	// means all of them. With fewer than n buffered it returns what there is
+	// and io.ErrShortBuffer, and consumes nothing.
+	Next(n int) ([]byte, error)
+	// Peek is Next without consuming.
+	Peek(n int) ([]byte, error)
+	// Discard consumes up to n buffered inbound bytes (all for n <= 0) and
+	// returns how many it consumed.
+	Discard(n int) (int, error)
+	// InboundBuffered returns how many inbound bytes are buffered.
+	InboundBuffered() int
+
+	// Writev queues several slices as one write.
+	Writev(bs [][]byte) (int, error)
+	// Flush sends queued output now rather than after the callback returns.
+	Flush() error
+	// OutboundBuffered returns how many bytes are queued but not yet sent.
+	OutboundBuffered() int
+
+	// Context returns the value set by SetContext.
+	Context() any
+	// SetContext attaches any per-connection value to the connection.
+	SetContext(v any)
+	// LocalAddr returns the local end's address; it makes a system call.
+	LocalAddr() net.Addr
+	// RemoteAddr returns the peer's address.
+	RemoteAddr() net.Addr
+	// Fd returns the socket's descriptor, for setting options. Do not read,
+	// write or close it.
+	Fd() int
+
+	// ID returns a number that identifies the connection within its engine.
+	ID() uint64
+	// AsyncWrite queues p from any goroutine and calls cb on the loop once it
+	// is queued behind earlier output. p must not change until cb runs. cb
+	// may be nil. It returns ErrEngineStopped, and never calls cb, when the
+	// engine no longer runs.
+	AsyncWrite(p []byte, cb AsyncCallback) error
+	// AsyncWritev is AsyncWrite for several slices.
+	AsyncWritev(bs [][]byte, cb AsyncCallback) error
+	// Wake runs OnTraffic for the connection on its loop, then cb.
+	Wake(cb AsyncCallback) error
+	// Close closes the connection once its queued output is sent.
+	Close() error
+}
+
+type connState uint8
+
+const (
+	stateOpen    connState = iota
+	stateClosing           // sending what is queued, then closing
+	stateClosed
+)
+
+// conn is kept small and flat: an idle connection holds no buffer, only
+// this struct and its slot in the loop's table.
+type conn struct {
+	fd      int
+	state   connState
+	events  poller.Event // what the poller watches for
+	loop    *eventloop
+	id      uint64
+	remote  netip.AddrPort // zero for a unix socket
+	in      *bytebufferpool.ByteBuffer
+	buf     []byte // unread inbound: a view of the loop's read buffer or of in
+	out     *bytebufferpool.ByteBuffer
+	outHead int // out.B[outHead:] is unsent
+	ctx     any
+}
+
+func (c *conn) Read(p []byte) (int, error) {
+	if len(c.buf) == 0 && len(p) > 0 {
+		// The end of what is buffered now, not of the stream.
+		return 0, io.EOF
+	}
+	n := copy(p, c.buf)
+	c.buf = c.buf[n:]
+	return n, nil
+}
+
+func (c *conn) Next(n int) ([]byte, error) {
+	b, err := c.Peek(n)
+	if err == nil {
+		c.buf = c.buf[len(b):]
+	}
+	return b, err
+}
+
+func (c *conn) Peek(n int) ([]byte, error) {
+	if n <= 0 {
+		return c.buf, nil
+	}
+	if n > len(c.buf) {
+		return c.buf, io.ErrShortBuffer
+	}
+	return c.buf[:n:n], nil
+}
+
+func (c *conn) Discard(n int) (int, error) {
+	if n <= 0 || n > len(c.buf) {
+		n = len(c.buf)
+	}
+	c.buf = c.buf[n:]
+	return n, nil
+}
+
+func (c *conn) InboundBuffered() int { return len(c.buf) }
+
+func (c *conn) Write(p []byte) (int, error) {
+	if c.state == stateClosed {
+		return 0, ErrConnClosed
+	}
+	l := c.loop
+	if l.cur == c && c.out == nil {
+		// The common case: gather this callback's output in the loop's
+		// buffer and send it in one write when the callback returns.
+		l.wbuf = append(l.wbuf, p...)
+		return len(p), nil
+	}
+	c.queue(p)
+	if l.cur != c {
+		// Written from another connection's callback: nothing will flush
+		// this one when that callback returns, so ask to hear when it can.
+		l.watch(c)
+	}
+	return len(p), nil
+}
+
+func (c *conn) Writev(bs [][]byte) (int, error) {
+	n := 0
+	for _, b := range bs {
+		m, err := c.Write(b)
+		n += m
+		if err != nil {
+			return n, err
+		}
+	}
+	return n, nil
+}
+
+func (c *conn) Flush() error {
+	if c.state == stateClosed {
+		return ErrConnClosed
+	}
+	c.loop.send(c)
+	if c.state == stateClosed {
+		return ErrConnClosed
+	}
+	return nil
+}
+
+func (c *conn) OutboundBuffered() int {
+	n := 0
+	if c.out != nil {
+		n = len(c.out.B) - c.outHead
+	}
+	if c.loop.cur == c {
+		n += len(c.loop.wbuf)
+	}
+	return n
+}
+
+func (c *conn) Context() any     { return c.ctx }
+func (c *conn) SetContext(v any) { c.ctx = v }
+func (c *conn) Fd() int          { return c.fd }
+func (c *conn) ID() uint64       { return c.id }
+
+func (c *conn) LocalAddr() net.Addr {
+	sa, err := unix.Getsockname(c.fd)
+	if err != nil {
+		return nil
+	}
+	return socket.Addr(sa)
+}
+
+func (c *conn) RemoteAddr() net.Addr {
+	if !c.remote.IsValid() {
+		return &net.UnixAddr{Net: "unix"}
+	}
+	return net.TCPAddrFromAddrPort(c.remote)
+}
+
+func (c *conn) AsyncWrite(p []byte, cb AsyncCallback) error {
+	t := newTask(taskWrite, c)
+	t.buf, t.cb = p, cb
+	return c.loop.post(t)
+}
+
+func (c *conn) AsyncWritev(bs [][]byte, cb AsyncCallback) error {
+	t := newTask(taskWritev, c)
+	t.bufs, t.cb = bs, cb
+	return c.loop.post(t)
+}
+
+func (c *conn) Wake(cb AsyncCallback) error {
+	t := newTask(taskWake, c)
+	t.cb = cb
+	return c.loop.post(t)
+}
+
+func (c *conn) Close() error {
+	return c.loop.post(newTask(taskClose, c))
+}
+
+// queue appends p to the connection's own outbound buffer.
+func (c *conn) queue(p []byte) {
+	if c.out == nil {
+		c.out = c.loop.eng.outPool.Get()
+	}
+	c.out.B = append(c.out.B, p...)
+}
+
+func (c *conn) pending() int {
+	if c.out == nil {
+		return 0
+	}
+	return len(c.out.B) - c.outHead
+}
+
+// feed makes p, just read, the unread inbound bytes, behind any kept from
+// earlier events.
+func (c *conn) feed(p []byte) {
+	if c.in == nil {
+		c.buf = p
+		return
+	}
+	c.in.B = append(c.in.B, p...)
+	c.buf = c.in.B
+}
+
+// keepUnread moves what the handler left unread out of the loop's read
+// buffer into the connection's own, and gives that back once it is empty.
+func (c *conn) keepUnread() {
+	switch {
+	case len(c.buf) == 0:
+		c.buf = nil
+		if c.in != nil {
+			c.loop.eng.inPool.Put(c.in)
+			c.in = nil
+		}
+	case c.in == nil:
+		c.in = c.loop.eng.inPool.Get()
+		c.in.B = append(c.in.B[:0], c.buf...)
+		c.buf = c.in.B
+	case len(c.buf) < len(c.in.B):
+		c.in.B = c.in.B[:copy(c.in.B, c.buf)]
+		c.buf = c.in.B
+	}
+}
+
+func (c *conn) releaseBuffers() {
+	e := c.loop.eng
+	if c.in != nil {
+		e.inPool.Put(c.in)
+		c.in = nil
+	}
+	if c.out != nil {
+		e.outPool.Put(c.out)
+		c.out, c.outHead = nil, 0
+	}
+	c.buf = nil
+}

@@ -1,0 +1,265 @@
+package sluice
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/valyala/bytebufferpool"
+	"golang.org/x/sys/unix"
+
+	"github.com/sluicenet/sluice/internal/socket"
+	"github.com/sluicenet/sluice/poller"
+)
+
+// Engine is a handle on a running engine, passed to OnBoot. Its methods
+// are safe from any goroutine.
+type Engine struct {
+	e *engine
+}
+
+// Stop stops the engine gracefully: it stops accepting, lets every
+// connection send what it has queued, closes them, calls OnShutdown and
+// returns. When ctx ends first it closes what is left at once, waits for
+// the loops, and returns ctx's error. Call it from outside the handler's
+// callbacks; inside them, return Shutdown instead.
+func (eng Engine) Stop(ctx context.Context) error {
+	e := eng.e
+	if e == nil {
+		return ErrEngineStopped
+	}
+	e.shutdown()
+	select {
+	case <-e.done:
+		return nil
+	case <-ctx.Done():
+		e.post(taskForce)
+		<-e.done
+		return ctx.Err()
+	}
+}
+
+// CountConnections returns how many connections are open now.
+func (eng Engine) CountConnections() int {
+	if eng.e == nil {
+		return 0
+	}
+	n := int64(0)
+	for _, l := range eng.e.loops {
+		n += l.count.Load()
+	}
+	return int(n)
+}
+
+// Addrs returns the addresses the engine listens on; with port 0 they tell
+// the port the kernel chose.
+func (eng Engine) Addrs() []net.Addr {
+	if eng.e == nil {
+		return nil
+	}
+	return []net.Addr{eng.e.addr}
+}
+
+type engine struct {
+	handler  EventHandler
+	opts     options
+	sock     socket.Options
+	addr     net.Addr
+	loops    []*eventloop
+	perLoop  bool // a listener per loop: each keeps what it accepts
+	rr       int  // next loop for RoundRobin; only the accepting loop touches it
+	nextID   atomic.Uint64
+	inPool   bytebufferpool.Pool
+	outPool  bytebufferpool.Pool
+	stopOnce sync.Once
+	done     chan struct{}
+}
+
+// Run listens on addr, calls OnBoot, and serves connections with the
+// handler until the engine stops; it returns when every connection has
+// closed and OnShutdown has returned. addr is "tcp://host:port" (or tcp4,
+// tcp6) or "unix:///path/to.sock"; an address without a scheme is TCP.
+// Port 0 picks a free port, which Engine.Addrs reports.
+func Run(handler EventHandler, addr string, opts ...Option) error {
+	e := &engine{handler: handler, opts: defaultOptions(), done: make(chan struct{})}
+	for _, opt := range opts {
+		opt(&e.opts)
+	}
+	o := &e.opts
+	e.sock = socket.Options{
+		ReusePort: o.reusePort,
+		NoDelay:   o.noDelay,
+		KeepAlive: o.keepAlive,
+		RecvBuf:   o.recvBuf,
+		SendBuf:   o.sendBuf,
+	}
+	network, address, err := parseAddr(addr)
+	if err != nil {
+		return err
+	}
+	if err := e.start(network, address); err != nil {
+		e.release()
+		return err
+	}
+	defer close(e.done)
+	if handler.OnBoot(Engine{e}) == Shutdown {
+		e.shutdown()
+	}
+	e.serve()
+	handler.OnShutdown(Engine{e})
+	return nil
+}
+
+// start opens the loops and the listeners: one shared by all loops and
+// owned by the first, or one SO_REUSEPORT listener per loop.
+func (e *engine) start(network, address string) error {
+	for i := range e.opts.loops {
+		l, err := newEventloop(e, i)
+		if err != nil {
+			return err
+		}
+		e.loops = append(e.loops, l)
+	}
+	e.perLoop = e.opts.reusePort && network != "unix"
+	if network == "unix" {
+		removeStaleSocket(address)
+	}
+	for _, l := range e.loops {
+		ln, err := listen(network, address, e.sock)
+		if err != nil {
+			return err
+		}
+		l.listeners = append(l.listeners, ln)
+		if err := l.poll.Add(ln.fd, poller.Readable); err != nil {
+			return err
+		}
+		if e.addr == nil {
+			e.addr = ln.addr
+			// Every further SO_REUSEPORT listener binds the port the first got.
+			address = ln.addr.String()
+		}
+		if !e.perLoop {
+			break
+		}
+	}
+	if e.opts.ticker {
+		e.loops[0].nextTick = time.Now()
+	}
+	return nil
+}
+
+func (e *engine) serve() {
+	var wg sync.WaitGroup
+	for _, l := range e.loops {
+		wg.Go(l.run)
+	}
+	wg.Wait()
+	if u, ok := e.addr.(*net.UnixAddr); ok {
+		os.Remove(u.Name)
+	}
+}
+
+// release closes what start opened when it failed half way.
+func (e *engine) release() {
+	for _, l := range e.loops {
+		for _, ln := range l.listeners {
+			ln.close()
+		}
+		l.poll.Close()
+	}
+}
+
+// shutdown asks every loop to stop gracefully; it does not wait.
+func (e *engine) shutdown() {
+	e.stopOnce.Do(func() { e.post(taskStop) })
+}
+
+// post sends a task of the kind to every loop still running.
+func (e *engine) post(kind taskKind) {
+	for _, l := range e.loops {
+		l.post(newTask(kind, nil))
+	}
+}
+
+// pick chooses the loop for a connection accepted on a shared listener.
+func (e *engine) pick(c *conn) *eventloop {
+	n := len(e.loops)
+	if n == 1 {
+		return e.loops[0]
+	}
+	switch e.opts.lb {
+	case LeastConnections:
+		best := e.loops[0]
+		for _, l := range e.loops[1:] {
+			if l.count.Load() < best.count.Load() {
+				best = l
+			}
+		}
+		return best
+	case SourceAddrHash:
+		return e.loops[hashAddr(c.remote.Addr().As16())%uint32(n)]
+	default:
+		e.rr = (e.rr + 1) % n
+		return e.loops[e.rr]
+	}
+}
+
+// hashAddr is FNV-1a over an IP address.
+func hashAddr(ip [16]byte) uint32 {
+	h := uint32(2166136261)
+	for _, b := range ip {
+		h = (h ^ uint32(b)) * 16777619
+	}
+	return h
+}
+
+func parseAddr(addr string) (network, address string, err error) {
+	network, address, ok := strings.Cut(addr, "://")
+	if !ok {
+		network, address = "tcp", addr
+	}
+	switch network {
+	case "tcp", "tcp4", "tcp6":
+	case "unix":
+		if address == "" {
+			return "", "", fmt.Errorf("%w: %q: no socket path", ErrInvalidAddr, addr)
+		}
+	default:
+		return "", "", fmt.Errorf("%w: %q: scheme %q is not tcp, tcp4, tcp6 or unix", ErrInvalidAddr, addr, network)
+	}
+	return network, address, nil
+}
+
+// removeStaleSocket removes a socket file left by a server that did not
+// stop cleanly, so that bind can succeed. Anything else at the path stays.
+func removeStaleSocket(path string) {
+	if fi, err := os.Lstat(path); err == nil && fi.Mode()&os.ModeSocket != 0 {
+		os.Remove(path)
+	}
+}
+
+type listener struct {
+	fd   int
+	addr net.Addr
+	unix bool
+}
+
+func listen(network, address string, o socket.Options) (*listener, error) {
+	fd, addr, err := socket.Listen(network, address, o)
+	if err != nil {
+		return nil, fmt.Errorf("sluice: listen %s %s: %w", network, address, err)
+	}
+	return &listener{fd: fd, addr: addr, unix: network == "unix"}, nil
+}
+
+func (ln *listener) close() {
+	if ln.fd >= 0 {
+		unix.Close(ln.fd)
+		ln.fd = -1
+	}
+}

@@ -1,0 +1,118 @@
+package sluice
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// booter captures the Engine handle as the engine boots.
+type booter struct {
+	EventHandler
+	booted chan Engine
+}
+
+func (b *booter) OnBoot(eng Engine) Action {
+	a := b.EventHandler.OnBoot(eng)
+	b.booted <- eng
+	return a
+}
+
+// serve starts an engine with h on a free loopback port and returns it and
+// the address to dial. Stopping it, and checking that it leaked no
+// goroutine and no descriptor, is registered as cleanup.
+func serve(t testing.TB, h EventHandler, opts ...Option) (Engine, string) {
+	return serveAddr(t, "tcp://127.0.0.1:0", h, opts...)
+}
+
+func serveAddr(t testing.TB, addr string, h EventHandler, opts ...Option) (Engine, string) {
+	t.Helper()
+	goroutines, fds := runtime.NumGoroutine(), openFDs(t)
+	b := &booter{EventHandler: h, booted: make(chan Engine, 1)}
+	done := make(chan error, 1)
+	go func() { done <- Run(b, addr, opts...) }()
+	var eng Engine
+	select {
+	case eng = <-b.booted:
+	case err := <-done:
+		t.Fatalf("Run: %v", err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		require.NoError(t, eng.Stop(ctx))
+		require.NoError(t, <-done)
+		waitFor(t, 5*time.Second, func() bool {
+			return runtime.NumGoroutine() <= goroutines && openFDs(t) <= fds
+		}, func() string {
+			return fmt.Sprintf("leak: goroutines %d -> %d, descriptors %d -> %d",
+				goroutines, runtime.NumGoroutine(), fds, openFDs(t))
+		})
+	})
+	a := eng.Addrs()[0]
+	return eng, a.Network() + "://" + a.String()
+}
+
+// waitFor polls cond on the calling goroutine until it holds, or fails the
+// test with what describe says once the deadline passes.
+func waitFor(t testing.TB, d time.Duration, cond func() bool, describe func() string) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatal(describe())
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+func openFDs(t testing.TB) int {
+	entries, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Skip("no /proc/self/fd")
+	}
+	return len(entries)
+}
+
+// dial connects to an address as serve returns it.
+func dial(t testing.TB, addr string) net.Conn {
+	t.Helper()
+	network, address, _ := strings.Cut(addr, "://")
+	c, err := net.DialTimeout(network, address, 5*time.Second)
+	require.NoError(t, err)
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+type echoHandler struct{ BuiltinEventEngine }
+
+func (echoHandler) OnTraffic(c Conn) Action {
+	b, _ := c.Next(-1)
+	c.Write(b)
+	return None
+}
+
+func TestEchoSmoke(t *testing.T) {
+	_, addr := serve(t, echoHandler{}, WithNumEventLoop(2))
+	c := dial(t, addr)
+	_, err := c.Write([]byte("hello"))
+	require.NoError(t, err)
+	buf := make([]byte, 5)
+	c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	_, err = io.ReadFull(c, buf)
+	require.NoError(t, err)
+	require.Equal(t, "hello", string(buf))
+}
+
+func discardLogger() *slog.Logger {
+	return slog.New(slog.NewTextHandler(io.Discard, nil))
+}

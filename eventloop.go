@@ -1,0 +1,472 @@
+package sluice
+
+import (
+	"fmt"
+	"runtime"
+	"runtime/debug"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/sluicenet/sluice/internal/socket"
+	"github.com/sluicenet/sluice/poller"
+)
+
+// eventloop owns a poller and every connection registered with it. Only
+// its own goroutine touches its connections; other goroutines reach them
+// through tasks.
+type eventloop struct {
+	idx       int
+	eng       *engine
+	poll      *poller.Poller
+	listeners []*listener // the listeners this loop accepts on
+	conns     []*conn     // by descriptor
+	count     atomic.Int64
+	buf       []byte // every read lands here first
+	wbuf      []byte // output of the running callback, sent when it returns
+	cur       *conn  // whose callback is running
+	tasks     taskQueue
+	sleeping  atomic.Bool
+	draining  bool
+	nextTick  time.Time // zero unless this loop runs the ticker
+}
+
+func newEventloop(e *engine, idx int) (*eventloop, error) {
+	p, err := poller.Open()
+	if err != nil {
+		return nil, err
+	}
+	return &eventloop{
+		idx:  idx,
+		eng:  e,
+		poll: p,
+		buf:  make([]byte, e.opts.readBufferCap),
+	}, nil
+}
+
+func (l *eventloop) run() {
+	if l.eng.opts.lockOSThread {
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+	}
+	for !l.draining || l.count.Load() > 0 {
+		ready, err := l.wait()
+		if err != nil {
+			l.eng.opts.logger.Error("sluice: poller failed; closing the loop's connections", "loop", l.idx, "err", err)
+			l.eng.shutdown()
+			l.closeAll(err)
+			break
+		}
+		for _, r := range ready {
+			l.dispatch(r)
+		}
+		l.runTasks(l.tasks.take())
+		l.tick()
+	}
+	// Whatever is posted from now on fails with ErrEngineStopped; what came
+	// before still runs, against closed connections.
+	l.runTasks(l.tasks.close())
+	for _, ln := range l.listeners {
+		ln.close()
+	}
+	l.poll.Close()
+}
+
+// wait blocks in the poller. The sleeping flag tells posters whether the
+// loop must be woken: it is set before the queue is checked one last time,
+// so a task pushed after that check always finds it set and wakes the loop.
+func (l *eventloop) wait() ([]poller.Ready, error) {
+	timeout := l.timeout()
+	l.sleeping.Store(true)
+	if l.tasks.pending() {
+		l.sleeping.Store(false)
+		timeout = 0
+	}
+	ready, err := l.poll.Wait(timeout)
+	l.sleeping.Store(false)
+	return ready, err
+}
+
+func (l *eventloop) timeout() time.Duration {
+	if l.nextTick.IsZero() || l.draining {
+		return -1
+	}
+	return max(time.Until(l.nextTick), 0)
+}
+
+// post hands t to the loop from any goroutine, waking the loop only if it
+// sleeps.
+func (l *eventloop) post(t *task) error {
+	if !l.tasks.push(t) {
+		t.free()
+		return ErrEngineStopped
+	}
+	if l.sleeping.CompareAndSwap(true, false) {
+		if err := l.poll.Wake(); err != nil {
+			l.eng.opts.logger.Error("sluice: waking a loop failed", "loop", l.idx, "err", err)
+		}
+	}
+	return nil
+}
+
+func (l *eventloop) dispatch(r poller.Ready) {
+	for _, ln := range l.listeners {
+		if ln.fd == r.Fd {
+			l.accept(ln)
+			return
+		}
+	}
+	if r.Fd >= len(l.conns) || l.conns[r.Fd] == nil {
+		return
+	}
+	c := l.conns[r.Fd]
+	if r.Events&poller.Writable != 0 && c.out != nil {
+		l.writable(c)
+	}
+	if r.Events&poller.Readable != 0 && c.state == stateOpen {
+		l.readable(c)
+	}
+}
+
+func (l *eventloop) accept(ln *listener) {
+	fd, sa, err := socket.Accept(ln.fd)
+	if err != nil {
+		if err != unix.EAGAIN && err != unix.ECONNABORTED {
+			l.eng.opts.logger.Warn("sluice: accept failed", "addr", ln.addr, "err", err)
+		}
+		return
+	}
+	if err := socket.Configure(fd, ln.unix, l.eng.sock); err != nil {
+		l.eng.opts.logger.Warn("sluice: configuring an accepted socket failed", "err", err)
+		unix.Close(fd)
+		return
+	}
+	c := &conn{fd: fd, remote: socket.AddrPort(sa), id: l.eng.nextID.Add(1), loop: l}
+	if !l.eng.perLoop {
+		c.loop = l.eng.pick(c)
+	}
+	if c.loop == l {
+		l.open(c)
+		return
+	}
+	t := newTask(taskOpen, c)
+	if c.loop.post(t) != nil {
+		unix.Close(fd)
+	}
+}
+
+// open registers a connection this loop now owns and calls OnOpen.
+func (l *eventloop) open(c *conn) {
+	if l.draining {
+		unix.Close(c.fd)
+		return
+	}
+	if err := l.poll.Add(c.fd, poller.Readable); err != nil {
+		l.eng.opts.logger.Warn("sluice: registering a connection failed", "err", err)
+		unix.Close(c.fd)
+		return
+	}
+	c.events = poller.Readable
+	if c.fd >= len(l.conns) {
+		l.conns = append(l.conns, make([]*conn, c.fd+1-len(l.conns))...)
+	}
+	l.conns[c.fd] = c
+	l.count.Add(1)
+	l.cur = c
+	out, a := l.onOpen(c)
+	if len(out) > 0 && c.state != stateClosed {
+		c.Write(out)
+	}
+	l.finish(c, a)
+}
+
+func (l *eventloop) readable(c *conn) {
+	n, err := socket.Read(c.fd, l.buf)
+	switch {
+	case n > 0:
+	case err == nil: // end of stream: send what is queued, then close
+		l.closeGraceful(c)
+		return
+	case err == unix.EAGAIN:
+		return
+	default:
+		l.closeConn(c, err)
+		return
+	}
+	c.feed(l.buf[:n])
+	l.cur = c
+	l.finish(c, l.onTraffic(c))
+}
+
+func (l *eventloop) writable(c *conn) {
+	l.flushOut(c)
+	switch {
+	case c.state == stateClosed:
+	case c.state == stateClosing && c.out == nil:
+		l.closeConn(c, nil)
+	default:
+		l.watch(c)
+	}
+}
+
+// finish ends a callback on c: it keeps what the handler left unread,
+// sends what it wrote, and carries out the action it returned.
+func (l *eventloop) finish(c *conn, a Action) {
+	if c.state == stateClosed {
+		l.cur = nil
+		return
+	}
+	c.keepUnread()
+	l.send(c)
+	l.cur = nil
+	switch a {
+	case Close:
+		l.closeGraceful(c)
+	case Shutdown:
+		l.eng.shutdown()
+	}
+}
+
+// send writes c's pending output: the loop's buffer when c's running
+// callback filled it, else c's own buffer unless the socket is known full.
+func (l *eventloop) send(c *conn) {
+	if l.cur == c && len(l.wbuf) > 0 {
+		p := l.wbuf
+		l.wbuf = l.wbuf[:0]
+		if cap(l.wbuf) > l.eng.opts.readBufferCap+l.eng.opts.writeBufCap {
+			l.wbuf = nil // do not keep a buffer one huge write grew
+		}
+		n, err := socket.Write(c.fd, p)
+		if err != nil && err != unix.EAGAIN {
+			l.closeConn(c, err)
+			return
+		}
+		if n < len(p) {
+			c.queue(p[n:])
+		}
+	} else if c.out != nil && c.events&poller.Writable == 0 {
+		l.flushOut(c)
+		if c.state == stateClosed {
+			return
+		}
+	}
+	l.watch(c)
+}
+
+// flushOut writes c's own outbound buffer until the socket is full.
+func (l *eventloop) flushOut(c *conn) {
+	for c.out != nil {
+		p := c.out.B[c.outHead:]
+		n, err := socket.Write(c.fd, p)
+		if err != nil && err != unix.EAGAIN {
+			l.closeConn(c, err)
+			return
+		}
+		c.outHead += n
+		if c.outHead == len(c.out.B) {
+			l.eng.outPool.Put(c.out)
+			c.out, c.outHead = nil, 0
+		}
+		if n < len(p) {
+			// The socket took less than offered, so it is full: trying
+			// again now would only cost a system call that returns EAGAIN.
+			return
+		}
+	}
+}
+
+// watch sets what the poller watches c for. Writable while output is
+// queued. Readable unless c is closing or holds more unsent output than
+// the high-water mark, and then not again until it drains below half of
+// it: a peer that does not read stops being read.
+func (l *eventloop) watch(c *conn) {
+	want := poller.Readable
+	if n := c.pending(); n > 0 {
+		want |= poller.Writable
+		high := l.eng.opts.writeBufCap
+		if n > high || (c.events&poller.Readable == 0 && n > high/2) {
+			want = poller.Writable
+		}
+	}
+	if c.state == stateClosing {
+		want &^= poller.Readable
+	}
+	if want == c.events {
+		return
+	}
+	if err := l.poll.Modify(c.fd, c.events, want); err != nil {
+		l.closeConn(c, err)
+		return
+	}
+	c.events = want
+}
+
+// closeGraceful closes c once its queued output is sent.
+func (l *eventloop) closeGraceful(c *conn) {
+	if c.state == stateClosed {
+		return
+	}
+	if c.pending() == 0 {
+		l.closeConn(c, nil)
+		return
+	}
+	c.state = stateClosing
+	l.watch(c)
+}
+
+// closeConn closes c at once and tells the handler why.
+func (l *eventloop) closeConn(c *conn, err error) {
+	if c.state == stateClosed {
+		return
+	}
+	c.state = stateClosed
+	l.conns[c.fd] = nil
+	l.count.Add(-1)
+	if l.cur == c {
+		l.cur = nil
+		l.wbuf = l.wbuf[:0]
+	}
+	// Closing the descriptor also removes it from the poller.
+	unix.Close(c.fd)
+	c.releaseBuffers()
+	if l.onClose(c, err) == Shutdown {
+		l.eng.shutdown()
+	}
+}
+
+func (l *eventloop) closeAll(err error) {
+	for _, c := range l.conns {
+		if c != nil {
+			l.closeConn(c, err)
+		}
+	}
+}
+
+// drain starts a graceful stop: no more accepts, and every connection
+// closes once its queued output is sent.
+func (l *eventloop) drain() {
+	l.draining = true
+	for _, ln := range l.listeners {
+		ln.close()
+	}
+	l.listeners = nil
+	for _, c := range l.conns {
+		if c != nil {
+			l.closeGraceful(c)
+		}
+	}
+}
+
+func (l *eventloop) runTasks(ts []*task) {
+	for _, t := range ts {
+		l.runTask(t)
+		t.free()
+	}
+	if ts != nil {
+		l.tasks.recycle(ts)
+	}
+}
+
+func (l *eventloop) runTask(t *task) {
+	c := t.c
+	switch t.kind {
+	case taskOpen:
+		l.open(c)
+		return
+	case taskStop:
+		l.drain()
+		return
+	case taskForce:
+		l.drain()
+		l.closeAll(ErrEngineStopped)
+		return
+	}
+	if c.state == stateClosed {
+		if t.cb != nil {
+			l.callback(c, t.cb, ErrConnClosed)
+		}
+		return
+	}
+	l.cur = c
+	a := None
+	switch t.kind {
+	case taskWrite:
+		c.Write(t.buf)
+	case taskWritev:
+		c.Writev(t.bufs)
+	case taskWake:
+		a = l.onTraffic(c)
+	case taskClose:
+		a = Close
+	}
+	l.finish(c, a)
+	if t.cb != nil {
+		l.callback(c, t.cb, nil)
+	}
+}
+
+// callback runs cb on the loop, sending whatever it writes.
+func (l *eventloop) callback(c *conn, cb AsyncCallback, err error) {
+	open := c.state != stateClosed
+	if open {
+		l.cur = c
+	}
+	defer l.recoverConn(c)
+	cb(c, err)
+	if open {
+		l.finish(c, None)
+	}
+}
+
+func (l *eventloop) tick() {
+	if l.nextTick.IsZero() {
+		return
+	}
+	now := time.Now()
+	if now.Before(l.nextTick) {
+		return
+	}
+	delay, a := l.onTick()
+	l.nextTick = now.Add(delay)
+	if a == Shutdown {
+		l.eng.shutdown()
+	}
+}
+
+// The handler's callbacks, each guarded: a panic closes the connection it
+// ran for, never the loop.
+
+func (l *eventloop) onOpen(c *conn) (out []byte, a Action) {
+	defer l.recoverConn(c)
+	return l.eng.handler.OnOpen(c)
+}
+
+func (l *eventloop) onTraffic(c *conn) Action {
+	defer l.recoverConn(c)
+	return l.eng.handler.OnTraffic(c)
+}
+
+func (l *eventloop) onClose(c *conn, err error) Action {
+	defer l.recoverConn(c)
+	return l.eng.handler.OnClose(c, err)
+}
+
+func (l *eventloop) onTick() (time.Duration, Action) {
+	defer l.recoverConn(nil)
+	return l.eng.handler.OnTick()
+}
+
+// recoverConn, deferred around a callback, turns a panic into a log entry
+// with the stack and closes the connection the callback ran for. The
+// callback's results are left zero: None, and no output.
+func (l *eventloop) recoverConn(c *conn) {
+	r := recover()
+	if r == nil {
+		return
+	}
+	l.eng.opts.logger.Error("sluice: handler panicked", "panic", r, "stack", string(debug.Stack()))
+	if c != nil {
+		l.closeConn(c, fmt.Errorf("%w: %v", ErrHandlerPanic, r))
+	}
+}

@@ -1,0 +1,78 @@
+// Command echo is an echo server on Sluice: every byte a client sends
+// comes back to it.
+//
+//	go run ./examples/echo -addr tcp://127.0.0.1:9000
+//	go run ./examples/echo -addr unix:///tmp/echo.sock -loops 2
+//
+// It stops gracefully on SIGINT or SIGTERM, sending what it has queued.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"log"
+	"os"
+	"os/signal"
+	"runtime"
+	"syscall"
+	"time"
+
+	"github.com/sluicenet/sluice"
+)
+
+type echo struct {
+	sluice.BuiltinEventEngine
+	stats bool
+	start runtime.MemStats
+}
+
+func (s *echo) OnBoot(eng sluice.Engine) sluice.Action {
+	fmt.Printf("echo: listening on %s\n", eng.Addrs()[0])
+	go stopOnSignal(eng)
+	if s.stats {
+		runtime.ReadMemStats(&s.start)
+	}
+	return sluice.None
+}
+
+func (s *echo) OnTraffic(c sluice.Conn) sluice.Action {
+	b, _ := c.Next(-1)
+	c.Write(b)
+	return sluice.None
+}
+
+func (s *echo) OnShutdown(sluice.Engine) {
+	if s.stats {
+		var end runtime.MemStats
+		runtime.ReadMemStats(&end)
+		fmt.Printf("echo: mallocs %d\n", end.Mallocs-s.start.Mallocs)
+	}
+}
+
+func stopOnSignal(eng sluice.Engine) {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	<-ctx.Done()
+	stop()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := eng.Stop(ctx); err != nil {
+		log.Printf("echo: stop: %v", err)
+	}
+}
+
+func main() {
+	addr := flag.String("addr", "tcp://127.0.0.1:9000", "address to listen on: tcp://host:port or unix:///path")
+	loops := flag.Int("loops", runtime.NumCPU(), "number of event loops")
+	reusePort := flag.Bool("reuseport", false, "one SO_REUSEPORT listener per loop")
+	stats := flag.Bool("stats", false, "print heap allocations made while serving, on exit")
+	flag.Parse()
+
+	h := &echo{stats: *stats}
+	err := sluice.Run(h, *addr,
+		sluice.WithNumEventLoop(*loops),
+		sluice.WithReusePort(*reusePort))
+	if err != nil {
+		log.Fatalf("echo: %v", err)
+	}
+}

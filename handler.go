@@ -1,0 +1,70 @@
+package sluice
+
+import "time"
+
+// Action tells the event loop what to do after a callback returns.
+type Action int
+
+const (
+	// None continues as normal.
+	None Action = iota
+	// Close closes the connection once its queued output is flushed.
+	Close
+	// Shutdown stops the whole engine gracefully, as Engine.Stop does.
+	Shutdown
+)
+
+// EventHandler is what a server implements. Every callback for a connection
+// runs on the event loop that owns it, one at a time, so handler code needs
+// no locks for per-connection state. A callback that blocks stalls every
+// connection of its loop: hand blocking work to a goroutine pool and answer
+// with Conn.AsyncWrite.
+type EventHandler interface {
+	// OnBoot runs once the listeners are open, before the first accept.
+	// Returning Shutdown stops the engine before it serves anything.
+	OnBoot(eng Engine) Action
+
+	// OnShutdown runs once, after every connection has closed and every
+	// loop has stopped.
+	OnShutdown(eng Engine)
+
+	// OnOpen runs when a connection is accepted. Bytes in out are sent
+	// before anything else.
+	OnOpen(c Conn) (out []byte, action Action)
+
+	// OnTraffic runs when inbound bytes are buffered for c. Bytes the
+	// handler leaves unread are kept and offered again with the next event.
+	OnTraffic(c Conn) Action
+
+	// OnClose runs after c is closed. err says why: nil for a clean close
+	// by either side, otherwise an error that errors.Is can test, such as
+	// syscall.ECONNRESET or ErrHandlerPanic.
+	OnClose(c Conn, err error) Action
+
+	// OnTick runs on the first event loop when the engine was started
+	// WithTicker(true): first right after OnBoot, then after each delay it
+	// returns.
+	OnTick() (delay time.Duration, action Action)
+}
+
+// BuiltinEventEngine implements every EventHandler callback as a no-op.
+// Embed it and override only the callbacks a server needs.
+type BuiltinEventEngine struct{}
+
+// OnBoot does nothing.
+func (BuiltinEventEngine) OnBoot(Engine) Action { return None }
+
+// OnShutdown does nothing.
+func (BuiltinEventEngine) OnShutdown(Engine) {}
+
+// OnOpen does nothing.
+func (BuiltinEventEngine) OnOpen(Conn) ([]byte, Action) { return nil, None }
+
+// OnTraffic does nothing; unread bytes stay buffered.
+func (BuiltinEventEngine) OnTraffic(Conn) Action { return None }
+
+// OnClose does nothing.
+func (BuiltinEventEngine) OnClose(Conn, error) Action { return None }
+
+// OnTick asks to be called again in a second.
+func (BuiltinEventEngine) OnTick() (time.Duration, Action) { return time.Second, None }

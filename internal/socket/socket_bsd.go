@@ -1,0 +1,57 @@
+//go:build darwin || dragonfly || freebsd || netbsd || openbsd
+
+package socket
+
+import (
+	"os"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// Accept takes one pending connection from the listener fd, already
+// non-blocking and close-on-exec.
+func Accept(fd int) (int, unix.Sockaddr, error) {
+	// Without accept4 the descriptor exists for a moment without
+	// close-on-exec; the fork lock keeps an exec from inheriting it.
+	syscall.ForkLock.RLock()
+	nfd, sa, err := unix.Accept(fd)
+	if err == nil {
+		unix.CloseOnExec(nfd)
+	}
+	syscall.ForkLock.RUnlock()
+	if err != nil {
+		return -1, nil, err
+	}
+	if err := unix.SetNonblock(nfd, true); err != nil {
+		unix.Close(nfd)
+		return -1, nil, os.NewSyscallError("fcntl", err)
+	}
+	return nfd, sa, nil
+}
+
+func setKeepAlive(fd int, d time.Duration) error {
+	secs := max(int(d/time.Second), 1)
+	if err := setInt(fd, unix.SOL_SOCKET, unix.SO_KEEPALIVE, 1, "SO_KEEPALIVE"); err != nil {
+		return err
+	}
+	return setInt(fd, unix.IPPROTO_TCP, unix.TCP_KEEPALIVE, secs, "TCP_KEEPALIVE")
+}
+
+func newSocket(family int) (int, error) {
+	syscall.ForkLock.RLock()
+	fd, err := unix.Socket(family, unix.SOCK_STREAM, 0)
+	if err == nil {
+		unix.CloseOnExec(fd)
+	}
+	syscall.ForkLock.RUnlock()
+	if err != nil {
+		return -1, os.NewSyscallError("socket", err)
+	}
+	if err := unix.SetNonblock(fd, true); err != nil {
+		unix.Close(fd)
+		return -1, os.NewSyscallError("fcntl", err)
+	}
+	return fd, nil
+}

@@ -1,0 +1,36 @@
+package socket
+
+import (
+	"os"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// Accept takes one pending connection from the listener fd, already
+// non-blocking and close-on-exec.
+func Accept(fd int) (int, unix.Sockaddr, error) {
+	for {
+		nfd, sa, err := unix.Accept4(fd, unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC)
+		if err == unix.EINTR {
+			continue
+		}
+		return nfd, sa, err
+	}
+}
+
+func setKeepAlive(fd int, d time.Duration) error {
+	secs := max(int(d/time.Second), 1)
+	if err := setInt(fd, unix.SOL_SOCKET, unix.SO_KEEPALIVE, 1, "SO_KEEPALIVE"); err != nil {
+		return err
+	}
+	if err := setInt(fd, unix.IPPROTO_TCP, unix.TCP_KEEPIDLE, secs, "TCP_KEEPIDLE"); err != nil {
+		return err
+	}
+	return os.NewSyscallError("setsockopt TCP_KEEPINTVL", unix.SetsockoptInt(fd, unix.IPPROTO_TCP, unix.TCP_KEEPINTVL, secs))
+}
+
+func newSocket(family int) (int, error) {
+	fd, err := unix.Socket(family, unix.SOCK_STREAM|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, 0)
+	return fd, os.NewSyscallError("socket", err)
+}

@@ -1,0 +1,25 @@
+// Package poller waits for sockets to become readable or writable: epoll on
+// Linux and kqueue on macOS and the BSDs, behind the same small set of
+// methods. A Poller belongs to one event loop; only Wake may be called from
+// other goroutines.
+package poller
+
+// Event is a set of readiness conditions on a descriptor.
+type Event uint8
+
+const (
+	// Readable means a read will not block: data, end of stream or an error.
+	Readable Event = 1 << iota
+	// Writable means a write will not block, or will report an error.
+	Writable
+)
+
+// Ready is one descriptor the kernel reported, and what it is ready for.
+type Ready struct {
+	Fd     int
+	Events Event
+}
+
+// maxEvents bounds how many descriptors one Wait reports; the rest stay
+// ready for the next one.
+const maxEvents = 256

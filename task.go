@@ -1,0 +1,94 @@
+package sluice
+
+import (
+	"sync"
+	"sync/atomic"
+)
+
+type taskKind uint8
+
+const (
+	taskWrite  taskKind = iota // AsyncWrite
+	taskWritev                 // AsyncWritev
+	taskWake                   // Wake: run OnTraffic
+	taskClose                  // Close: flush, then close
+	taskOpen                   // a connection another loop accepted
+	taskStop                   // graceful stop
+	taskForce                  // stop now
+)
+
+// task is work another goroutine hands to a loop. Tasks are pooled, so
+// posting one allocates nothing once the pool is warm.
+type task struct {
+	kind taskKind
+	c    *conn
+	buf  []byte
+	bufs [][]byte
+	cb   AsyncCallback
+}
+
+var taskPool = sync.Pool{New: func() any { return new(task) }}
+
+func newTask(kind taskKind, c *conn) *task {
+	t := taskPool.Get().(*task)
+	t.kind, t.c = kind, c
+	return t
+}
+
+func (t *task) free() {
+	*t = task{}
+	taskPool.Put(t)
+}
+
+// taskQueue is a loop's inbox: many goroutines push, the loop takes all
+// at once. The loop swaps two slices so that taking allocates nothing.
+type taskQueue struct {
+	mu     sync.Mutex
+	tasks  []*task
+	spare  []*task // touched only by the loop
+	n      atomic.Int32
+	closed bool
+}
+
+// push queues t and reports false if the loop has exited.
+func (q *taskQueue) push(t *task) bool {
+	q.mu.Lock()
+	if q.closed {
+		q.mu.Unlock()
+		return false
+	}
+	q.tasks = append(q.tasks, t)
+	q.n.Store(int32(len(q.tasks)))
+	q.mu.Unlock()
+	return true
+}
+
+// pending reports whether tasks are queued, without taking the lock.
+func (q *taskQueue) pending() bool { return q.n.Load() > 0 }
+
+// take returns the queued tasks. The slice is valid until the next take;
+// pass it to recycle once its tasks have run.
+func (q *taskQueue) take() []*task {
+	q.mu.Lock()
+	ts := q.tasks
+	q.tasks, q.spare = q.spare, nil
+	q.n.Store(0)
+	q.mu.Unlock()
+	return ts
+}
+
+func (q *taskQueue) recycle(ts []*task) {
+	clear(ts)
+	q.spare = ts[:0]
+}
+
+// close makes later pushes fail and returns what was still queued.
+func (q *taskQueue) close() []*task {
+	q.mu.Lock()
+	q.closed = true
+	ts := q.tasks
+	q.tasks = nil
+	q.n.Store(0)
+	q.mu.Unlock()
+	return ts
+}
