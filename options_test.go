@@ -1,0 +1,269 @@
+package sluice
+
+import (
+	"bytes"
+	"log/slog"
+	"net"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"golang.org/x/sys/unix"
+)
+
+// observer records, for every connection it opens, the loop that owns it
+// and the socket options it was given.
+type observer struct {
+	BuiltinEventEngine
+	mu      sync.Mutex
+	loops   []int
+	threads map[int]bool
+	sockopt map[string]int
+	opened  chan Conn
+}
+
+func newObserver() *observer {
+	return &observer{threads: map[int]bool{}, sockopt: map[string]int{}, opened: make(chan Conn, 1024)}
+}
+
+func (h *observer) OnOpen(c Conn) ([]byte, Action) {
+	fd := c.Fd()
+	get := func(level, opt int) int {
+		v, _ := unix.GetsockoptInt(fd, level, opt)
+		return v
+	}
+	h.mu.Lock()
+	h.loops = append(h.loops, c.(*conn).loop.idx)
+	h.sockopt["nodelay"] = get(unix.IPPROTO_TCP, unix.TCP_NODELAY)
+	h.sockopt["keepalive"] = get(unix.SOL_SOCKET, unix.SO_KEEPALIVE)
+	h.sockopt["keepidle"] = get(unix.IPPROTO_TCP, unix.TCP_KEEPIDLE)
+	h.sockopt["rcvbuf"] = get(unix.SOL_SOCKET, unix.SO_RCVBUF)
+	h.sockopt["sndbuf"] = get(unix.SOL_SOCKET, unix.SO_SNDBUF)
+	h.mu.Unlock()
+	h.opened <- c
+	return nil, None
+}
+
+func (h *observer) OnTraffic(c Conn) Action {
+	h.mu.Lock()
+	h.threads[unix.Gettid()] = true
+	h.mu.Unlock()
+	return echoHandler{}.OnTraffic(c)
+}
+
+// open dials n connections, waiting for each to be opened by the engine
+// before the next, and returns the loops they landed on, by count.
+func (h *observer) open(t *testing.T, addr string, n int) map[int]int {
+	t.Helper()
+	for range n {
+		dial(t, addr)
+		select {
+		case <-h.opened:
+		case <-time.After(5 * time.Second):
+			t.Fatal("connection not opened")
+		}
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	perLoop := map[int]int{}
+	for _, l := range h.loops {
+		perLoop[l]++
+	}
+	return perLoop
+}
+
+func TestLoadBalancing(t *testing.T) {
+	tests := []struct {
+		name string
+		opts []Option
+		want func(t *testing.T, perLoop map[int]int)
+	}{
+		{"round-robin spreads evenly", []Option{WithNumEventLoop(4)}, func(t *testing.T, perLoop map[int]int) {
+			assert.Equal(t, map[int]int{0: 3, 1: 3, 2: 3, 3: 3}, perLoop)
+		}},
+		{"least-connections spreads evenly", []Option{WithNumEventLoop(4), WithLoadBalancing(LeastConnections)}, func(t *testing.T, perLoop map[int]int) {
+			assert.Equal(t, map[int]int{0: 3, 1: 3, 2: 3, 3: 3}, perLoop)
+		}},
+		{"source hash keeps one client on one loop", []Option{WithNumEventLoop(4), WithLoadBalancing(SourceAddrHash)}, func(t *testing.T, perLoop map[int]int) {
+			assert.Len(t, perLoop, 1)
+		}},
+		{"multicore off is one loop", []Option{WithNumEventLoop(4), WithMulticore(false)}, func(t *testing.T, perLoop map[int]int) {
+			assert.Equal(t, map[int]int{0: 12}, perLoop)
+		}},
+		{"reuseport lets the kernel spread", []Option{WithNumEventLoop(4), WithReusePort(true)}, func(t *testing.T, perLoop map[int]int) {
+			// The kernel hashes each connection's ports; twelve landing on
+			// one loop of four has odds of 4^-11.
+			assert.Greater(t, len(perLoop), 1)
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := newObserver()
+			_, addr := serve(t, h, tt.opts...)
+			tt.want(t, h.open(t, addr, 12))
+		})
+	}
+}
+
+func TestLeastConnectionsFillsTheEmptiestLoop(t *testing.T) {
+	h := newObserver()
+	eng, addr := serve(t, h, WithNumEventLoop(3), WithLoadBalancing(LeastConnections))
+	// Two connections on each loop, then empty loop 2.
+	var onLoop2 []net.Conn
+	for range 6 {
+		c := dial(t, addr)
+		if (<-h.opened).(*conn).loop.idx == 2 {
+			onLoop2 = append(onLoop2, c)
+		}
+	}
+	require.Len(t, onLoop2, 2)
+	for _, c := range onLoop2 {
+		c.Close()
+	}
+	waitFor(t, 5*time.Second, func() bool { return eng.CountConnections() == 4 },
+		func() string { return "closes not seen" })
+	h.mu.Lock()
+	h.loops = nil
+	h.mu.Unlock()
+	assert.Equal(t, map[int]int{2: 2}, h.open(t, addr, 2), "both go to the emptied loop")
+}
+
+func TestSocketOptions(t *testing.T) {
+	tests := []struct {
+		name string
+		opts []Option
+		want map[string]int
+	}{
+		{"defaults", nil, map[string]int{"nodelay": 1, "keepalive": 0}},
+		{"no delay off", []Option{WithTCPNoDelay(false)}, map[string]int{"nodelay": 0}},
+		{"keep-alive", []Option{WithTCPKeepAlive(7 * time.Second)}, map[string]int{"keepalive": 1, "keepidle": 7}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := newObserver()
+			_, addr := serve(t, h, append(tt.opts, WithNumEventLoop(1))...)
+			h.open(t, addr, 1)
+			h.mu.Lock()
+			defer h.mu.Unlock()
+			for k, v := range tt.want {
+				assert.Equal(t, v, h.sockopt[k], k)
+			}
+		})
+	}
+}
+
+func TestSocketBuffers(t *testing.T) {
+	h := newObserver()
+	_, addr := serve(t, h, WithNumEventLoop(1), WithSocketRecvBuffer(50000), WithSocketSendBuffer(60000))
+	h.open(t, addr, 1)
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	// Linux doubles what it is asked for, to leave room for its bookkeeping.
+	assert.Equal(t, 100000, h.sockopt["rcvbuf"])
+	assert.Equal(t, 120000, h.sockopt["sndbuf"])
+}
+
+func TestLockOSThreadKeepsALoopOnOneThread(t *testing.T) {
+	h := newObserver()
+	_, addr := serve(t, h, WithNumEventLoop(1), WithLockOSThread(true))
+	c := dial(t, addr)
+	// Other goroutines compete for threads meanwhile.
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Go(func() {
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+					time.Sleep(time.Microsecond)
+				}
+			}
+		})
+	}
+	for i := range 200 {
+		require.NoError(t, echoOnce(c, []byte{byte(i)}))
+	}
+	close(stop)
+	wg.Wait()
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	assert.Len(t, h.threads, 1, "every event ran on one thread")
+}
+
+// reads records the largest inbound view any event offered.
+type reads struct {
+	BuiltinEventEngine
+	largest atomic.Int64
+}
+
+func (h *reads) OnTraffic(c Conn) Action {
+	storeMax(&h.largest, c.InboundBuffered())
+	return echoHandler{}.OnTraffic(c)
+}
+
+func TestReadBufferCapBoundsOneRead(t *testing.T) {
+	h := &reads{}
+	_, addr := serve(t, h, WithNumEventLoop(1), WithReadBufferCap(1024))
+	c := dial(t, addr)
+	require.NoError(t, echoOnce(c, bytes.Repeat([]byte("x"), 256<<10)))
+	assert.Equal(t, int64(1024), h.largest.Load())
+}
+
+type ticker struct {
+	BuiltinEventEngine
+	ticks atomic.Int64
+}
+
+func (h *ticker) OnTick() (time.Duration, Action) {
+	h.ticks.Add(1)
+	return time.Millisecond, None
+}
+
+func TestTicker(t *testing.T) {
+	for _, on := range []bool{true, false} {
+		h := &ticker{}
+		serve(t, h, WithNumEventLoop(2), WithTicker(on))
+		if on {
+			waitFor(t, 5*time.Second, func() bool { return h.ticks.Load() >= 5 },
+				func() string { return "OnTick was not called repeatedly" })
+		} else {
+			// With the ticker off nothing calls OnTick; give it the time
+			// five ticks would take, plus margin, to show it does not.
+			time.Sleep(20 * time.Millisecond)
+			assert.Zero(t, h.ticks.Load())
+		}
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for a logger on another goroutine.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+func TestLoggerReceivesPanics(t *testing.T) {
+	var logs syncBuffer
+	_, addr := serve(t, panicker{}, WithNumEventLoop(1), WithLogger(slog.New(slog.NewTextHandler(&logs, nil))))
+	c := dial(t, addr)
+	c.Write([]byte("boom"))
+	waitFor(t, 5*time.Second, func() bool { return bytes.Contains([]byte(logs.String()), []byte("handler panicked")) },
+		func() string { return "panic not logged: " + logs.String() })
+	assert.Contains(t, logs.String(), "stack=")
+}
