@@ -1,0 +1,49 @@
+package codec
+
+import (
+	"fmt"
+	"io"
+)
+
+// Fixed frames messages that all have the same length, Size. Size is also
+// the limit on what a peer can make Decode wait for. The zero value is
+// unusable: Size must be set.
+type Fixed struct {
+	// Size is every frame's length in bytes.
+	Size int
+}
+
+// Decode returns the next Size bytes.
+func (f Fixed) Decode(in Inbound) ([]byte, error) {
+	if err := f.check(); err != nil {
+		return nil, err
+	}
+	buf, err := buffered(in)
+	if err != nil {
+		return nil, err
+	}
+	if len(buf) < f.Size {
+		return nil, ErrIncomplete
+	}
+	return take(in, buf, 0, f.Size, f.Size)
+}
+
+// Encode writes frame, which must be exactly Size bytes.
+func (f Fixed) Encode(w io.Writer, frame []byte) error {
+	if err := f.check(); err != nil {
+		return err
+	}
+	if len(frame) != f.Size {
+		return fmt.Errorf("codec: %d-byte frame, want %d: %w", len(frame), f.Size, ErrInvalid)
+	}
+	_, err := w.Write(frame)
+	return err
+}
+
+// check reports whether f is configured.
+func (f Fixed) check() error {
+	if f.Size <= 0 {
+		return fmt.Errorf("codec: fixed size %d: %w", f.Size, ErrBadConfig)
+	}
+	return nil
+}
