@@ -1,7 +1,6 @@
 package codec_test
 
 import (
-	"context"
 	"encoding/binary"
 	"io"
 	"net"
@@ -15,6 +14,7 @@ import (
 
 	"github.com/sluicenet/sluice"
 	"github.com/sluicenet/sluice/codec"
+	"github.com/sluicenet/sluice/internal/enginetest"
 )
 
 const deadline = 5 * time.Second
@@ -118,47 +118,10 @@ func (s *echoServer) OnTraffic(c sluice.Conn) sluice.Action {
 	return sluice.None
 }
 
-// booted hands on the Engine a handler is booted with.
-type booted struct {
-	sluice.EventHandler
-	eng chan sluice.Engine
-}
-
-func (b *booted) OnBoot(eng sluice.Engine) sluice.Action {
-	b.eng <- eng
-	return b.EventHandler.OnBoot(eng)
-}
-
-// serve runs an engine with h on a free loopback port until the test
-// ends, and returns the address to dial.
-func serve(t *testing.T, h sluice.EventHandler, opts ...sluice.Option) string {
-	t.Helper()
-	b := &booted{EventHandler: h, eng: make(chan sluice.Engine, 1)}
-	done := make(chan error, 1)
-	go func() { done <- sluice.Run(b, "tcp://127.0.0.1:0", opts...) }()
-	var eng sluice.Engine
-	select {
-	case eng = <-b.eng:
-	case err := <-done:
-		t.Fatalf("run: %v", err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), deadline)
-		defer cancel()
-		assert.NoError(t, eng.Stop(ctx))
-		assert.NoError(t, <-done)
-	})
-	return eng.Addrs()[0].String()
-}
-
-// dial connects to addr, with reads and writes that fail past the deadline.
-func dial(t *testing.T, addr string) net.Conn {
-	t.Helper()
-	c, err := net.DialTimeout("tcp", addr, deadline)
-	require.NoError(t, err)
-	t.Cleanup(func() { c.Close() })
-	require.NoError(t, c.SetDeadline(time.Now().Add(deadline)))
-	return c
+// serve runs h on an engine with one loop and returns where to dial.
+func serve(t *testing.T, h sluice.EventHandler) string {
+	_, addr := enginetest.Serve(t, h, sluice.WithNumEventLoop(1))
+	return addr
 }
 
 // messages returns n random messages of the family.
@@ -231,7 +194,7 @@ func TestEngineEcho(t *testing.T) {
 	for _, f := range families() {
 		t.Run(f.name, func(t *testing.T) {
 			srv := &echoServer{f: f, errs: make(chan error, 1)}
-			conn := dial(t, serve(t, srv, sluice.WithNumEventLoop(1)))
+			conn := enginetest.Dial(t, serve(t, srv))
 
 			msgs := messages(f, 200)
 			var stream codec.Buffer
@@ -257,8 +220,8 @@ func TestEngineEcho(t *testing.T) {
 func TestEngineHugeFrameAnnounced(t *testing.T) {
 	f := codecFamily("LengthField", codec.LengthField{Size: 8, Strip: 8}, binaryAlphabet, 0)
 	srv := &echoServer{f: f, errs: make(chan error, 1)}
-	addr := serve(t, srv, sluice.WithNumEventLoop(1))
-	good, hostile := dial(t, addr), dial(t, addr)
+	addr := serve(t, srv)
+	good, hostile := enginetest.Dial(t, addr), enginetest.Dial(t, addr)
 
 	roundTrip := func(msg string) {
 		t.Helper()

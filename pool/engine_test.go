@@ -2,7 +2,6 @@ package pool_test
 
 import (
 	"bytes"
-	"context"
 	"errors"
 	"io"
 	"net"
@@ -14,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sluicenet/sluice"
+	"github.com/sluicenet/sluice/internal/enginetest"
 	"github.com/sluicenet/sluice/pool"
 )
 
@@ -53,47 +53,10 @@ func (h *offloader) OnTraffic(c sluice.Conn) sluice.Action {
 	return sluice.None
 }
 
-// booted hands on the Engine a handler is booted with.
-type booted struct {
-	sluice.EventHandler
-	eng chan sluice.Engine
-}
-
-func (b *booted) OnBoot(eng sluice.Engine) sluice.Action {
-	b.eng <- eng
-	return b.EventHandler.OnBoot(eng)
-}
-
-// serve runs an engine with h and one event loop on a free loopback port
-// until the test ends, and returns the address to dial.
-func serve(t *testing.T, h sluice.EventHandler) string {
-	t.Helper()
-	b := &booted{EventHandler: h, eng: make(chan sluice.Engine, 1)}
-	done := make(chan error, 1)
-	go func() { done <- sluice.Run(b, "tcp://127.0.0.1:0", sluice.WithNumEventLoop(1)) }()
-	var eng sluice.Engine
-	select {
-	case eng = <-b.eng:
-	case err := <-done:
-		t.Fatalf("run: %v", err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), deadline)
-		defer cancel()
-		assert.NoError(t, eng.Stop(ctx))
-		assert.NoError(t, <-done)
-	})
-	return eng.Addrs()[0].String()
-}
-
-// dial connects to addr, with reads and writes that fail past the deadline.
-func dial(t *testing.T, addr string) net.Conn {
-	t.Helper()
-	c, err := net.DialTimeout("tcp", addr, deadline)
-	require.NoError(t, err)
-	t.Cleanup(func() { c.Close() })
-	require.NoError(t, c.SetDeadline(time.Now().Add(deadline)))
-	return c
+// serveOne runs h on an engine with one loop and returns where to dial.
+func serveOne(t *testing.T, h sluice.EventHandler) string {
+	_, addr := enginetest.Serve(t, h, sluice.WithNumEventLoop(1))
+	return addr
 }
 
 // read reads n bytes from c.
@@ -119,11 +82,11 @@ func TestLoopResponsiveWhileTasksBlock(t *testing.T) {
 	)
 	p := newPool(t, pool.WithSize(tasks))
 	var finished atomic.Int64
-	addr := serve(t, &offloader{pool: p, work: func() {
+	addr := serveOne(t, &offloader{pool: p, work: func() {
 		time.Sleep(blocking)
 		finished.Add(1)
 	}})
-	busy, idle := dial(t, addr), dial(t, addr)
+	busy, idle := enginetest.Dial(t, addr), enginetest.Dial(t, addr)
 
 	_, err := busy.Write(bytes.Repeat([]byte("t"), tasks))
 	require.NoError(t, err)
@@ -165,7 +128,7 @@ func TestLoopResponsiveWhileTasksBlock(t *testing.T) {
 func TestOverloadAnsweredFromLoop(t *testing.T) {
 	p := newPool(t, pool.WithSize(1))
 	unblock := make(chan struct{})
-	c := dial(t, serve(t, &offloader{pool: p, work: func() { <-unblock }}))
+	c := enginetest.Dial(t, serveOne(t, &offloader{pool: p, work: func() { <-unblock }}))
 
 	_, err := c.Write([]byte("tte"))
 	require.NoError(t, err)
