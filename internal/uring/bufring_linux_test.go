@@ -1,0 +1,39 @@
+package uring
+
+import (
+	"os"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"golang.org/x/sys/unix"
+)
+
+func TestNewBufRingRejectsBadSizes(t *testing.T) {
+	r := newTestRing(t, 8, 0)
+	for _, tt := range []struct{ count, size int }{{0, 64}, {3, 64}, {1 << 16, 64}, {16, 0}, {1 << 15, 1 << 20}} {
+		_, err := NewBufRing(r, 1, tt.count, tt.size)
+		assert.ErrorIs(t, err, os.ErrInvalid, "NewBufRing(%d, %d)", tt.count, tt.size)
+	}
+}
+
+// The ring's 16-bit tail wraps around, and buffers keep flowing.
+func TestBufRingTailWraps(t *testing.T) {
+	r := newTestRing(t, 8, 0)
+	bufs, err := NewBufRing(r, 1, 2, 8)
+	require.NoError(t, err)
+	a, b := socketPair(t)
+	r.PrepRecvMultishot(b, bufs, 1)
+	for i := range 1<<16 + 3 {
+		msg := []byte{byte(i)}
+		_, err := unix.Write(a, msg)
+		require.NoError(t, err)
+		c := collect(t, r, 1)[0]
+		id, ok := c.Buffer()
+		require.True(t, ok, "message %d: %+v", i, c)
+		require.Equal(t, msg, bufs.Buf(id)[:c.Res])
+		require.True(t, c.More())
+		bufs.Recycle(id)
+	}
+	assert.Less(t, bufs.tail, uint16(8), "the tail did not wrap")
+}

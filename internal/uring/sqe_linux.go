@@ -1,0 +1,142 @@
+package uring
+
+import (
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// SQE is a submission queue entry, laid out as the kernel's struct
+// io_uring_sqe. The Prep methods fill one in and return it, so the caller
+// can add flags; the pointer is good only until the next Prep or Submit
+// call.
+//
+// The kernel may use the memory an operation points to (a send's bytes, a
+// read's buffer, a sendmsg's header) until the operation completes, which
+// for a multishot operation is its last completion. The caller keeps that
+// memory referenced and unchanged until then; the Prep methods make it
+// escape to the heap, so it never moves with a goroutine's stack, but the
+// kernel's hold on it is invisible to the garbage collector. A send or
+// sendmsg with MSG_DONTWAIT never waits for its socket: the kernel has
+// finished with it by the time Submit or SubmitAndWait returns.
+type SQE struct {
+	opcode      uint8
+	flags       uint8
+	ioprio      uint16
+	fd          int32
+	off         uint64
+	addr        uint64
+	len         uint32
+	opFlags     uint32 // msg_flags, accept_flags, cancel_flags: one per operation
+	userData    uint64
+	bufGroup    uint16
+	personality uint16
+	fileIndex   uint32
+	addr3       uint64
+	pad         uint64
+}
+
+// SQEFlags change how the kernel runs one submission (IOSQE_* flags).
+type SQEFlags uint8
+
+// SkipSuccess makes an operation post no completion when it succeeds
+// (IOSQE_CQE_SKIP_SUCCESS): only a failure is reported. For a send, a
+// short count is a success unless the send has MSG_WAITALL.
+const SkipSuccess SQEFlags = 1 << 6
+
+// SetFlags adds flags to the entry.
+func (s *SQE) SetFlags(f SQEFlags) { s.flags |= uint8(f) }
+
+// prep takes the next submission entry and fills in what every operation
+// has.
+func (r *Ring) prep(op uint8, fd int, addr unsafe.Pointer, n int, userData uint64) *SQE {
+	// Storing addr in the Ring makes it escape, so the compiler never puts
+	// the memory the kernel will use on a goroutine stack, which moves when
+	// it grows.
+	r.lastAddr = addr
+	s := r.next()
+	s.opcode = op
+	s.fd = int32(fd)
+	s.addr = uint64(uintptr(addr))
+	s.len = uint32(n)
+	s.userData = userData
+	return s
+}
+
+// PrepAcceptMultishot queues an accept that stays armed on the listening
+// socket fd: each connection posts a completion whose Res is the new
+// socket, non-blocking and close-on-exec, while More stays true.
+func (r *Ring) PrepAcceptMultishot(fd int, userData uint64) *SQE {
+	s := r.prep(opAccept, fd, nil, 0, userData)
+	s.ioprio = acceptMultishot
+	s.opFlags = unix.SOCK_NONBLOCK | unix.SOCK_CLOEXEC
+	return s
+}
+
+// PrepRecvMultishot queues a receive that stays armed on the socket fd:
+// each arrival of data posts a completion naming the buffer of b it was
+// received into (see CQE.Buffer) and its length in Res. Res 0 is the end
+// of the stream. A connection holds a buffer only while data waits for the
+// caller; when b runs dry the receive ends with ENOBUFS and must be
+// prepared again after buffers are recycled.
+func (r *Ring) PrepRecvMultishot(fd int, b *BufRing, userData uint64) *SQE {
+	s := r.prep(opRecv, fd, nil, 0, userData)
+	s.ioprio = recvMultishot
+	s.flags = sqeBufferSelect
+	s.bufGroup = b.group
+	return s
+}
+
+// PrepSend queues a send(2) of p on the socket fd with the MSG_* flags
+// msgFlags. With MSG_DONTWAIT the kernel sends what the socket takes at
+// once and completes; with MSG_DONTWAIT|MSG_WAITALL a send that could not
+// take everything reports a failure (see SkipSuccess) whose Res is the
+// count sent, or -EAGAIN.
+func (r *Ring) PrepSend(fd int, p []byte, msgFlags int, userData uint64) *SQE {
+	s := r.prep(opSend, fd, unsafe.Pointer(unsafe.SliceData(p)), len(p), userData)
+	s.opFlags = uint32(msgFlags)
+	return s
+}
+
+// PrepSendmsg queues a sendmsg(2) of msg on the socket fd with the MSG_*
+// flags msgFlags: one send of several slices, each an iovec of msg.
+func (r *Ring) PrepSendmsg(fd int, msg *unix.Msghdr, msgFlags int, userData uint64) *SQE {
+	s := r.prep(opSendmsg, fd, unsafe.Pointer(msg), 1, userData)
+	s.opFlags = uint32(msgFlags)
+	return s
+}
+
+// PrepRead queues a read(2) of fd into p at the file's current position. A
+// read of an eventfd completes when another goroutine writes to it, which
+// wakes a loop waiting in SubmitAndWait. Open the eventfd blocking: some
+// kernels complete a read of a non-blocking one at once with EAGAIN.
+func (r *Ring) PrepRead(fd int, p []byte, userData uint64) *SQE {
+	s := r.prep(opRead, fd, unsafe.Pointer(unsafe.SliceData(p)), len(p), userData)
+	s.off = ^uint64(0) // -1: the current position
+	return s
+}
+
+// PrepCancel queues the cancellation of every operation in flight that
+// was prepared with the user data target. Each cancelled operation posts a
+// final completion with -ECANCELED; the cancellation's own completion has
+// the number cancelled in Res.
+func (r *Ring) PrepCancel(target, userData uint64) *SQE {
+	s := r.prep(opAsyncCancel, -1, nil, 0, userData)
+	s.addr = target
+	s.opFlags = cancelAll
+	return s
+}
+
+// PrepCancelFd is PrepCancel for every operation in flight on fd.
+// Closing a socket does not end the operations armed on it, since they
+// hold a reference to it: cancel them first.
+func (r *Ring) PrepCancelFd(fd int, userData uint64) *SQE {
+	s := r.prep(opAsyncCancel, fd, nil, 0, userData)
+	s.opFlags = cancelFD | cancelAll
+	return s
+}
+
+// PrepClose queues a close(2) of fd.
+func (r *Ring) PrepClose(fd int, userData uint64) *SQE {
+	return r.prep(opClose, fd, nil, 0, userData)
+}
