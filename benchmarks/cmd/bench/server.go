@@ -1,0 +1,126 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"net"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"syscall"
+	"time"
+
+	"github.com/sluicenet/sluice/benchmarks/internal/serve"
+)
+
+var (
+	errNotReady  = errors.New("server not listening")
+	errExited    = errors.New("server exited early")
+	errStop      = errors.New("server did not stop cleanly")
+	errLoad      = errors.New("load generator failed")
+	errLoadError = errors.New("load generator saw errors")
+)
+
+// Deadlines for a server's life: start-up until its port answers, and a
+// graceful stop (the servers give their own stop 5 s).
+const (
+	readyTimeout = 10 * time.Second
+	stopTimeout  = 10 * time.Second
+)
+
+// A server is one stack's echo server running for one measurement.
+type server struct {
+	cmd    *exec.Cmd
+	addr   string
+	stdout bytes.Buffer
+	stderr bytes.Buffer
+	done   chan struct{} // closed when the process has exited
+	err    error         // its exit status, once done is closed
+}
+
+// startServer starts st's server pinned to cpus and waits until its port
+// accepts connections.
+func startServer(st stack, bin string, cpus cpuList) (*server, error) {
+	port, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	s := &server{addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), done: make(chan struct{})}
+	args := []string{"-c", cpus.spec, filepath.Join(bin, st.binary()), "-addr", s.addr}
+	s.cmd = exec.Command("taskset", args...) // taskset execs the server: same process id
+	if st.loops {
+		s.cmd.Args = append(s.cmd.Args, "-loops", cpus.n())
+		s.cmd.Env = append(s.cmd.Environ(), "GOMAXPROCS="+cpus.n())
+	}
+	s.cmd.Stdout, s.cmd.Stderr = &s.stdout, &s.stderr
+	if err := s.cmd.Start(); err != nil {
+		return nil, err
+	}
+	go func() {
+		s.err = s.cmd.Wait()
+		close(s.done)
+	}()
+	if err := s.waitReady(); err != nil {
+		s.kill()
+		return nil, err
+	}
+	return s, nil
+}
+
+// freePort returns a port nothing listens on now.
+func freePort() (int, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port, nil
+}
+
+// waitReady connects until the server answers, it exits, or readyTimeout
+// passes.
+func (s *server) waitReady() error {
+	deadline := time.Now().Add(readyTimeout)
+	for time.Now().Before(deadline) {
+		c, err := net.DialTimeout("tcp", s.addr, 100*time.Millisecond)
+		if err == nil {
+			return c.Close()
+		}
+		select {
+		case <-s.done:
+			return fmt.Errorf("%w: %v: %s", errExited, s.err, s.stderr.Bytes())
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+	return fmt.Errorf("%w on %s within %v", errNotReady, s.addr, readyTimeout)
+}
+
+func (s *server) pid() int { return s.cmd.Process.Pid }
+
+// stop asks the server to stop (SIGTERM), waits for it, and returns its
+// exit report. A server that crashed, hangs, or exits unclean is an error.
+func (s *server) stop() (serve.Report, error) {
+	select {
+	case <-s.done:
+		return serve.Report{}, fmt.Errorf("%w: %v: %s", errExited, s.err, s.stderr.Bytes())
+	default:
+	}
+	s.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-s.done:
+	case <-time.After(stopTimeout):
+		s.kill()
+		return serve.Report{}, fmt.Errorf("%w: no exit %v after SIGTERM", errStop, stopTimeout)
+	}
+	if s.err != nil {
+		return serve.Report{}, fmt.Errorf("%w: %v: %s", errStop, s.err, s.stderr.Bytes())
+	}
+	return serve.ParseReport(s.stdout.String())
+}
+
+// kill ends the server at once, for the failure paths.
+func (s *server) kill() {
+	s.cmd.Process.Kill()
+	<-s.done
+}

@@ -1,0 +1,116 @@
+package main
+
+import (
+	"strconv"
+	"time"
+
+	"github.com/sluicenet/sluice/benchmarks/internal/serve"
+	"github.com/sluicenet/sluice/benchmarks/measure"
+)
+
+// A shape is one measurement the runner takes of every stack in every round:
+// the load generator's flags, and the table rows its figures fill.
+type shape struct {
+	name string
+	args []string // cmd/loadgen flags beyond -addr, -pid and -workers
+	rows []row
+	perf bool // needs perf (syscall counts)
+}
+
+// A row is one line of the table and where its figure comes from.
+type row struct {
+	name  string
+	value func(m measurement) (v float64, ok bool)
+}
+
+// measurement is what one shape found on one stack: the load generator's
+// report and the server's own exit report.
+type measurement struct {
+	load   measure.Report
+	server serve.Report
+}
+
+// timing is how long each kind of measurement runs; -quick shortens it.
+type timing struct {
+	warm, window      time.Duration // closed loop and accepts
+	pacedWarm, paced  time.Duration
+	syscallRoundTrips int
+}
+
+var (
+	fullTiming = timing{
+		warm: 150 * time.Millisecond, window: 600 * time.Millisecond,
+		pacedWarm: 200 * time.Millisecond, paced: 1200 * time.Millisecond,
+		syscallRoundTrips: 10000,
+	}
+	quickTiming = timing{
+		warm: 50 * time.Millisecond, window: 200 * time.Millisecond,
+		pacedWarm: 50 * time.Millisecond, paced: 300 * time.Millisecond,
+		syscallRoundTrips: 3000,
+	}
+)
+
+// pacedRate is the fixed load of the paced rows, well below what any stack
+// saturates at on one core.
+const pacedRate = 30000
+
+// allocsRow is the B-14 row, which the table lists last.
+const allocsRow = "B-14 heap allocations/rt (B-3 100 conns)"
+
+func rate(m measurement) (float64, bool)     { return m.load.Rate, true }
+func p50(m measurement) (float64, bool)      { return m.load.P50, true }
+func p99(m measurement) (float64, bool)      { return m.load.P99, true }
+func cpu(m measurement) (float64, bool)      { return m.load.CPUPerRT, true }
+func perConn(m measurement) (float64, bool)  { return m.load.PerConn, true }
+func syscalls(m measurement) (float64, bool) { return m.load.PerRT, true }
+
+// allocs divides the server's heap allocations over its life by the round
+// trips it served; stacks with no heap to count (the C floor) have none.
+func allocs(m measurement) (float64, bool) {
+	if m.server.Mallocs < 0 || m.load.Total == 0 {
+		return 0, false
+	}
+	return float64(m.server.Mallocs) / float64(m.load.Total), true
+}
+
+// shapes returns the measurements of a run, in the order the table lists
+// their rows.
+func shapes(t timing) []shape {
+	d := func(d time.Duration) string { return d.String() }
+	load := func(mode string, conns, size int, more ...string) []string {
+		return append([]string{"-mode", mode, "-conns", strconv.Itoa(conns), "-size", strconv.Itoa(size)}, more...)
+	}
+	closed := func(conns, size int) []string {
+		return load("closed", conns, size, "-warmup", d(t.warm), "-duration", d(t.window))
+	}
+	paced := func(conns int) []string {
+		return load("paced", conns, 64, "-rate", strconv.Itoa(pacedRate), "-warmup", d(t.pacedWarm), "-duration", d(t.paced))
+	}
+	counted := func(conns int) []string {
+		return load("syscalls", conns, 64, "-warmup", d(t.warm), "-count", strconv.Itoa(t.syscallRoundTrips))
+	}
+	return []shape{
+		{name: "B-1 accepts", args: load("accepts", 50, 64, "-warmup", d(t.warm), "-duration", d(t.window)),
+			rows: []row{{"B-1 accepts/s (connect, 64 B round trip, close)", rate}}},
+		{name: "B-2 1 conn", args: closed(1, 64),
+			rows: []row{{"B-2 1 conn, 64 B: rt/s", rate}, {"B-2 1 conn, 64 B: p50 µs", p50}}},
+		{name: "B-3 100 conns", args: closed(100, 64),
+			rows: []row{{"B-3 100 conns, 64 B: rt/s", rate}, {allocsRow, allocs}}},
+		{name: "B-3 1,000 conns", args: closed(1000, 64),
+			rows: []row{{"B-3 1,000 conns, 64 B: rt/s", rate}}},
+		{name: "B-3 10,000 conns", args: closed(10000, 64),
+			rows: []row{{"B-3 10,000 conns, 64 B: rt/s", rate}}},
+		{name: "B-4 16 KiB", args: closed(1000, 16<<10),
+			rows: []row{{"B-4 1,000 conns, 16 KiB: rt/s", rate}}},
+		{name: "paced 100 conns", args: paced(100),
+			rows: []row{{"Paced 30k rt/s, 100 conns, 64 B: server CPU µs/rt", cpu}}},
+		{name: "paced 1,000 conns", args: paced(1000),
+			rows: []row{{"Paced 30k rt/s, 1,000 conns, 64 B: server CPU µs/rt", cpu}, {"Paced 30k rt/s, 1,000 conns, 64 B: p99 µs", p99}}},
+		{name: "B-5 memory", args: load("memory", 10000, 64),
+			rows: []row{{"B-5 10,000 idle conns: resident B/conn", perConn}}},
+		{name: "B-13 1 conn", perf: true, args: counted(1),
+			rows: []row{{"B-13 1 conn: syscalls/rt", syscalls}}},
+		{name: "B-13 100 conns", perf: true, args: counted(100),
+			rows: []row{{"B-13 100 conns: syscalls/rt", syscalls}}},
+	}
+}

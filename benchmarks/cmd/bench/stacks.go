@@ -1,0 +1,56 @@
+package main
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// base is the stack every ratio in the table is to.
+const base = "gnet"
+
+// A stack is one echo server the table compares.
+type stack struct {
+	name  string
+	pkg   string // Go package to build, relative to the benchmarks module
+	c     string // or C source to build with gcc
+	loops bool   // takes -loops and GOMAXPROCS; the C floor is single-threaded
+}
+
+// stacks lists every stack, in the table's column order. A Sluice stack on
+// io_uring goes next to "sluice" once the engine has a poller option: a
+// servers/sluice flag choosing it, and a row here passing that flag.
+var stacks = []stack{
+	{name: "sluice", pkg: "./servers/sluice", loops: true},
+	{name: "gnet", pkg: "./servers/gnet", loops: true},
+	{name: "evio", pkg: "./servers/evio", loops: true},
+	{name: "nbio", pkg: "./servers/nbio", loops: true},
+	{name: "netpoll", pkg: "./servers/netpoll", loops: true},
+	{name: "std", pkg: "./servers/std", loops: true},
+	{name: "C floor", c: "cfloor/epoll_echo.c"},
+}
+
+// binary returns the name of the stack's executable in the build directory.
+func (s stack) binary() string {
+	return strings.ReplaceAll(s.name, " ", "-")
+}
+
+// selectStacks returns the stacks named in a comma-separated list, in table
+// order, or every stack for "all".
+func selectStacks(list string) ([]stack, error) {
+	if list == "all" {
+		return stacks, nil
+	}
+	names := strings.Split(list, ",")
+	var picked []stack
+	for _, s := range stacks {
+		if i := slices.Index(names, s.binary()); i >= 0 {
+			picked = append(picked, s)
+			names = slices.Delete(names, i, i+1)
+		}
+	}
+	if len(names) > 0 {
+		return nil, fmt.Errorf("%w: %s", errUnknownStack, strings.Join(names, ","))
+	}
+	return picked, nil
+}

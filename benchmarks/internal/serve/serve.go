@@ -1,0 +1,81 @@
+// Package serve is the contract every benchmark echo server keeps with the
+// runner: the same command line (-addr, -loops), a graceful stop on SIGTERM or
+// SIGINT, and one line on standard output before it exits that says what it
+// can cheaply say about its run (connections accepted, heap allocations since
+// the first connection).
+//
+// Each server under benchmarks/servers wires its stack into a [Server] and
+// calls [Main]; the runner reads the line back with [ParseReport].
+package serve
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+)
+
+// Config is what the runner tells a server on its command line.
+type Config struct {
+	Addr  string // host:port to listen on
+	Loops int    // event loops (or pollers) to run; the runner pins the process to as many cores
+}
+
+// A Server is one stack's echo server.
+type Server interface {
+	// Serve listens on cfg.Addr and echoes until it fails or Stop is called.
+	// It calls m.Opened for every accepted connection.
+	Serve(cfg Config, m *Meter) error
+	// Stop shuts the server down gracefully within ctx.
+	Stop(ctx context.Context) error
+}
+
+// stopTimeout bounds a graceful stop: a stack that cannot stop by then has
+// broken, and the runner reports it.
+const stopTimeout = 5 * time.Second
+
+// Main parses the command line, serves with s until SIGTERM or SIGINT, then
+// prints the report line and stops s. It exits 1 if s fails to serve or to
+// stop, 2 on a bad command line.
+func Main(s Server) {
+	var cfg Config
+	flag.StringVar(&cfg.Addr, "addr", "127.0.0.1:9000", "`host:port` to listen on")
+	flag.IntVar(&cfg.Loops, "loops", 1, "event loops to run")
+	flag.Parse()
+	if cfg.Loops < 1 || flag.NArg() > 0 {
+		flag.Usage()
+		os.Exit(2)
+	}
+	if err := run(s, cfg); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+}
+
+// ErrServeEnded reports a server whose Serve returned before it was told to stop.
+var ErrServeEnded = errors.New("serve: server stopped on its own")
+
+func run(s Server, cfg Config) error {
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, syscall.SIGTERM, syscall.SIGINT)
+	var m Meter
+	served := make(chan error, 1)
+	go func() { served <- s.Serve(cfg, &m) }()
+	select {
+	case err := <-served:
+		return fmt.Errorf("%w: %v", ErrServeEnded, err)
+	case <-sig:
+	}
+	// The report goes out first: it describes the run, not the stop.
+	fmt.Println(m.Report())
+	ctx, cancel := context.WithTimeout(context.Background(), stopTimeout)
+	defer cancel()
+	if err := s.Stop(ctx); err != nil {
+		return fmt.Errorf("serve: stop: %w", err)
+	}
+	return nil
+}

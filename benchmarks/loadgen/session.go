@@ -1,0 +1,122 @@
+package loadgen
+
+import (
+	"fmt"
+	"net/netip"
+	"runtime"
+	"sync"
+	"time"
+)
+
+// Config says what to connect to and how.
+type Config struct {
+	Addr    netip.AddrPort
+	Conns   int // connections (for Accepts: connections in progress at once)
+	Size    int // message size in bytes
+	Workers int // epoll loops, each on its own thread; give each a core
+}
+
+func (c Config) check() error {
+	if !c.Addr.IsValid() || c.Conns < 1 || c.Size < 1 || c.Workers < 1 || c.Size > readBufSize {
+		return fmt.Errorf("%w: %+v", ErrConfig, c)
+	}
+	return nil
+}
+
+// dialTimeout bounds opening a session's connections.
+const dialTimeout = 30 * time.Second
+
+// A Session is a set of open connections to one server, spread over workers.
+// Its runs follow one another; a Session is not for concurrent use.
+type Session struct {
+	workers []*worker
+}
+
+// Dial opens cfg.Conns connections to cfg.Addr. It fails with ErrDial if any
+// cannot be opened.
+func Dial(cfg Config) (*Session, error) {
+	if err := cfg.check(); err != nil {
+		return nil, err
+	}
+	s := new(Session)
+	deadline := now() + int64(dialTimeout)
+	for i := range cfg.Workers {
+		w, err := newWorker()
+		if err != nil {
+			s.Close()
+			return nil, err
+		}
+		s.workers = append(s.workers, w)
+		from, to := share(cfg.Conns, cfg.Workers, i)
+		w.dial(cfg.Addr, to-from, cfg.Size, from, deadline)
+	}
+	if res := s.collect(0); res.Errors.Dial > 0 {
+		s.Close()
+		return nil, fmt.Errorf("%w: %d of %d connections to %v failed", ErrDial, res.Errors.Dial, cfg.Conns, cfg.Addr)
+	}
+	return s, nil
+}
+
+// share returns the half-open range of n items that part i of parts gets.
+func share(n, parts, i int) (from, to int) {
+	return n * i / parts, n * (i + 1) / parts
+}
+
+// Close closes every connection.
+func (s *Session) Close() {
+	for _, w := range s.workers {
+		w.close()
+	}
+}
+
+// Run runs the closed loop for d: each connection sends a message, waits for
+// its echo, and sends the next at once.
+func (s *Session) Run(d time.Duration) Result {
+	until := now() + int64(d)
+	return s.each(func(_ int, w *worker) { w.run(plan{until: until, quota: -1}) })
+}
+
+// Exchange runs the closed loop for exactly n round trips, shared among the
+// connections.
+func (s *Session) Exchange(n int64) Result {
+	return s.each(func(i int, w *worker) {
+		from, to := share(int(n), len(s.workers), i)
+		w.run(plan{quota: int64(to - from)})
+	})
+}
+
+// Pace runs the open loop for d: rate messages per second in all, the
+// connections taking turns at even intervals, whether or not earlier echoes
+// are back. A connection keeps one message in flight: one that is due while
+// it waits goes out when the echo arrives, and its latency still counts from
+// when it was due.
+func (s *Session) Pace(rate int, d time.Duration) Result {
+	until := now() + int64(d)
+	gap := max(int64(time.Second)*int64(len(s.workers))/int64(max(rate, 1)), 1)
+	return s.each(func(_ int, w *worker) { w.run(plan{until: until, quota: -1, gap: gap}) })
+}
+
+// each runs fn on every worker at once, each on its own locked thread, and
+// merges what they measured.
+func (s *Session) each(fn func(i int, w *worker)) Result {
+	var wg sync.WaitGroup
+	start := now()
+	for i, w := range s.workers {
+		wg.Go(func() {
+			runtime.LockOSThread()
+			defer runtime.UnlockOSThread()
+			fn(i, w)
+		})
+	}
+	wg.Wait()
+	return s.collect(time.Duration(now() - start))
+}
+
+// collect merges the workers' results of the last run.
+func (s *Session) collect(elapsed time.Duration) Result {
+	res := Result{Elapsed: elapsed}
+	for _, w := range s.workers {
+		res.merge(&w.res)
+	}
+	return res
+}

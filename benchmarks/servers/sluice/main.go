@@ -1,0 +1,56 @@
+// Command sluice is the echo server on Sluice's epoll poller, built the way
+// the other stacks are: -loops event loops, 64 KiB read and write buffers, one
+// listener (no SO_REUSEPORT).
+package main
+
+import (
+	"context"
+
+	"github.com/sluicenet/sluice"
+
+	"github.com/sluicenet/sluice/benchmarks/internal/serve"
+)
+
+type echo struct {
+	sluice.BuiltinEventEngine
+	meter *serve.Meter
+	eng   *serve.Handoff[sluice.Engine]
+}
+
+func (e *echo) OnBoot(eng sluice.Engine) sluice.Action {
+	e.eng.Put(eng)
+	return sluice.None
+}
+
+func (e *echo) OnOpen(sluice.Conn) ([]byte, sluice.Action) {
+	e.meter.Opened()
+	return nil, sluice.None
+}
+
+func (e *echo) OnTraffic(c sluice.Conn) sluice.Action {
+	b, _ := c.Next(-1)
+	c.Write(b)
+	return sluice.None
+}
+
+type server struct{ eng *serve.Handoff[sluice.Engine] }
+
+func (s server) Serve(cfg serve.Config, m *serve.Meter) error {
+	return sluice.Run(&echo{meter: m, eng: s.eng}, "tcp://"+cfg.Addr,
+		sluice.WithNumEventLoop(cfg.Loops),
+		sluice.WithReusePort(false),
+		sluice.WithReadBufferCap(64<<10),
+		sluice.WithWriteBufferCap(64<<10))
+}
+
+func (s server) Stop(ctx context.Context) error {
+	eng, err := s.eng.Take(ctx)
+	if err != nil {
+		return err
+	}
+	return eng.Stop(ctx)
+}
+
+func main() {
+	serve.Main(server{eng: serve.NewHandoff[sluice.Engine]()})
+}
