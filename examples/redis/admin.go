@@ -1,0 +1,196 @@
+package main
+
+import (
+	"fmt"
+	"net"
+	"os"
+	"runtime"
+	"runtime/metrics"
+	"strconv"
+	"time"
+
+	"github.com/sluicenet/sluice/codec"
+)
+
+// infoSection is a section of INFO: its name, as asked for, and what
+// appends its fields.
+type infoSection struct {
+	name, title string
+	add         func(s *server, b []byte) []byte
+}
+
+var infoSections = []infoSection{
+	{"server", "Server", (*server).infoServer},
+	{"clients", "Clients", (*server).infoClients},
+	{"memory", "Memory", (*server).infoMemory},
+	{"stats", "Stats", (*server).infoStats},
+	{"keyspace", "Keyspace", (*server).infoKeyspace},
+}
+
+// info is INFO [section ...]: every section, or those named ("all",
+// "everything" and "default" name them all), as "field:value" lines.
+func info(c *call) {
+	var b []byte
+	for _, sec := range infoSections {
+		if !c.wantsSection(sec.name) {
+			continue
+		}
+		if len(b) > 0 {
+			b = append(b, "\r\n"...)
+		}
+		b = append(b, "# "...)
+		b = append(b, sec.title...)
+		b = append(b, "\r\n"...)
+		b = sec.add(c.srv, b)
+	}
+	c.bulk(b)
+}
+
+func (c *call) wantsSection(name string) bool {
+	if len(c.args) == 1 {
+		return true
+	}
+	for _, a := range c.args[1:] {
+		if eqFold(a, name) || eqFold(a, "all") || eqFold(a, "everything") || eqFold(a, "default") {
+			return true
+		}
+	}
+	return false
+}
+
+// field appends one line of INFO.
+func field(b []byte, name string, value any) []byte {
+	return fmt.Appendf(b, "%s:%v\r\n", name, value)
+}
+
+func (s *server) infoServer(b []byte) []byte {
+	uptime := time.Since(s.started)
+	port := 0
+	if addrs := s.eng.Addrs(); len(addrs) > 0 {
+		if a, ok := addrs[0].(*net.TCPAddr); ok {
+			port = a.Port
+		}
+	}
+	api := "epoll"
+	if runtime.GOOS != "linux" {
+		api = "kqueue"
+	}
+	b = field(b, "redis_version", redisVersion)
+	b = field(b, "redis_mode", "standalone")
+	b = field(b, "os", runtime.GOOS+" "+runtime.GOARCH)
+	b = field(b, "arch_bits", strconv.IntSize)
+	b = field(b, "multiplexing_api", api)
+	b = field(b, "go_version", runtime.Version())
+	b = field(b, "process_id", os.Getpid())
+	b = field(b, "tcp_port", port)
+	b = field(b, "uptime_in_seconds", int64(uptime/time.Second))
+	b = field(b, "uptime_in_days", int64(uptime/(24*time.Hour)))
+	b = field(b, "hz", int(time.Second/sweepEvery))
+	return field(b, "event_loops", s.cfg.loops)
+}
+
+func (s *server) infoClients(b []byte) []byte {
+	b = field(b, "connected_clients", s.clients.count())
+	return field(b, "blocked_clients", 0)
+}
+
+func (s *server) infoMemory(b []byte) []byte {
+	m := []metrics.Sample{
+		{Name: "/memory/classes/heap/objects:bytes"},
+		{Name: "/memory/classes/total:bytes"},
+		{Name: "/gc/cycles/total:gc-cycles"},
+	}
+	metrics.Read(m)
+	used := m[0].Value.Uint64()
+	b = field(b, "used_memory", used)
+	b = field(b, "used_memory_human", humanBytes(used))
+	b = field(b, "used_memory_runtime", m[1].Value.Uint64())
+	b = field(b, "gc_cycles", m[2].Value.Uint64())
+	b = field(b, "maxmemory", 0)
+	b = field(b, "maxmemory_policy", "noeviction")
+	return field(b, "mem_allocator", "go")
+}
+
+// humanBytes writes n as Redis's used_memory_human does.
+func humanBytes(n uint64) string {
+	switch {
+	case n >= 1<<30:
+		return fmt.Sprintf("%.2fG", float64(n)/(1<<30))
+	case n >= 1<<20:
+		return fmt.Sprintf("%.2fM", float64(n)/(1<<20))
+	case n >= 1<<10:
+		return fmt.Sprintf("%.2fK", float64(n)/(1<<10))
+	}
+	return fmt.Sprintf("%dB", n)
+}
+
+func (s *server) infoStats(b []byte) []byte {
+	st := s.db.stats()
+	b = field(b, "total_connections_received", s.connections.Load())
+	b = field(b, "total_commands_processed", s.commands.Load())
+	b = field(b, "expired_keys", st.expired)
+	b = field(b, "evicted_keys", 0)
+	b = field(b, "keyspace_hits", st.hits)
+	return field(b, "keyspace_misses", st.misses)
+}
+
+func (s *server) infoKeyspace(b []byte) []byte {
+	st := s.db.stats()
+	if st.keys == 0 {
+		return b
+	}
+	return fmt.Appendf(b, "db0:keys=%d,expires=%d,avg_ttl=0\r\n", st.keys, st.expires)
+}
+
+// configParams returns the configuration CONFIG GET reports: what clients
+// such as redis-benchmark ask about.
+func (s *server) configParams() [][2]string {
+	limit := s.cfg.maxRequest
+	if limit <= 0 {
+		limit = codec.DefaultMaxFrameSize
+	}
+	return [][2]string{
+		{"appendonly", "no"},
+		{"client-query-buffer-limit", strconv.Itoa(limit)},
+		{"databases", "1"},
+		{"maxmemory", "0"},
+		{"save", ""},
+		{"timeout", "0"},
+	}
+}
+
+// configGet is CONFIG GET pattern [pattern ...]. As in Redis, a name
+// given in full is replied as it was given, in whatever case.
+func configGet(c *call) {
+	var found [][2]string
+	for _, p := range c.srv.configParams() {
+		for _, pattern := range c.args[2:] {
+			if eqFold(pattern, p[0]) {
+				found = append(found, [2]string{string(pattern), p[1]})
+				break
+			}
+			if globMatch(pattern, []byte(p[0]), true) {
+				found = append(found, p)
+				break
+			}
+		}
+	}
+	c.mapOf(len(found))
+	for _, p := range found {
+		c.bulkString(p[0])
+		c.bulkString(p[1])
+	}
+}
+
+func dbsize(c *call) { c.integer(c.srv.db.stats().keys) }
+
+// flush is FLUSHDB and FLUSHALL, which are the same with one database.
+// Both are synchronous, whatever ASYNC asks.
+func flush(c *call) {
+	if len(c.args) > 2 || (len(c.args) == 2 && !eqFold(c.args[1], "async") && !eqFold(c.args[1], "sync")) {
+		c.error(errSyntax)
+		return
+	}
+	c.srv.db.flush()
+	c.ok()
+}

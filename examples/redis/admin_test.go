@@ -1,0 +1,103 @@
+package main
+
+import (
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// infoFields parses INFO's reply into its sections' fields.
+func infoFields(info string) map[string]string {
+	fields := make(map[string]string)
+	for _, line := range strings.Split(info, "\n") {
+		if k, v, ok := strings.Cut(strings.TrimSpace(line), ":"); ok && !strings.HasPrefix(k, "#") {
+			fields[k] = v
+		}
+	}
+	return fields
+}
+
+func TestInfo(t *testing.T) {
+	ts := startServer(t, config{})
+	ts.cli(t, "SET a 1\nSET b 2 EX 100\nGET a\nGET nope\n")
+	info := ts.do(t, "INFO")
+	for _, section := range []string{"# Server", "# Clients", "# Memory", "# Stats", "# Keyspace"} {
+		assert.Contains(t, info, section)
+	}
+	f := infoFields(info)
+	assert.Equal(t, redisVersion, f["redis_version"])
+	assert.Equal(t, ts.port, f["tcp_port"])
+	assert.Equal(t, "1", f["connected_clients"])
+	assert.Equal(t, "keys=2,expires=1,avg_ttl=0", f["db0"])
+	assert.Equal(t, "1", f["keyspace_hits"])
+	assert.Equal(t, "1", f["keyspace_misses"])
+	assert.Regexp(t, regexp.MustCompile(`^[1-9]\d*$`), f["used_memory"])
+	commands, err := strconv.Atoi(f["total_commands_processed"])
+	require.NoError(t, err)
+	assert.GreaterOrEqual(t, commands, 4)
+
+	assert.Equal(t, "# Keyspace\r\ndb0:keys=2,expires=1,avg_ttl=0", ts.do(t, "INFO", "keyspace"))
+	server := ts.do(t, "INFO", "SERVER")
+	assert.True(t, strings.HasPrefix(server, "# Server\r\nredis_version:"), server)
+	assert.NotContains(t, server, "# Clients")
+	both := ts.do(t, "INFO", "clients", "stats")
+	assert.True(t, strings.HasPrefix(both, "# Clients\r\n"), both)
+	assert.Contains(t, both, "\r\n\r\n# Stats\r\n")
+	assert.NotContains(t, both, "# Memory")
+	assert.Empty(t, ts.do(t, "INFO", "nope"))
+}
+
+func TestConfigGet(t *testing.T) {
+	ts := startServer(t, config{maxRequest: 4096})
+	assert.Equal(t, dedent(`
+		 1) "appendonly"
+		 2) "no"
+		 3) "client-query-buffer-limit"
+		 4) "4096"
+		 5) "databases"
+		 6) "1"
+		 7) "maxmemory"
+		 8) "0"
+		 9) "save"
+		10) ""
+		11) "timeout"
+		12) "0"
+	`), ts.cli(t, "CONFIG GET *"))
+	assert.Equal(t, "1) \"maxmemory\"\n2) \"0\"", ts.do(t, "CONFIG", "GET", "MAX*"))
+}
+
+func TestCommandIntrospection(t *testing.T) {
+	ts := startServer(t, config{})
+	assert.Equal(t, "(integer) "+strconv.Itoa(len(commands.all)), ts.do(t, "COMMAND", "COUNT"))
+
+	get := ts.do(t, "COMMAND", "INFO", "get", "nope")
+	assert.Equal(t, dedent(`
+		1)  1) "get"
+		    2) (integer) 2
+		    3) 1) readonly
+		    4) (integer) 1
+		    5) (integer) 1
+		    6) (integer) 1
+		    7) (empty array)
+		    8) (empty array)
+		    9) (empty array)
+		   10) (empty array)
+		2) (nil)
+	`), get+"\n")
+
+	all := ts.do(t, "COMMAND")
+	for _, cmd := range commands.all {
+		assert.Contains(t, all, `"`+cmd.name+`"`)
+	}
+	assert.Contains(t, all, `"client|kill"`)
+	assert.Contains(t, ts.do(t, "COMMAND", "LIST"), `"zpopmin"`)
+
+	docs := ts.do(t, "COMMAND", "DOCS", "set")
+	assert.Contains(t, docs, `"group"`)
+	assert.Contains(t, docs, `"string"`)
+	assert.Contains(t, ts.do(t, "COMMAND", "DOCS", "client"), `"client|setname"`)
+}

@@ -1,0 +1,189 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"strconv"
+	"time"
+
+	"github.com/sluicenet/sluice"
+	"github.com/sluicenet/sluice/codec"
+)
+
+// call is a client's command being run: its arguments and the reply being
+// built. Each client has one, reused for every command, and the replies of
+// a batch of commands accumulate in out.
+type call struct {
+	srv   *server
+	cl    *client
+	args  [][]byte // alias the connection's inbound bytes: copy what is kept
+	cmd   *command // the command running, or the last one run
+	now   int64    // Unix milliseconds, read once per batch
+	resp3 bool     // the client asked for RESP3 with HELLO 3
+	quit  bool     // close the connection once the replies are sent
+	out   []byte
+	buf   *[]byte // where out came from
+}
+
+// begin starts a batch of commands.
+func (c *call) begin() {
+	c.buf = replyBufs.Get().(*[]byte)
+	c.out = (*c.buf)[:0]
+	c.now = time.Now().UnixMilli()
+	c.resp3 = c.cl.proto.Load() == 3
+}
+
+// end finishes a batch whose replies have been written.
+func (c *call) end() {
+	*c.buf = nil
+	if cap(c.out) <= maxKeptReply {
+		*c.buf = c.out[:0]
+	}
+	replyBufs.Put(c.buf)
+	c.buf, c.out, c.args = nil, nil, nil
+	c.cl.touch(c.now, c.cmd)
+}
+
+// exec runs one command.
+func (c *call) exec(args [][]byte) {
+	c.args = args
+	cmd := commands.lookup(args[0])
+	if cmd == nil {
+		c.unknownCommand()
+		return
+	}
+	if cmd.subs != nil && len(args) >= 2 {
+		sub := cmd.subs.lookup(args[1])
+		if sub == nil {
+			c.errorText(fmt.Sprintf("ERR unknown subcommand '%.128s'. Try %s HELP.", args[1], cmd.upper))
+			return
+		}
+		cmd = sub
+	}
+	if !cmd.arityOK(len(args)) {
+		c.errorText(cmd.arityErr)
+		return
+	}
+	c.cmd = cmd
+	cmd.run(c)
+}
+
+// unknownCommand replies as Redis does to a command it does not know,
+// quoting its first arguments.
+func (c *call) unknownCommand() {
+	var args []byte
+	for _, a := range c.args[1:] {
+		if len(args) >= 128 {
+			break
+		}
+		args = fmt.Appendf(args, "'%.*s' ", 128-len(args), a)
+	}
+	c.errorText(fmt.Sprintf("ERR unknown command '%.128s', with args beginning with: %s", c.args[0], args))
+}
+
+// protocolError answers input that is not RESP, or too large, the way
+// Redis does, drops the rest of the input and ends the connection.
+func (c *call) protocolError(conn sluice.Conn, err error) {
+	head, _ := conn.Peek(1)
+	inline := len(head) > 0 && head[0] != '*'
+	msg := "ERR Protocol error: invalid request"
+	switch {
+	case errors.Is(err, codec.ErrFrameTooLarge) && inline:
+		msg = "ERR Protocol error: too big inline request"
+	case errors.Is(err, codec.ErrFrameTooLarge):
+		msg = "ERR Protocol error: too big request"
+	}
+	c.errorText(msg)
+	conn.Discard(0)
+	c.cl.resp.Reset()
+	c.quit = true
+}
+
+// The replies. Those whose RESP2 and RESP3 forms differ choose by the
+// client's protocol.
+
+func (c *call) ok() { c.out = append(c.out, "+OK\r\n"...) }
+
+func (c *call) simple(s string) { c.out = codec.AppendSimple(c.out, s) }
+
+func (c *call) bulk(b []byte) { c.out = codec.AppendBulk(c.out, b) }
+
+func (c *call) bulkString(s string) { c.out = codec.AppendBulk(c.out, s) }
+
+func (c *call) integer(n int64) { c.out = codec.AppendInt(c.out, n) }
+
+// boolean replies 1 or 0, as Redis does for yes-or-no answers.
+func (c *call) boolean(b bool) {
+	if b {
+		c.out = append(c.out, ":1\r\n"...)
+	} else {
+		c.out = append(c.out, ":0\r\n"...)
+	}
+}
+
+func (c *call) array(n int) { c.out = codec.AppendArray(c.out, n) }
+
+// null replies a missing value: the null bulk string in RESP2.
+func (c *call) null() {
+	if c.resp3 {
+		c.out = codec.AppendNull(c.out)
+	} else {
+		c.out = codec.AppendNullBulk(c.out)
+	}
+}
+
+// nullArray replies a missing list of values: the null array in RESP2.
+func (c *call) nullArray() {
+	if c.resp3 {
+		c.out = codec.AppendNull(c.out)
+	} else {
+		c.out = codec.AppendNullArray(c.out)
+	}
+}
+
+// mapOf starts a map of n pairs: a flat array of 2n elements in RESP2.
+func (c *call) mapOf(n int) {
+	if c.resp3 {
+		c.out = codec.AppendMap(c.out, n)
+	} else {
+		c.out = codec.AppendArray(c.out, 2*n)
+	}
+}
+
+// setOf starts a set of n elements: an array in RESP2.
+func (c *call) setOf(n int) {
+	if c.resp3 {
+		c.out = codec.AppendSet(c.out, n)
+	} else {
+		c.out = codec.AppendArray(c.out, n)
+	}
+}
+
+// double replies a floating-point number: in RESP2, a bulk string of its
+// shortest decimal form, as Redis 7.2 writes it.
+func (c *call) double(f float64) {
+	if c.resp3 {
+		c.out = codec.AppendDouble(c.out, f)
+		return
+	}
+	var buf [32]byte
+	c.out = codec.AppendBulk(c.out, formatDouble(buf[:0], f))
+}
+
+// formatDouble appends f as Redis writes scores: "inf", "-inf", or the
+// shortest decimal that reads back as f.
+func formatDouble(dst []byte, f float64) []byte {
+	switch {
+	case math.IsInf(f, 1):
+		return append(dst, "inf"...)
+	case math.IsInf(f, -1):
+		return append(dst, "-inf"...)
+	}
+	return strconv.AppendFloat(dst, f, 'g', -1, 64)
+}
+
+// error replies err, whose text is a Redis error such as "ERR syntax error".
+func (c *call) error(err error) { c.errorText(err.Error()) }
+
+func (c *call) errorText(msg string) { c.out = codec.AppendError(c.out, msg) }

@@ -1,0 +1,149 @@
+package main
+
+// collection is the value of a key of any type but string.
+type collection interface {
+	// len returns how many elements the collection holds. The value of a
+	// missing key is nil, and holds none.
+	len() int
+}
+
+func (s set) len() int  { return len(s) }
+func (h hash) len() int { return len(h) }
+
+func (l *list) len() int {
+	if l == nil {
+		return 0
+	}
+	return l.n
+}
+
+func (z *zset) len() int {
+	if z == nil {
+		return 0
+	}
+	return z.order.n
+}
+
+// dropEmpty deletes e once its collection is empty: Redis never keeps an
+// empty one, so a key that exists always holds something.
+func (sh *shard) dropEmpty(e *entry) {
+	if e.obj.(collection).len() == 0 {
+		sh.remove(e)
+	}
+}
+
+// openKey locks the shard of the command's key, args[1], and finds the
+// key's value of type T for reading: a nil entry when the key is absent.
+// For a key of another type it replies WRONGTYPE, unlocks and reports
+// false; otherwise the caller unlocks the shard.
+func openKey[T any](c *call) (sh *shard, e *entry, v T, ok bool) {
+	sh, _ = c.srv.db.lock(c.args[1])
+	e = sh.read(c.args[1], c.now)
+	if e == nil {
+		return sh, nil, v, true
+	}
+	if v, ok = e.obj.(T); !ok {
+		sh.mu.Unlock()
+		c.error(errWrongType)
+		return nil, nil, v, false
+	}
+	return sh, e, v, true
+}
+
+// openOrAdd is openKey for writing: an absent key is created holding
+// newValue().
+func openOrAdd[T any](c *call, newValue func() T) (sh *shard, v T, ok bool) {
+	sh, h := c.srv.db.lock(c.args[1])
+	e := sh.find(c.args[1], c.now)
+	if e == nil {
+		e = sh.add(c.args[1], h)
+		e.obj = newValue()
+	}
+	if v, ok = e.obj.(T); !ok {
+		sh.mu.Unlock()
+		c.error(errWrongType)
+		return nil, v, false
+	}
+	return sh, v, true
+}
+
+// openString is openKey for a string.
+func openString(c *call) (sh *shard, e *entry, ok bool) {
+	sh, _ = c.srv.db.lock(c.args[1])
+	e, err := sh.lookupString(c.args[1], c.now)
+	if err != nil {
+		sh.mu.Unlock()
+		c.error(err)
+		return nil, nil, false
+	}
+	return sh, e, true
+}
+
+// replyLen replies the length of the collection of type T at the
+// command's key: LLEN, SCARD, HLEN and ZCARD.
+func replyLen[T collection](c *call) {
+	sh, _, v, ok := openKey[T](c)
+	if !ok {
+		return
+	}
+	defer sh.mu.Unlock()
+	c.integer(int64(v.len()))
+}
+
+// removeMembers removes each of args[2:] from the collection of type T at
+// the command's key with remove, and replies how many it held: SREM, HDEL
+// and ZREM.
+func removeMembers[T collection](c *call, remove func(v T, member []byte) bool) {
+	sh, e, v, ok := openKey[T](c)
+	if !ok {
+		return
+	}
+	defer sh.mu.Unlock()
+	if e == nil {
+		c.integer(0)
+		return
+	}
+	n := 0
+	for _, m := range c.args[2:] {
+		if remove(v, m) {
+			n++
+		}
+	}
+	c.integer(int64(n))
+	sh.dropEmpty(e)
+}
+
+// openRange parses the range of indexes in args[2] and args[3], opens the
+// command's key, of type T, and returns the part of the range its value
+// covers. When that is nothing it replies an empty array, and otherwise
+// the caller replies the elements from lo to hi and unlocks the shard.
+func openRange[T collection](c *call) (sh *shard, v T, lo, hi int, ok bool) {
+	start, stop, err := parseRange(c.args[2], c.args[3])
+	if err != nil {
+		c.error(err)
+		return nil, v, 0, 0, false
+	}
+	sh, _, v, ok = openKey[T](c)
+	if !ok {
+		return nil, v, 0, 0, false
+	}
+	first, last, ok := clampRange(start, stop, int64(v.len()))
+	if !ok {
+		sh.mu.Unlock()
+		c.array(0)
+		return nil, v, 0, 0, false
+	}
+	return sh, v, int(first), int(last), true
+}
+
+// countArg parses the count that LPOP, SPOP and ZPOPMIN take after the
+// key: -1 when there is none.
+func (c *call) countArg() (int, error) {
+	switch len(c.args) {
+	case 2:
+		return -1, nil
+	case 3:
+		return parseCount(c.args[2])
+	}
+	return 0, errSyntax
+}

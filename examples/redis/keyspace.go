@@ -1,0 +1,349 @@
+package main
+
+import (
+	"cmp"
+	"hash/maphash"
+	"math/rand/v2"
+	"slices"
+	"sync"
+	"time"
+)
+
+// Keys are spread over 1<<shardBits shards by the top bits of their hash.
+// 64 keeps two loops on different keys almost always on different locks,
+// and lets a set of shards be a uint64 bit mask.
+const (
+	shardBits = 6
+	numShards = 1 << shardBits
+)
+
+// Active expiry, as Redis does it: each shard samples this many keys that
+// have a time to live, deletes the expired ones, and samples again while
+// more than a quarter were, up to sweepRounds times. A sweep stops early
+// once it has run for sweepBudget, and the next one carries on from there.
+const (
+	sweepSamples = 20
+	sweepRounds  = 16
+	sweepBudget  = time.Millisecond
+)
+
+// keyspace is the database every client shares. Commands lock the shard
+// of the key they work on, or the shards of all their keys, in order.
+type keyspace struct {
+	seed   maphash.Seed
+	shards [numShards]shard
+}
+
+// shard is a part of the keyspace behind its own lock.
+type shard struct {
+	mu       sync.Mutex
+	keys     map[string]*entry
+	volatile []*entry // the entries with a time to live, for sampling
+	hits     int64
+	misses   int64
+	expired  int64
+	_        [64]byte // keeps neighbouring shards' locks off one cache line
+}
+
+// entry is a key and its value: a string's bytes in str, any other type
+// in obj (*list, set, hash or *zset).
+type entry struct {
+	key    string
+	hash   uint64
+	expire int64 // Unix milliseconds; 0 when the key does not expire
+	vol    int   // the entry's index in volatile, while expire != 0
+	str    []byte
+	obj    any
+}
+
+func (ks *keyspace) init() {
+	ks.seed = maphash.MakeSeed()
+	for i := range ks.shards {
+		ks.shards[i].keys = make(map[string]*entry)
+	}
+}
+
+// locate returns the index of key's shard and key's hash.
+func (ks *keyspace) locate(key []byte) (int, uint64) {
+	h := maphash.Bytes(ks.seed, key)
+	return int(h >> (64 - shardBits)), h
+}
+
+// lock locks key's shard and returns it, with key's hash.
+func (ks *keyspace) lock(key []byte) (*shard, uint64) {
+	i, h := ks.locate(key)
+	sh := &ks.shards[i]
+	sh.mu.Lock()
+	return sh, h
+}
+
+// mask returns the set of shards holding every stride-th of keys.
+func (ks *keyspace) mask(keys [][]byte, stride int) uint64 {
+	var m uint64
+	for i := 0; i < len(keys); i += stride {
+		s, _ := ks.locate(keys[i])
+		m |= 1 << s
+	}
+	return m
+}
+
+// lockMask locks the shards in m in ascending order, the order that keeps
+// commands locking several from deadlocking.
+func (ks *keyspace) lockMask(m uint64) {
+	for i := range ks.shards {
+		if m&(1<<i) != 0 {
+			ks.shards[i].mu.Lock()
+		}
+	}
+}
+
+func (ks *keyspace) unlockMask(m uint64) {
+	for i := range ks.shards {
+		if m&(1<<i) != 0 {
+			ks.shards[i].mu.Unlock()
+		}
+	}
+}
+
+// shardOf returns key's shard, and key's hash, for a command that has
+// already locked it with lockMask.
+func (ks *keyspace) shardOf(key []byte) (*shard, uint64) {
+	i, h := ks.locate(key)
+	return &ks.shards[i], h
+}
+
+// find returns key's entry, or nil when key is absent or has expired, in
+// which case it deletes key: expiry on access.
+func (sh *shard) find(key []byte, now int64) *entry {
+	e := sh.keys[string(key)]
+	if e != nil && e.expire != 0 && e.expire <= now {
+		sh.expired++
+		sh.remove(e)
+		return nil
+	}
+	return e
+}
+
+// read is find for commands that read the value, counted in INFO's
+// keyspace_hits and keyspace_misses.
+func (sh *shard) read(key []byte, now int64) *entry {
+	e := sh.find(key, now)
+	if e == nil {
+		sh.misses++
+	} else {
+		sh.hits++
+	}
+	return e
+}
+
+// lookupString returns key's entry for reading: nil when key is absent,
+// errWrongType when it holds something other than a string.
+func (sh *shard) lookupString(key []byte, now int64) (*entry, error) {
+	e := sh.read(key, now)
+	if e != nil && e.obj != nil {
+		return nil, errWrongType
+	}
+	return e, nil
+}
+
+// add creates key, which must be absent, without a value.
+func (sh *shard) add(key []byte, hash uint64) *entry {
+	e := &entry{key: string(key), hash: hash}
+	sh.keys[e.key] = e
+	return e
+}
+
+// remove deletes e.
+func (sh *shard) remove(e *entry) {
+	sh.setExpire(e, 0)
+	delete(sh.keys, e.key)
+}
+
+// setExpire sets when e expires, 0 for never, and keeps volatile in step.
+func (sh *shard) setExpire(e *entry, at int64) {
+	switch {
+	case e.expire == 0 && at != 0:
+		e.vol = len(sh.volatile)
+		sh.volatile = append(sh.volatile, e)
+	case e.expire != 0 && at == 0:
+		last := sh.volatile[len(sh.volatile)-1]
+		sh.volatile[e.vol], last.vol = last, e.vol
+		sh.volatile[len(sh.volatile)-1] = nil
+		sh.volatile = sh.volatile[:len(sh.volatile)-1]
+	}
+	e.expire = at
+}
+
+// setString makes e a string holding a copy of v. It reuses e's buffer
+// when that fits v without wasting much: every reader copies a value
+// under the shard's lock, so nobody can see it change.
+func (e *entry) setString(v []byte) {
+	e.obj = nil
+	if cap(e.str) >= len(v) && cap(e.str) <= 2*len(v)+64 {
+		e.str = append(e.str[:0], v...)
+		return
+	}
+	e.str = append(make([]byte, 0, len(v)), v...)
+}
+
+// typeName returns the name of e's type, as TYPE replies it.
+func (e *entry) typeName() string {
+	switch e.obj.(type) {
+	case *list:
+		return "list"
+	case set:
+		return "set"
+	case hash:
+		return "hash"
+	case *zset:
+		return "zset"
+	}
+	return "string"
+}
+
+// sweep runs active expiry, for the Unix millisecond now, over the shards
+// from the one at from, and returns the shard the next sweep starts at.
+func (ks *keyspace) sweep(from int, now int64) int {
+	start := time.Now()
+	for n := range numShards {
+		i := (from + n) % numShards
+		sh := &ks.shards[i]
+		sh.mu.Lock()
+		sh.sweep(now)
+		sh.mu.Unlock()
+		if time.Since(start) > sweepBudget {
+			return (i + 1) % numShards
+		}
+	}
+	return from
+}
+
+func (sh *shard) sweep(now int64) {
+	for range sweepRounds {
+		n := len(sh.volatile)
+		if n == 0 {
+			return
+		}
+		if n <= sweepSamples {
+			// Few enough to check them all; from the end, since
+			// removing one moves the last into its place.
+			for i := n - 1; i >= 0; i-- {
+				sh.expireIfDue(sh.volatile[i], now)
+			}
+			return
+		}
+		expired := 0
+		for range sweepSamples {
+			if sh.expireIfDue(sh.volatile[rand.IntN(len(sh.volatile))], now) {
+				expired++
+			}
+		}
+		if expired*4 <= sweepSamples {
+			return
+		}
+	}
+}
+
+func (sh *shard) expireIfDue(e *entry, now int64) bool {
+	if e.expire > now {
+		return false
+	}
+	sh.expired++
+	sh.remove(e)
+	return true
+}
+
+// each calls fn with every key that has not expired, shard by shard, each
+// locked while fn runs on its keys.
+func (ks *keyspace) each(now int64, fn func(e *entry)) {
+	for i := range ks.shards {
+		sh := &ks.shards[i]
+		sh.mu.Lock()
+		for _, e := range sh.keys {
+			if e.expire == 0 || e.expire > now {
+				fn(e)
+			}
+		}
+		sh.mu.Unlock()
+	}
+}
+
+// scan returns the keys that have not expired whose hashes are at least
+// cursor, in hash order: count of them, or a few more when hashes collide,
+// or fewer at the end. It also returns the cursor to continue from, 0 when
+// there is nothing more. Keys present for a whole scan are returned once,
+// whatever else changes, as SCAN promises.
+func (ks *keyspace) scan(cursor uint64, count int, now int64) ([]string, uint64) {
+	var found []*entry
+	var keys []string
+	for i := int(cursor >> (64 - shardBits)); i < numShards; i++ {
+		sh := &ks.shards[i]
+		found = found[:0]
+		sh.mu.Lock()
+		for _, e := range sh.keys {
+			if e.hash >= cursor && (e.expire == 0 || e.expire > now) {
+				found = append(found, e)
+			}
+		}
+		sh.mu.Unlock()
+		slices.SortFunc(found, func(a, b *entry) int { return cmp.Compare(a.hash, b.hash) })
+		want := count - len(keys)
+		if len(found) > want {
+			// Take the first want, and any that share the last one's
+			// hash: the cursor cannot point between them.
+			last := found[want-1].hash
+			for want < len(found) && found[want].hash == last {
+				want++
+			}
+			for _, e := range found[:want] {
+				keys = append(keys, e.key)
+			}
+			if want < len(found) {
+				return keys, last + 1
+			}
+		} else {
+			for _, e := range found {
+				keys = append(keys, e.key)
+			}
+		}
+		if i+1 == numShards {
+			break
+		}
+		cursor = uint64(i+1) << (64 - shardBits)
+		if len(keys) >= count {
+			return keys, cursor
+		}
+	}
+	return keys, 0
+}
+
+// flush deletes every key.
+func (ks *keyspace) flush() {
+	for i := range ks.shards {
+		sh := &ks.shards[i]
+		sh.mu.Lock()
+		sh.keys = make(map[string]*entry)
+		sh.volatile = nil
+		sh.mu.Unlock()
+	}
+}
+
+// keyspaceStats is what INFO reports of the keyspace.
+type keyspaceStats struct {
+	keys, expires, hits, misses, expired int64
+}
+
+func (ks *keyspace) stats() keyspaceStats {
+	var st keyspaceStats
+	for i := range ks.shards {
+		sh := &ks.shards[i]
+		sh.mu.Lock()
+		st.keys += int64(len(sh.keys))
+		st.expires += int64(len(sh.volatile))
+		st.hits += sh.hits
+		st.misses += sh.misses
+		st.expired += sh.expired
+		sh.mu.Unlock()
+	}
+	return st
+}

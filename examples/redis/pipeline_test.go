@@ -1,0 +1,93 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// pipelined mixes RESP and inline commands; pipelinedReplies answers it.
+const (
+	pipelined = "PING\r\n" +
+		"*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$5\r\nhello\r\n" +
+		"GET k\r\n" +
+		"*2\r\n$4\r\nECHO\r\n$0\r\n\r\n" +
+		"get  k\n" + // two spaces, and a bare LF, as telnet users type
+		"*1\r\n$4\r\nNOPE\r\n" +
+		"INCR k\r\n" +
+		"DEL k\r\n"
+	pipelinedReplies = "+PONG\r\n" +
+		"+OK\r\n" +
+		"$5\r\nhello\r\n" +
+		"$0\r\n\r\n" +
+		"$5\r\nhello\r\n" +
+		"-ERR unknown command 'NOPE', with args beginning with: \r\n" +
+		"-ERR value is not an integer or out of range\r\n" +
+		":1\r\n"
+)
+
+func TestPipelineInOneWrite(t *testing.T) {
+	c := startServer(t, config{}).dial(t)
+	c.send(t, pipelined)
+	c.expect(t, pipelinedReplies)
+}
+
+// TestPipelineByteByByte sends the same commands a byte at a time, so
+// they arrive split everywhere a read can split them.
+func TestPipelineByteByByte(t *testing.T) {
+	c := startServer(t, config{}).dial(t)
+	for i := range len(pipelined) {
+		c.send(t, pipelined[i:i+1])
+	}
+	c.expect(t, pipelinedReplies)
+}
+
+// TestLongPipeline sends more commands in one write than one read takes,
+// and every one is answered, in order.
+func TestLongPipeline(t *testing.T) {
+	const n = 20000
+	c := startServer(t, config{}).dial(t)
+	var b strings.Builder
+	var want strings.Builder
+	for i := range n {
+		b.WriteString("*2\r\n$4\r\nINCR\r\n$7\r\ncounter\r\n")
+		fmt.Fprintf(&want, ":%d\r\n", i+1)
+	}
+	sent := make(chan error, 1)
+	go func() {
+		_, err := io.WriteString(c, b.String())
+		sent <- err
+	}()
+	c.expect(t, want.String())
+	require.NoError(t, <-sent)
+}
+
+func TestLargeValue(t *testing.T) {
+	c := startServer(t, config{}).dial(t)
+	value := strings.Repeat("0123456789", 300_000) // 3 MB, over many reads
+	c.send(t, "*3\r\n$3\r\nSET\r\n$3\r\nbig\r\n$"+strconv.Itoa(len(value))+"\r\n"+value+"\r\n")
+	c.expect(t, "+OK\r\n")
+	c.send(t, "STRLEN big\r\nGET big\r\n")
+	c.expect(t, ":3000000\r\n$3000000\r\n"+value+"\r\n")
+}
+
+// TestMassInsertion loads 100,000 keys with redis-cli --pipe, as the Redis
+// documentation's mass insertion does, and counts them.
+func TestMassInsertion(t *testing.T) {
+	const n = 100_000
+	ts := startServer(t, config{})
+	var b strings.Builder
+	for i := range n {
+		key, value := "key:"+strconv.Itoa(i), "value:"+strconv.Itoa(i)
+		fmt.Fprintf(&b, "*3\r\n$3\r\nSET\r\n$%d\r\n%s\r\n$%d\r\n%s\r\n", len(key), key, len(value), value)
+	}
+	out := run(t, "redis-cli", ts.addr(), b.String(), "--pipe")
+	assert.Contains(t, out, fmt.Sprintf("errors: 0, replies: %d", n))
+	require.Equal(t, "(integer) 100000", ts.do(t, "DBSIZE"))
+	assert.Equal(t, `"value:99999"`, ts.do(t, "GET", "key:99999"))
+}

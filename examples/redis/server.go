@@ -1,0 +1,120 @@
+package main
+
+import (
+	"errors"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/sluicenet/sluice"
+	"github.com/sluicenet/sluice/codec"
+)
+
+// config is what the command line sets.
+type config struct {
+	addr       string
+	loops      int
+	maxRequest int // bytes; zero means codec.DefaultMaxFrameSize
+}
+
+// sweepEvery is how often active expiry runs, as Redis does at hz 10.
+const sweepEvery = 100 * time.Millisecond
+
+// flushAt is how much reply a batch of commands gathers before handing it
+// to the connection, so that one huge batch does not grow the buffer.
+const flushAt = 64 << 10
+
+// server is the event handler: every event loop runs its callbacks, so
+// what it holds is either safe for concurrent use or set before the first
+// connection.
+type server struct {
+	sluice.BuiltinEventEngine
+	cfg     config
+	db      keyspace
+	clients registry
+	started time.Time
+	booted  chan struct{} // closed by OnBoot, once eng is set
+	eng     sluice.Engine
+
+	commands    atomic.Int64 // commands processed, added once per batch
+	connections atomic.Int64 // connections accepted
+	sweepFrom   int          // the shard active expiry starts at; OnTick's alone
+}
+
+func newServer(cfg config) *server {
+	s := &server{cfg: cfg, started: time.Now(), booted: make(chan struct{})}
+	s.db.init()
+	s.clients.init()
+	return s
+}
+
+// run serves until the engine stops.
+func (s *server) run() error {
+	return sluice.Run(s, s.cfg.addr, s.options()...)
+}
+
+func (s *server) OnBoot(eng sluice.Engine) sluice.Action {
+	s.eng = eng
+	close(s.booted)
+	return sluice.None
+}
+
+func (s *server) OnOpen(c sluice.Conn) ([]byte, sluice.Action) {
+	cl := newClient(s, c)
+	c.SetContext(cl)
+	s.clients.add(cl)
+	s.connections.Add(1)
+	return nil, sluice.None
+}
+
+func (s *server) OnClose(c sluice.Conn, _ error) sluice.Action {
+	if cl, ok := c.Context().(*client); ok {
+		s.clients.remove(cl)
+	}
+	return sluice.None
+}
+
+// OnTraffic answers every whole command buffered, in order. The replies
+// are gathered and written once; the engine sends them in one write.
+func (s *server) OnTraffic(c sluice.Conn) sluice.Action {
+	cl := c.Context().(*client)
+	k := &cl.call
+	k.begin()
+	defer k.end()
+	n := int64(0)
+	for !k.quit {
+		_, err := cl.resp.Decode(c)
+		if errors.Is(err, codec.ErrIncomplete) {
+			break
+		}
+		if err != nil {
+			k.protocolError(c, err)
+			break
+		}
+		k.exec(cl.resp.Args())
+		n++
+		if len(k.out) >= flushAt {
+			c.Write(k.out)
+			k.out = k.out[:0]
+		}
+	}
+	c.Write(k.out)
+	s.commands.Add(n)
+	if k.quit {
+		return sluice.Close
+	}
+	return sluice.None
+}
+
+// OnTick expires keys nobody reads.
+func (s *server) OnTick() (time.Duration, sluice.Action) {
+	s.sweepFrom = s.db.sweep(s.sweepFrom, time.Now().UnixMilli())
+	return sweepEvery, sluice.None
+}
+
+// replyBufs holds the buffers batches gather replies in, so an idle
+// connection holds none.
+var replyBufs = sync.Pool{New: func() any { return new([]byte) }}
+
+// maxKeptReply bounds the reply buffers kept for reuse.
+const maxKeptReply = 2 * flushAt

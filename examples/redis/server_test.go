@@ -1,0 +1,183 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// testServer is a server running in-process on a free port.
+type testServer struct {
+	*server
+	host, port string
+}
+
+// startServer runs a server with cfg, on a free port of 127.0.0.1 and two
+// loops unless cfg says otherwise, until the test ends.
+func startServer(t testing.TB, cfg config) *testServer {
+	t.Helper()
+	if cfg.addr == "" {
+		cfg.addr = "tcp://127.0.0.1:0"
+	}
+	if cfg.loops == 0 {
+		cfg.loops = 2
+	}
+	s := newServer(cfg)
+	done := make(chan error, 1)
+	go func() { done <- s.run() }()
+	select {
+	case <-s.booted:
+	case err := <-done:
+		t.Fatalf("server did not start: %v", err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		require.NoError(t, s.eng.Stop(ctx))
+		require.NoError(t, <-done)
+	})
+	ts := &testServer{server: s}
+	if a, ok := s.eng.Addrs()[0].(*net.TCPAddr); ok {
+		ts.host, ts.port = a.IP.String(), strconv.Itoa(a.Port)
+	}
+	return ts
+}
+
+func (ts *testServer) addr() string { return net.JoinHostPort(ts.host, ts.port) }
+
+// tool returns the path of one of the Redis tools, redis-cli or
+// redis-benchmark (Debian package redis-tools). Without it the test is
+// skipped, except in CI, where it must be there.
+func tool(t testing.TB, name string) string {
+	t.Helper()
+	path, err := exec.LookPath(name)
+	if err == nil {
+		return path
+	}
+	if os.Getenv("CI") != "" {
+		t.Fatalf("%s is not installed, and CI is set: install redis-tools", name)
+	}
+	t.Skipf("%s is not installed (apt-get install redis-tools)", name)
+	return ""
+}
+
+// run runs a Redis tool against addr, "host:port", with stdin, and returns
+// what it printed.
+func run(t testing.TB, name, addr, stdin string, args ...string) string {
+	t.Helper()
+	host, port, err := net.SplitHostPort(addr)
+	require.NoError(t, err)
+	cmd := exec.Command(tool(t, name), append([]string{"-h", host, "-p", port}, args...)...)
+	cmd.Stdin = strings.NewReader(stdin)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	require.NoError(t, err, "%s %s: %s", name, strings.Join(args, " "), stderr.String())
+	return string(out)
+}
+
+// cli runs redis-cli with the commands in script, one a line, and returns
+// what it printed, in its typed format: "(integer) 1", "(nil)", "\"v\"".
+func (ts *testServer) cli(t testing.TB, script string, args ...string) string {
+	t.Helper()
+	return run(t, "redis-cli", ts.addr(), script, append([]string{"--no-raw"}, args...)...)
+}
+
+// do runs one command with redis-cli and returns its reply, trimmed.
+func (ts *testServer) do(t testing.TB, args ...string) string {
+	t.Helper()
+	return strings.TrimSpace(run(t, "redis-cli", ts.addr(), "", append([]string{"--no-raw"}, args...)...))
+}
+
+// dial opens a raw connection to the server, closed when the test ends.
+func (ts *testServer) dial(t testing.TB) *rawConn {
+	t.Helper()
+	c, err := net.Dial("tcp", ts.addr())
+	require.NoError(t, err)
+	t.Cleanup(func() { c.Close() })
+	require.NoError(t, c.SetDeadline(time.Now().Add(10*time.Second)))
+	return &rawConn{Conn: c, r: bufio.NewReader(c)}
+}
+
+// rawConn speaks RESP by hand, to send what redis-cli would not.
+type rawConn struct {
+	net.Conn
+	r *bufio.Reader
+}
+
+func (c *rawConn) send(t testing.TB, s string) {
+	t.Helper()
+	_, err := io.WriteString(c, s)
+	require.NoError(t, err)
+}
+
+// expect reads exactly len(want) bytes and checks they are want.
+func (c *rawConn) expect(t testing.TB, want string) {
+	t.Helper()
+	got := make([]byte, len(want))
+	_, err := io.ReadFull(c.r, got)
+	require.NoError(t, err, "after %q", got)
+	require.Equal(t, want, string(got))
+}
+
+// line reads one line of reply, without its CRLF.
+func (c *rawConn) line(t testing.TB) string {
+	t.Helper()
+	s, err := c.r.ReadString('\n')
+	require.NoError(t, err)
+	return strings.TrimSuffix(s, "\r\n")
+}
+
+// bulk reads a bulk string reply.
+func (c *rawConn) bulk(t testing.TB) string {
+	t.Helper()
+	header := c.line(t)
+	n, err := strconv.Atoi(strings.TrimPrefix(header, "$"))
+	require.NoError(t, err, "bulk string header %q", header)
+	b := make([]byte, n+2)
+	_, err = io.ReadFull(c.r, b)
+	require.NoError(t, err)
+	require.Equal(t, "\r\n", string(b[n:]))
+	return string(b[:n])
+}
+
+// expectClosed checks that the server ends the connection, having sent
+// nothing more.
+func (c *rawConn) expectClosed(t testing.TB) {
+	t.Helper()
+	b, err := c.r.ReadByte()
+	require.Error(t, err, "read %q", b)
+}
+
+// dedent trims a script or an expected output written as an indented raw
+// string: blank lines at either end, and each line's leading tabs.
+func dedent(s string) string {
+	lines := strings.Split(strings.Trim(s, "\n\t"), "\n")
+	for i, l := range lines {
+		lines[i] = strings.TrimLeft(l, "\t")
+	}
+	return strings.Join(lines, "\n") + "\n"
+}
+
+// numbering matches the numbers redis-cli puts before the elements of
+// arrays ("1) "), maps ("1# ") and sets ("1~ ").
+var numbering = regexp.MustCompile(`(?m)^\s*\d+[)#~] `)
+
+// unordered returns redis-cli's output as its lines sorted, without the
+// numbering, to compare replies whose order Redis does not define.
+func unordered(out string) []string {
+	lines := strings.Split(strings.TrimSpace(numbering.ReplaceAllString(out, "")), "\n")
+	slices.Sort(lines)
+	return lines
+}

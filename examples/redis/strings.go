@@ -1,0 +1,340 @@
+package main
+
+import (
+	"fmt"
+	"math"
+	"strconv"
+)
+
+func get(c *call) { c.getString(false) }
+
+func getdel(c *call) { c.getString(true) }
+
+// getString replies the string at the command's key, and with remove
+// deletes it.
+func (c *call) getString(remove bool) {
+	sh, e, ok := openString(c)
+	if !ok {
+		return
+	}
+	defer sh.mu.Unlock()
+	switch {
+	case e == nil:
+		c.null()
+	case remove:
+		c.bulk(e.str)
+		sh.remove(e)
+	default:
+		c.bulk(e.str)
+	}
+}
+
+// setOptions are SET's conditions and expiry.
+type setOptions struct {
+	nx, xx  bool  // set only if the key is absent, or present
+	get     bool  // reply the old value
+	keepTTL bool  // keep the key's time to live
+	expire  int64 // Unix milliseconds; 0 for none
+}
+
+// setKey is SET key value [NX|XX] [GET] [EX s|PX ms|EXAT s|PXAT ms|KEEPTTL].
+func setKey(c *call) {
+	o, err := c.parseSetOptions(c.args[3:])
+	if err != nil {
+		c.error(err)
+		return
+	}
+	c.setString(c.args[1], c.args[2], o)
+}
+
+func (c *call) parseSetOptions(args [][]byte) (setOptions, error) {
+	var o setOptions
+	expiry := false // an EX, PX, EXAT or PXAT was seen
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		switch {
+		case eqFold(a, "nx") && !o.xx:
+			o.nx = true
+		case eqFold(a, "xx") && !o.nx:
+			o.xx = true
+		case eqFold(a, "get"):
+			o.get = true
+		case eqFold(a, "keepttl") && !expiry:
+			o.keepTTL = true
+		case (eqFold(a, "ex") || eqFold(a, "px") || eqFold(a, "exat") || eqFold(a, "pxat")) &&
+			!expiry && !o.keepTTL && i+1 < len(args):
+			i++
+			n, err := parseInt(args[i])
+			if err != nil {
+				return o, err
+			}
+			expiry = true
+			seconds := eqFold(a, "ex") || eqFold(a, "exat")
+			absolute := eqFold(a, "exat") || eqFold(a, "pxat")
+			if o.expire, err = c.expiry(n, seconds, absolute); err != nil {
+				return o, err
+			}
+		default:
+			return o, errSyntax
+		}
+	}
+	return o, nil
+}
+
+// expiry returns the Unix millisecond that an expiry option names: n
+// seconds or milliseconds from now, or since the epoch when absolute.
+func (c *call) expiry(n int64, seconds, absolute bool) (int64, error) {
+	base := c.now
+	if absolute {
+		base = 0
+	}
+	at, ok := expireAt(n, seconds, base)
+	if n <= 0 || !ok {
+		return 0, c.invalidExpire()
+	}
+	return at, nil
+}
+
+// invalidExpire is the error for an expiry out of range, which names the
+// command.
+func (c *call) invalidExpire() error {
+	return fmt.Errorf("%w in '%s' command", errInvalidExpire, c.cmd.name)
+}
+
+// setString sets key to a copy of v, as o says, and replies.
+func (c *call) setString(key, v []byte, o setOptions) {
+	sh, h := c.srv.db.lock(key)
+	defer sh.mu.Unlock()
+	e := sh.find(key, c.now)
+	if o.get {
+		switch {
+		case e != nil && e.obj != nil:
+			c.error(errWrongType)
+			return
+		case e == nil:
+			c.null()
+		default:
+			c.bulk(e.str) // copied now, before v overwrites it
+		}
+	}
+	if (o.nx && e != nil) || (o.xx && e == nil) {
+		if !o.get {
+			c.null()
+		}
+		return
+	}
+	if e == nil {
+		e = sh.add(key, h)
+	}
+	e.setString(v)
+	switch {
+	case o.expire != 0 && o.expire <= c.now:
+		sh.remove(e)
+	case !o.keepTTL:
+		sh.setExpire(e, o.expire)
+	}
+	if !o.get {
+		c.ok()
+	}
+}
+
+// setnx is SETNX key value: 1 if it set key, 0 if key existed.
+func setnx(c *call) {
+	sh, h := c.srv.db.lock(c.args[1])
+	defer sh.mu.Unlock()
+	if sh.find(c.args[1], c.now) != nil {
+		c.integer(0)
+		return
+	}
+	sh.add(c.args[1], h).setString(c.args[2])
+	c.integer(1)
+}
+
+// setex is SETEX key seconds value.
+func setex(c *call) {
+	n, err := parseInt(c.args[2])
+	if err != nil {
+		c.error(err)
+		return
+	}
+	at, err := c.expiry(n, true, false)
+	if err != nil {
+		c.error(err)
+		return
+	}
+	c.setString(c.args[1], c.args[3], setOptions{expire: at})
+}
+
+// mget is MGET key [key ...]: nulls for keys that are missing or do not
+// hold strings. It reads every key at one instant.
+func mget(c *call) {
+	db := &c.srv.db
+	keys := c.args[1:]
+	m := db.mask(keys, 1)
+	db.lockMask(m)
+	defer db.unlockMask(m)
+	c.array(len(keys))
+	for _, k := range keys {
+		sh, _ := db.shardOf(k)
+		if e, err := sh.lookupString(k, c.now); e != nil && err == nil {
+			c.bulk(e.str)
+		} else {
+			c.null()
+		}
+	}
+}
+
+// mset is MSET key value [key value ...]. Every key changes at one
+// instant, and loses its time to live.
+func mset(c *call) {
+	if len(c.args)%2 == 0 {
+		c.errorText(c.cmd.arityErr)
+		return
+	}
+	db := &c.srv.db
+	pairs := c.args[1:]
+	m := db.mask(pairs, 2)
+	db.lockMask(m)
+	defer db.unlockMask(m)
+	for i := 0; i < len(pairs); i += 2 {
+		sh, h := db.shardOf(pairs[i])
+		e := sh.find(pairs[i], c.now)
+		if e == nil {
+			e = sh.add(pairs[i], h)
+		}
+		e.setString(pairs[i+1])
+		sh.setExpire(e, 0)
+	}
+	c.ok()
+}
+
+func incr(c *call) { c.incrBy(1) }
+
+func decr(c *call) { c.incrBy(-1) }
+
+func incrby(c *call) {
+	if n, err := parseInt(c.args[2]); err != nil {
+		c.error(err)
+	} else {
+		c.incrBy(n)
+	}
+}
+
+func decrby(c *call) {
+	n, err := parseInt(c.args[2])
+	switch {
+	case err != nil:
+		c.error(err)
+	case n == math.MinInt64:
+		c.errorText("ERR decrement would overflow")
+	default:
+		c.incrBy(-n)
+	}
+}
+
+// incrBy adds by to the integer at key, 0 when key is absent, and replies
+// the sum. The digits are rewritten in place: nobody reads them unlocked.
+func (c *call) incrBy(by int64) {
+	sh, h := c.srv.db.lock(c.args[1])
+	defer sh.mu.Unlock()
+	e := sh.find(c.args[1], c.now)
+	n := int64(0)
+	if e != nil {
+		if e.obj != nil {
+			c.error(errWrongType)
+			return
+		}
+		var err error
+		if n, err = parseInt(e.str); err != nil {
+			c.error(err)
+			return
+		}
+	}
+	sum, ok := addInt(n, by)
+	if !ok {
+		c.error(errOverflow)
+		return
+	}
+	if e == nil {
+		e = sh.add(c.args[1], h)
+	}
+	e.str = strconv.AppendInt(e.str[:0], sum, 10)
+	c.integer(sum)
+}
+
+// appendString is APPEND key value: it replies the new length.
+func appendString(c *call) {
+	sh, h := c.srv.db.lock(c.args[1])
+	defer sh.mu.Unlock()
+	e := sh.find(c.args[1], c.now)
+	switch {
+	case e == nil:
+		e = sh.add(c.args[1], h)
+		e.setString(c.args[2])
+	case e.obj != nil:
+		c.error(errWrongType)
+		return
+	default:
+		e.str = append(e.str, c.args[2]...)
+	}
+	c.integer(int64(len(e.str)))
+}
+
+func strlen(c *call) {
+	sh, e, ok := openString(c)
+	if !ok {
+		return
+	}
+	defer sh.mu.Unlock()
+	if e == nil {
+		c.integer(0)
+	} else {
+		c.integer(int64(len(e.str)))
+	}
+}
+
+// getrange is GETRANGE key start end, with Redis's rules for indexes out
+// of range: negative ones count from the end, and the range is clamped.
+func getrange(c *call) {
+	start, end, err := parseRange(c.args[2], c.args[3])
+	if err != nil {
+		c.error(err)
+		return
+	}
+	sh, e, ok := openString(c)
+	if !ok {
+		return
+	}
+	defer sh.mu.Unlock()
+	if e == nil || (start < 0 && end < 0 && start > end) {
+		c.bulk(nil)
+		return
+	}
+	n := int64(len(e.str))
+	if end < 0 {
+		end = max(n+end, 0) // unlike a list's range, which is then empty
+	}
+	lo, hi, ok := clampRange(start, end, n)
+	if !ok {
+		c.bulk(nil)
+		return
+	}
+	c.bulk(e.str[lo : hi+1])
+}
+
+// clampRange applies Redis's rules for LRANGE to an inclusive range of
+// indexes into n items: negative indexes count from the end, and the
+// range is cut to fit. It reports false when nothing is left.
+func clampRange(start, end, n int64) (lo, hi int64, ok bool) {
+	if start < 0 {
+		start = max(n+start, 0)
+	}
+	if end < 0 {
+		end = n + end
+	}
+	end = min(end, n-1)
+	if start > end || start >= n {
+		return 0, 0, false
+	}
+	return start, end, true
+}
