@@ -4,12 +4,14 @@ import (
 	"io"
 	"net"
 	"net/netip"
+	"time"
 
 	"github.com/valyala/bytebufferpool"
 	"golang.org/x/sys/unix"
 
 	"github.com/sluicenet/sluice/internal/socket"
 	"github.com/sluicenet/sluice/poller"
+	"github.com/sluicenet/sluice/wheel"
 )
 
 // AsyncCallback is called on the connection's loop when posted work is
@@ -57,8 +59,16 @@ type Conn interface {
 	// Fd returns the socket's descriptor, for setting options. Do not read,
 	// write or close it.
 	Fd() int
+	// SetIdleTimeout closes the connection, with ErrIdleTimeout, once it
+	// moves no bytes either way for d, counting from now; zero or less
+	// turns the idle timeout off. It overrides WithIdleTimeout for this
+	// connection, with the same 10ms resolution.
+	SetIdleTimeout(d time.Duration)
 
-	// ID returns a number that identifies the connection within its engine.
+	// ID returns the number that identifies the connection within its
+	// engine, for Engine.Kill. No other connection has it while this one
+	// is open, and a later one only after this one's slot in the engine's
+	// table has been reused 2^32 times.
 	ID() uint64
 	// AsyncWrite queues p from any goroutine and calls cb on the loop once it
 	// is queued behind earlier output. p must not change until cb runs. cb
@@ -82,19 +92,26 @@ const (
 )
 
 // conn is kept small and flat: an idle connection holds no buffer, only
-// this struct and its slot in the loop's table.
+// this struct, its slot in the loop's table and in the engine's kill
+// table, and its idle timer if it has one.
 type conn struct {
 	fd      int
 	state   connState
 	events  poller.Event // what the poller watches for
+	sourced bool         // counted against its source's limit
 	loop    *eventloop
-	id      uint64
+	id      uint64         // its kill.ConnID
 	remote  netip.AddrPort // zero for a unix socket
 	in      *bytebufferpool.ByteBuffer
 	buf     []byte // unread inbound: a view of the loop's read buffer or of in
 	out     *bytebufferpool.ByteBuffer
 	outHead int // out.B[outHead:] is unsent
 	ctx     any
+
+	// Deadlines (deadline.go). idle is the idle timeout, which idleTimer
+	// is armed with whenever it is positive.
+	idle                             time.Duration
+	idleTimer, readTimer, writeTimer wheel.Timer
 }
 
 func (c *conn) Read(p []byte) (int, error) {
@@ -194,6 +211,12 @@ func (c *conn) SetContext(v any) { c.ctx = v }
 func (c *conn) Fd() int          { return c.fd }
 func (c *conn) ID() uint64       { return c.id }
 
+func (c *conn) SetIdleTimeout(d time.Duration) {
+	if c.state != stateClosed {
+		c.loop.setIdleTimeout(c, d)
+	}
+}
+
 func (c *conn) LocalAddr() net.Addr {
 	sa, err := unix.Getsockname(c.fd)
 	if err != nil {
@@ -254,7 +277,7 @@ func (c *conn) feed(p []byte) {
 		return
 	}
 	c.in.B = append(c.in.B, p...)
-	c.buf = c.in.B
+	c.buf = c.in.B[:len(c.in.B):len(c.in.B)]
 }
 
 // keepUnread moves what the handler left unread out of the loop's read
@@ -264,28 +287,36 @@ func (c *conn) keepUnread() {
 	case len(c.buf) == 0:
 		c.buf = nil
 		if c.in != nil {
-			c.loop.eng.inPool.Put(c.in)
+			c.loop.eng.recycle(&c.loop.eng.inPool, c.in)
 			c.in = nil
 		}
 	case c.in == nil:
 		c.in = c.loop.eng.inPool.Get()
 		c.in.B = append(c.in.B[:0], c.buf...)
-		c.buf = c.in.B
+		c.buf = c.in.B[:len(c.in.B):len(c.in.B)]
 	case len(c.buf) < len(c.in.B):
 		c.in.B = c.in.B[:copy(c.in.B, c.buf)]
-		c.buf = c.in.B
+		c.buf = c.in.B[:len(c.in.B):len(c.in.B)]
 	}
 }
 
 func (c *conn) releaseBuffers() {
 	e := c.loop.eng
 	if c.in != nil {
-		e.inPool.Put(c.in)
+		e.recycle(&e.inPool, c.in)
 		c.in = nil
 	}
 	if c.out != nil {
-		e.outPool.Put(c.out)
+		e.recycle(&e.outPool, c.out)
 		c.out, c.outHead = nil, 0
 	}
 	c.buf = nil
+}
+
+// recycle puts b back in pool p, zeroed first WithWipeBuffers.
+func (e *engine) recycle(p *bytebufferpool.Pool, b *bytebufferpool.ByteBuffer) {
+	if e.opts.wipe {
+		clear(b.B[:cap(b.B)])
+	}
+	p.Put(b)
 }

@@ -68,13 +68,17 @@ func logUniform(r *rand.Rand, max int) int {
 	return 1 + r.IntN(min(1<<bits, max))
 }
 
-// engineModes is the matrix of ways to run an engine that every behaviour
-// must hold across.
-var engineModes = []struct {
+// engineMode is one way to run an engine: an address to listen on and
+// options.
+type engineMode struct {
 	name string
 	addr string
 	opts []Option
-}{
+}
+
+// engineModes is the matrix of ways to run an engine that every behaviour
+// must hold across.
+var engineModes = []engineMode{
 	{"one-loop", "tcp://127.0.0.1:0", []Option{WithNumEventLoop(1)}},
 	{"round-robin", "tcp://127.0.0.1:0", []Option{WithNumEventLoop(4)}},
 	{"least-connections", "tcp://127.0.0.1:0", []Option{WithNumEventLoop(4), WithLoadBalancing(LeastConnections)}},
@@ -272,7 +276,7 @@ func (h *opener) OnClose(c Conn, err error) Action {
 	return None
 }
 
-func (h *opener) next(t *testing.T) Conn {
+func (h *opener) next(t testing.TB) Conn {
 	t.Helper()
 	select {
 	case c := <-h.opened:
@@ -397,19 +401,6 @@ func TestStopFlushesQueuedOutput(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, bytes.Equal(h.payload, got), "got %d of %d bytes", len(got), len(h.payload))
 	require.NoError(t, <-stopped)
-}
-
-func TestStopDeadlineClosesWhatIsLeft(t *testing.T) {
-	h := &bulk{payload: make([]byte, 8<<20), sent: make(chan struct{}, 1)}
-	eng, addr := serve(t, h, WithNumEventLoop(1))
-	client := dial(t, addr)
-	client.Write([]byte("go"))
-	<-h.sent
-	// The client never reads, so the drain cannot finish by itself.
-	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
-	defer cancel()
-	require.ErrorIs(t, eng.Stop(ctx), context.DeadlineExceeded)
-	require.Zero(t, eng.CountConnections())
 }
 
 // panicker panics on "boom" and echoes anything else.

@@ -3,17 +3,18 @@ package sluice
 import (
 	"context"
 	"fmt"
+	"iter"
 	"net"
 	"os"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/valyala/bytebufferpool"
 	"golang.org/x/sys/unix"
 
 	"github.com/sluicenet/sluice/internal/socket"
+	"github.com/sluicenet/sluice/kill"
 	"github.com/sluicenet/sluice/poller"
 )
 
@@ -23,11 +24,12 @@ type Engine struct {
 	e *engine
 }
 
-// Stop stops the engine gracefully: it stops accepting, lets every
-// connection send what it has queued, closes them, calls OnShutdown and
-// returns. When ctx ends first it closes what is left at once, waits for
-// the loops, and returns ctx's error. Call it from outside the handler's
-// callbacks; inside them, return Shutdown instead.
+// Stop stops the engine gracefully: it stops accepting at once, closes
+// idle connections, lets the others send what they have queued and closes
+// them, calls OnShutdown and returns. When ctx ends first it resets what is
+// left (its peers see a TCP reset, OnClose gets ErrEngineStopped), waits
+// for the loops, and returns ctx's error. Call it from outside the
+// handler's callbacks; inside them, return Shutdown instead.
 func (eng Engine) Stop(ctx context.Context) error {
 	e := eng.e
 	if e == nil {
@@ -42,6 +44,52 @@ func (eng Engine) Stop(ctx context.Context) error {
 		<-e.done
 		return ctx.Err()
 	}
+}
+
+// Kill resets the connection with the given ID (Conn.ID): its peer sees a
+// TCP reset, its queued output is dropped, and OnClose receives ErrKilled.
+// Kill marks the connection and wakes its loop, which resets it, and
+// returns without waiting for that. It returns ErrConnClosed when id names
+// no live connection: one that has closed, or is already killed.
+func (eng Engine) Kill(id uint64) error {
+	e := eng.e
+	if e == nil {
+		return ErrEngineStopped
+	}
+	owner, fd, ok := e.table.Kill(kill.ConnID(id))
+	if !ok {
+		return ErrConnClosed
+	}
+	t := newTask(taskKill, nil)
+	t.fd, t.id = int(fd), id
+	return e.loops[owner].post(t)
+}
+
+// ConnIDs returns an iterator over the IDs of the engine's connections,
+// for Kill. It stops no loop and locks nothing: a connection open
+// throughout the iteration is visited once, one that opens or closes
+// meanwhile may or may not be. It passes over every slot of the engine's
+// connection table (WithMaxConnections), live or not.
+func (eng Engine) ConnIDs() iter.Seq[uint64] {
+	return func(yield func(uint64) bool) {
+		if eng.e == nil {
+			return
+		}
+		for id := range eng.e.table.Range {
+			if !yield(uint64(id)) {
+				return
+			}
+		}
+	}
+}
+
+// Stats returns the engine's counters: connections open, admitted and
+// rejected by each limit, and closed by each deadline or by Kill.
+func (eng Engine) Stats() Stats {
+	if eng.e == nil {
+		return Stats{}
+	}
+	return eng.e.stats()
 }
 
 // CountConnections returns how many connections are open now.
@@ -71,9 +119,11 @@ type engine struct {
 	sock     socket.Options
 	addr     net.Addr
 	loops    []*eventloop
-	perLoop  bool // a listener per loop: each keeps what it accepts
-	rr       int  // next loop for RoundRobin; only the accepting loop touches it
-	nextID   atomic.Uint64
+	perLoop  bool          // a listener per loop: each keeps what it accepts
+	rr       int           // next loop for RoundRobin; only the accepting loop touches it
+	table    *kill.Table   // every admitted connection, by ID
+	sources  *kill.Sources // nil without a per-source limit
+	epoch    time.Time     // the loops' clocks count from here
 	inPool   bytebufferpool.Pool
 	outPool  bytebufferpool.Pool
 	stopOnce sync.Once
@@ -86,11 +136,15 @@ type engine struct {
 // tcp6) or "unix:///path/to.sock"; an address without a scheme is TCP.
 // Port 0 picks a free port, which Engine.Addrs reports.
 func Run(handler EventHandler, addr string, opts ...Option) error {
-	e := &engine{handler: handler, opts: defaultOptions(), done: make(chan struct{})}
+	e := &engine{handler: handler, opts: defaultOptions(), epoch: time.Now(), done: make(chan struct{})}
 	for _, opt := range opts {
 		opt(&e.opts)
 	}
 	o := &e.opts
+	e.table = kill.New(tableCapacity(o))
+	if o.maxConnsPerSource > 0 {
+		e.sources = new(kill.Sources)
+	}
 	e.sock = socket.Options{
 		ReusePort: o.reusePort,
 		NoDelay:   o.noDelay,
@@ -147,9 +201,8 @@ func (e *engine) start(network, address string) error {
 			break
 		}
 	}
-	if e.opts.ticker {
-		e.loops[0].nextTick = time.Now()
-	}
+	// The first tick is due at once: its time, zero, is the epoch.
+	e.loops[0].ticking = e.opts.ticker
 	return nil
 }
 

@@ -9,6 +9,7 @@ import (
 	"os"
 	"runtime"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -36,6 +37,7 @@ func serve(t testing.TB, h EventHandler, opts ...Option) (Engine, string) {
 
 func serveAddr(t testing.TB, addr string, h EventHandler, opts ...Option) (Engine, string) {
 	t.Helper()
+	runtimePollerOnce.Do(openRuntimePoller)
 	goroutines, fds := runtime.NumGoroutine(), openFDs(t)
 	b := &booter{EventHandler: h, booted: make(chan Engine, 1)}
 	done := make(chan error, 1)
@@ -60,6 +62,18 @@ func serveAddr(t testing.TB, addr string, h EventHandler, opts ...Option) (Engin
 	})
 	a := eng.Addrs()[0]
 	return eng, a.Network() + "://" + a.String()
+}
+
+// The runtime opens its own poller's descriptors (an epoll and an
+// eventfd) the first time a net.Conn or a timer needs them, which may be
+// during a test; opening them before the first count keeps them from
+// looking like a leak.
+var runtimePollerOnce sync.Once
+
+func openRuntimePoller() {
+	if ln, err := net.Listen("tcp", "127.0.0.1:0"); err == nil {
+		ln.Close()
+	}
 }
 
 // waitFor polls cond on the calling goroutine until it holds, or fails the

@@ -10,7 +10,9 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/sluicenet/sluice/internal/socket"
+	"github.com/sluicenet/sluice/kill"
 	"github.com/sluicenet/sluice/poller"
+	"github.com/sluicenet/sluice/wheel"
 )
 
 // eventloop owns a poller and every connection registered with it. Only
@@ -29,7 +31,15 @@ type eventloop struct {
 	tasks     taskQueue
 	sleeping  atomic.Bool
 	draining  bool
-	nextTick  time.Time // zero unless this loop runs the ticker
+	counts    counters
+
+	// Time and deadlines (deadline.go); the wheel is nil until needed.
+	wheel     *wheel.Wheel
+	fire      func(handle uint64) // expire, bound once so Advance allocates nothing
+	clock     int64               // the time read this iteration, when clockRead
+	clockRead bool
+	ticking   bool  // this loop runs the ticker
+	tickAt    int64 // when OnTick is next due
 }
 
 func newEventloop(e *engine, idx int) (*eventloop, error) {
@@ -37,12 +47,17 @@ func newEventloop(e *engine, idx int) (*eventloop, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &eventloop{
+	l := &eventloop{
 		idx:  idx,
 		eng:  e,
 		poll: p,
 		buf:  make([]byte, e.opts.readBufferCap),
-	}, nil
+	}
+	l.fire = l.expire
+	if e.opts.timed() {
+		l.timers()
+	}
+	return l, nil
 }
 
 func (l *eventloop) run() {
@@ -62,6 +77,7 @@ func (l *eventloop) run() {
 			l.dispatch(r)
 		}
 		l.runTasks(l.tasks.take())
+		l.runTimers()
 		l.tick()
 	}
 	// Whatever is posted from now on fails with ErrEngineStopped; what came
@@ -85,14 +101,8 @@ func (l *eventloop) wait() ([]poller.Ready, error) {
 	}
 	ready, err := l.poll.Wait(timeout)
 	l.sleeping.Store(false)
+	l.clockRead = false
 	return ready, err
-}
-
-func (l *eventloop) timeout() time.Duration {
-	if l.nextTick.IsZero() || l.draining {
-		return -1
-	}
-	return max(time.Until(l.nextTick), 0)
 }
 
 // post hands t to the loop from any goroutine, waking the loop only if it
@@ -137,14 +147,18 @@ func (l *eventloop) accept(ln *listener) {
 		}
 		return
 	}
-	if err := socket.Configure(fd, ln.unix, l.eng.sock); err != nil {
-		l.eng.opts.logger.Warn("sluice: configuring an accepted socket failed", "err", err)
+	c := &conn{fd: fd, remote: socket.AddrPort(sa), loop: l}
+	if !l.eng.perLoop {
+		c.loop = l.eng.pick(c)
+	}
+	if !l.admit(c) {
 		unix.Close(fd)
 		return
 	}
-	c := &conn{fd: fd, remote: socket.AddrPort(sa), id: l.eng.nextID.Add(1), loop: l}
-	if !l.eng.perLoop {
-		c.loop = l.eng.pick(c)
+	if err := socket.Configure(fd, ln.unix, l.eng.sock); err != nil {
+		l.eng.opts.logger.Warn("sluice: configuring an accepted socket failed", "err", err)
+		l.drop(c)
+		return
 	}
 	if c.loop == l {
 		l.open(c)
@@ -152,19 +166,31 @@ func (l *eventloop) accept(ln *listener) {
 	}
 	t := newTask(taskOpen, c)
 	if c.loop.post(t) != nil {
-		unix.Close(fd)
+		l.drop(c)
 	}
 }
 
-// open registers a connection this loop now owns and calls OnOpen.
+// drop closes c, admitted but never opened, and forgets it. A connection
+// killed before it opened is reset.
+func (l *eventloop) drop(c *conn) {
+	if l.eng.table.Killed(kill.ConnID(c.id)) {
+		socket.SetLingerZero(c.fd)
+		l.counts.add(countKilled)
+	}
+	unix.Close(c.fd)
+	l.eng.forget(c)
+}
+
+// open registers a connection this loop now owns and calls OnOpen. One
+// that was killed, or arrives while the loop drains, is dropped unopened.
 func (l *eventloop) open(c *conn) {
-	if l.draining {
-		unix.Close(c.fd)
+	if l.draining || l.eng.table.Killed(kill.ConnID(c.id)) {
+		l.drop(c)
 		return
 	}
 	if err := l.poll.Add(c.fd, poller.Readable); err != nil {
 		l.eng.opts.logger.Warn("sluice: registering a connection failed", "err", err)
-		unix.Close(c.fd)
+		l.drop(c)
 		return
 	}
 	c.events = poller.Readable
@@ -173,6 +199,9 @@ func (l *eventloop) open(c *conn) {
 	}
 	l.conns[c.fd] = c
 	l.count.Add(1)
+	if d := l.eng.opts.idleTimeout; d > 0 {
+		l.setIdleTimeout(c, d)
+	}
 	l.cur = c
 	out, a := l.onOpen(c)
 	if len(out) > 0 && c.state != stateClosed {
@@ -194,9 +223,19 @@ func (l *eventloop) readable(c *conn) {
 		l.closeConn(c, err)
 		return
 	}
-	c.feed(l.buf[:n])
+	l.active(c)
+	c.feed(l.buf[:n:n])
+	fed := len(c.buf)
 	l.cur = c
-	l.finish(c, l.onTraffic(c))
+	a := l.onTraffic(c)
+	consumed := len(c.buf) < fed
+	l.finish(c, a)
+	if l.eng.opts.wipe {
+		clear(l.buf[:n])
+	}
+	if c.state != stateClosed {
+		l.checkUnread(c, consumed)
+	}
 }
 
 func (l *eventloop) writable(c *conn) {
@@ -218,6 +257,9 @@ func (l *eventloop) finish(c *conn, a Action) {
 		return
 	}
 	c.keepUnread()
+	if len(c.buf) == 0 {
+		l.disarm(&c.readTimer)
+	}
 	l.send(c)
 	l.cur = nil
 	switch a {
@@ -233,18 +275,18 @@ func (l *eventloop) finish(c *conn, a Action) {
 func (l *eventloop) send(c *conn) {
 	if l.cur == c && len(l.wbuf) > 0 {
 		p := l.wbuf
-		l.wbuf = l.wbuf[:0]
-		if cap(l.wbuf) > l.eng.opts.readBufferCap+l.eng.opts.writeBufCap {
-			l.wbuf = nil // do not keep a buffer one huge write grew
-		}
 		n, err := socket.Write(c.fd, p)
 		if err != nil && err != unix.EAGAIN {
 			l.closeConn(c, err)
 			return
 		}
+		if n > 0 {
+			l.sent(c)
+		}
 		if n < len(p) {
 			c.queue(p[n:])
 		}
+		l.resetWbuf()
 	} else if c.out != nil && c.events&poller.Writable == 0 {
 		l.flushOut(c)
 		if c.state == stateClosed {
@@ -252,6 +294,18 @@ func (l *eventloop) send(c *conn) {
 		}
 	}
 	l.watch(c)
+}
+
+// resetWbuf empties the loop's output buffer for the next callback, and
+// drops it when one huge write grew it.
+func (l *eventloop) resetWbuf() {
+	if l.eng.opts.wipe {
+		clear(l.wbuf)
+	}
+	l.wbuf = l.wbuf[:0]
+	if cap(l.wbuf) > l.eng.opts.readBufferCap+l.eng.opts.writeBufCap {
+		l.wbuf = nil
+	}
 }
 
 // flushOut writes c's own outbound buffer until the socket is full.
@@ -263,9 +317,12 @@ func (l *eventloop) flushOut(c *conn) {
 			l.closeConn(c, err)
 			return
 		}
+		if n > 0 {
+			l.sent(c)
+		}
 		c.outHead += n
 		if c.outHead == len(c.out.B) {
-			l.eng.outPool.Put(c.out)
+			l.eng.recycle(&l.eng.outPool, c.out)
 			c.out, c.outHead = nil, 0
 		}
 		if n < len(p) {
@@ -281,8 +338,10 @@ func (l *eventloop) flushOut(c *conn) {
 // the high-water mark, and then not again until it drains below half of
 // it: a peer that does not read stops being read.
 func (l *eventloop) watch(c *conn) {
+	n := c.pending()
+	l.watchOutput(c, n > 0)
 	want := poller.Readable
-	if n := c.pending(); n > 0 {
+	if n > 0 {
 		want |= poller.Writable
 		high := l.eng.opts.writeBufCap
 		if n > high || (c.events&poller.Readable == 0 && n > high/2) {
@@ -325,11 +384,13 @@ func (l *eventloop) closeConn(c *conn, err error) {
 	l.count.Add(-1)
 	if l.cur == c {
 		l.cur = nil
-		l.wbuf = l.wbuf[:0]
+		l.resetWbuf()
 	}
+	l.stopTimers(c)
 	// Closing the descriptor also removes it from the poller.
 	unix.Close(c.fd)
 	c.releaseBuffers()
+	l.eng.forget(c)
 	if l.onClose(c, err) == Shutdown {
 		l.eng.shutdown()
 	}
@@ -340,6 +401,37 @@ func (l *eventloop) closeAll(err error) {
 		if c != nil {
 			l.closeConn(c, err)
 		}
+	}
+}
+
+// reset closes c so that the peer sees a TCP reset rather than an orderly
+// end, and drops whatever output c had queued: SO_LINGER {on, 0}, then
+// close. A unix socket's peer sees the end of the stream.
+func (l *eventloop) reset(c *conn, err error) {
+	if c.state == stateClosed {
+		return
+	}
+	socket.SetLingerZero(c.fd)
+	l.closeConn(c, err)
+}
+
+// resetAll resets every connection, for a Stop whose time ran out.
+func (l *eventloop) resetAll(err error) {
+	for _, c := range l.conns {
+		if c != nil {
+			l.reset(c, err)
+		}
+	}
+}
+
+// kill resets the connection id names, if this loop still holds it: the
+// descriptor may have closed since Engine.Kill marked it, and a newer
+// connection taken its number. One not yet opened is reset when it opens
+// (open checks the mark).
+func (l *eventloop) kill(fd int, id uint64) {
+	if fd < len(l.conns) && l.conns[fd] != nil && l.conns[fd].id == id {
+		l.counts.add(countKilled)
+		l.reset(l.conns[fd], ErrKilled)
 	}
 }
 
@@ -379,7 +471,10 @@ func (l *eventloop) runTask(t *task) {
 		return
 	case taskForce:
 		l.drain()
-		l.closeAll(ErrEngineStopped)
+		l.resetAll(ErrEngineStopped)
+		return
+	case taskKill:
+		l.kill(t.fd, t.id)
 		return
 	}
 	if c.state == stateClosed {
@@ -416,21 +511,6 @@ func (l *eventloop) callback(c *conn, cb AsyncCallback, err error) {
 	cb(c, err)
 	if open {
 		l.finish(c, None)
-	}
-}
-
-func (l *eventloop) tick() {
-	if l.nextTick.IsZero() {
-		return
-	}
-	now := time.Now()
-	if now.Before(l.nextTick) {
-		return
-	}
-	delay, a := l.onTick()
-	l.nextTick = now.Add(delay)
-	if a == Shutdown {
-		l.eng.shutdown()
 	}
 }
 

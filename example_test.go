@@ -2,9 +2,12 @@ package sluice_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
+	"syscall"
+	"time"
 
 	"github.com/sluicenet/sluice"
 )
@@ -46,4 +49,56 @@ func Example() {
 	// Output:
 	// hello, sluice
 	// <nil>
+}
+
+// admin is a server whose connections an administrator can cut off: it
+// hands each connection's ID out as it opens.
+type admin struct {
+	sluice.BuiltinEventEngine
+	booted chan sluice.Engine
+	opened chan uint64
+	closed chan error
+}
+
+func (s *admin) OnBoot(eng sluice.Engine) sluice.Action {
+	s.booted <- eng
+	return sluice.None
+}
+
+func (s *admin) OnOpen(c sluice.Conn) ([]byte, sluice.Action) {
+	s.opened <- c.ID()
+	return nil, sluice.None
+}
+
+func (s *admin) OnClose(c sluice.Conn, err error) sluice.Action {
+	s.closed <- err
+	return sluice.None
+}
+
+// Any goroutine can reset a connection by its ID: the peer sees a TCP
+// reset, and OnClose learns why.
+func ExampleEngine_Kill() {
+	s := &admin{booted: make(chan sluice.Engine, 1), opened: make(chan uint64, 1), closed: make(chan error, 1)}
+	go sluice.Run(s, "tcp://127.0.0.1:0", sluice.WithNumEventLoop(1))
+	eng := <-s.booted
+	defer eng.Stop(context.Background())
+
+	client, err := net.Dial("tcp", eng.Addrs()[0].String())
+	if err != nil {
+		panic(err)
+	}
+	defer client.Close()
+	id := <-s.opened
+
+	fmt.Println("kill:", eng.Kill(id))
+	fmt.Println("OnClose:", <-s.closed)
+	client.SetReadDeadline(time.Now().Add(5 * time.Second))
+	_, err = client.Read(make([]byte, 1))
+	fmt.Println("peer reset:", errors.Is(err, syscall.ECONNRESET))
+	fmt.Println("kill again:", eng.Kill(id))
+	// Output:
+	// kill: <nil>
+	// OnClose: sluice: connection killed
+	// peer reset: true
+	// kill again: sluice: connection closed
 }

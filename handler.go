@@ -38,7 +38,8 @@ type EventHandler interface {
 
 	// OnClose runs after c is closed. err says why: nil for a clean close
 	// by either side, otherwise an error that errors.Is can test, such as
-	// syscall.ECONNRESET or ErrHandlerPanic.
+	// syscall.ECONNRESET, ErrIdleTimeout, ErrReadTimeout, ErrWriteTimeout,
+	// ErrInboundTooLarge, ErrKilled, ErrEngineStopped or ErrHandlerPanic.
 	OnClose(c Conn, err error) Action
 
 	// OnTick runs on the first event loop when the engine was started

@@ -35,6 +35,15 @@ type options struct {
 	recvBuf       int
 	sendBuf       int
 	logger        *slog.Logger
+
+	idleTimeout  time.Duration
+	readTimeout  time.Duration
+	writeTimeout time.Duration
+
+	maxConns          int // zero: the descriptor limit, at most maxTableSlots
+	maxConnsPerSource int // zero: no limit
+	maxInbound        int // zero: no limit
+	wipe              bool
 }
 
 func defaultOptions() options {
@@ -45,7 +54,14 @@ func defaultOptions() options {
 		writeBufCap:   64 << 10,
 		noDelay:       true,
 		logger:        slog.Default(),
+		maxInbound:    DefaultMaxInboundBuffered,
 	}
+}
+
+// timed reports whether the options give connections a deadline, so that
+// every loop needs a timing wheel from the start.
+func (o *options) timed() bool {
+	return o.idleTimeout > 0 || o.readTimeout > 0 || o.writeTimeout > 0
 }
 
 // WithNumEventLoop sets how many event loops run; the default is one per
@@ -142,4 +158,89 @@ func WithLogger(l *slog.Logger) Option {
 			o.logger = l
 		}
 	}
+}
+
+// WithIdleTimeout closes a connection that moves no bytes, in or out, for
+// d; OnClose receives ErrIdleTimeout. Zero, the default, means no idle
+// timeout. Conn.SetIdleTimeout overrides it per connection. Deadlines are
+// kept on a timing wheel with a resolution of 10ms, on a clock each loop
+// reads once per turn, so a connection closes between d and d+10ms after
+// the turn of its loop that moved its last byte.
+func WithIdleTimeout(d time.Duration) Option {
+	return func(o *options) { o.idleTimeout = max(d, 0) }
+}
+
+// WithReadTimeout closes a connection whose frame takes longer than d to
+// arrive; OnClose receives ErrReadTimeout. Zero, the default, means no read
+// timeout.
+//
+// The handler tells the engine that a frame has started by leaving its
+// bytes unread: the deadline is set when OnTraffic returns with inbound
+// bytes still buffered, set afresh whenever OnTraffic consumes some of them
+// (a frame completed) and leaves others, and cleared once the buffer is
+// empty. A peer that trickles a frame a byte at a time is closed d after
+// the frame began, however often it sends. A handler that copies partial
+// frames out of the Conn instead of leaving them there gets no read
+// timeout for them.
+func WithReadTimeout(d time.Duration) Option {
+	return func(o *options) { o.readTimeout = max(d, 0) }
+}
+
+// WithWriteTimeout closes a connection whose queued output makes no
+// progress for d, such as one whose peer stopped reading; OnClose receives
+// ErrWriteTimeout. Zero, the default, means no write timeout.
+func WithWriteTimeout(d time.Duration) Option {
+	return func(o *options) { o.writeTimeout = max(d, 0) }
+}
+
+// WithMaxConnections bounds how many connections the engine holds at once.
+// Past the bound, a new connection is accepted and closed at once, without
+// OnOpen, and counted in Stats.RejectedMaxConns.
+//
+// The bound is the capacity of the engine's connection table, whose slots
+// cost 24 bytes each and are allocated when the engine starts. Without this
+// option the capacity is the process's limit on open descriptors
+// (RLIMIT_NOFILE), which no more connections than that could pass anyway,
+// and at most 1<<20 (24 MiB of slots); set it to spend less.
+func WithMaxConnections(n int) Option {
+	return func(o *options) {
+		if n > 0 {
+			o.maxConns = n
+		}
+	}
+}
+
+// WithMaxConnectionsPerSource bounds how many connections one source holds
+// at once. A source is a client IPv4 address, or an IPv6 /64, which one
+// subscriber usually holds whole. Past the bound, a new connection from the
+// source is accepted and closed at once, without OnOpen, and counted in
+// Stats.RejectedPerSource. Zero, the default, means no bound. Unix socket
+// connections have no source and are not bounded.
+func WithMaxConnectionsPerSource(n int) Option {
+	return func(o *options) { o.maxConnsPerSource = max(n, 0) }
+}
+
+// DefaultMaxInboundBuffered is how many unread inbound bytes a connection
+// may hold unless WithMaxInboundBuffered says otherwise: twice the largest
+// frame the codec package accepts by default, so that such a frame, its
+// header and the read after it always fit.
+const DefaultMaxInboundBuffered = 128 << 20
+
+// WithMaxInboundBuffered bounds the inbound bytes a handler may leave
+// unread on a connection. A peer that sends more than the handler consumes
+// is closed once OnTraffic returns with more than n bytes buffered, rather
+// than growing the server's memory; OnClose receives ErrInboundTooLarge and
+// Stats.InboundTooLarge counts it. Zero or less means no bound. The default
+// is DefaultMaxInboundBuffered.
+func WithMaxInboundBuffered(n int) Option {
+	return func(o *options) { o.maxInbound = max(n, 0) }
+}
+
+// WithWipeBuffers zeroes every buffer before it is reused for another
+// connection: the per-connection buffers before they go back to their
+// pools, and each loop's shared read and write buffers after each use. One
+// connection's bytes then never linger in memory that another's pass
+// through, at the cost of writing over each byte once more.
+func WithWipeBuffers(wipe bool) Option {
+	return func(o *options) { o.wipe = wipe }
 }

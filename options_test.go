@@ -1,3 +1,7 @@
+//go:build linux
+
+// These tests read socket options and thread IDs the Linux way.
+
 package sluice
 
 import (

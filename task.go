@@ -15,6 +15,7 @@ const (
 	taskOpen                   // a connection another loop accepted
 	taskStop                   // graceful stop
 	taskForce                  // stop now
+	taskKill                   // Engine.Kill: reset the connection at fd if it is id
 )
 
 // task is work another goroutine hands to a loop. Tasks are pooled, so
@@ -25,6 +26,8 @@ type task struct {
 	buf  []byte
 	bufs [][]byte
 	cb   AsyncCallback
+	fd   int    // taskKill
+	id   uint64 // taskKill
 }
 
 var taskPool = sync.Pool{New: func() any { return new(task) }}

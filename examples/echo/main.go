@@ -3,12 +3,17 @@
 //
 //	go run ./examples/echo -addr tcp://127.0.0.1:9000
 //	go run ./examples/echo -addr unix:///tmp/echo.sock -loops 2
+//	go run ./examples/echo -idle-timeout 5s
+//
+// With -idle-timeout, a client that sends nothing for that long is
+// disconnected, and the server logs it.
 //
 // It stops gracefully on SIGINT or SIGTERM, sending what it has queued.
 package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"log"
@@ -42,6 +47,13 @@ func (s *echo) OnTraffic(c sluice.Conn) sluice.Action {
 	return sluice.None
 }
 
+func (s *echo) OnClose(c sluice.Conn, err error) sluice.Action {
+	if errors.Is(err, sluice.ErrIdleTimeout) {
+		log.Printf("echo: %s idle, disconnected", c.RemoteAddr())
+	}
+	return sluice.None
+}
+
 func (s *echo) OnShutdown(sluice.Engine) {
 	if s.stats {
 		var end runtime.MemStats
@@ -66,12 +78,14 @@ func main() {
 	loops := flag.Int("loops", runtime.NumCPU(), "number of event loops")
 	reusePort := flag.Bool("reuseport", false, "one SO_REUSEPORT listener per loop")
 	stats := flag.Bool("stats", false, "print heap allocations made while serving, on exit")
+	idle := flag.Duration("idle-timeout", 0, "disconnect a client idle for this long (0: never)")
 	flag.Parse()
 
 	h := &echo{stats: *stats}
 	err := sluice.Run(h, *addr,
 		sluice.WithNumEventLoop(*loops),
-		sluice.WithReusePort(*reusePort))
+		sluice.WithReusePort(*reusePort),
+		sluice.WithIdleTimeout(*idle))
 	if err != nil {
 		log.Fatalf("echo: %v", err)
 	}

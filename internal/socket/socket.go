@@ -212,3 +212,10 @@ func Addr(sa unix.Sockaddr) net.Addr {
 	}
 	return net.TCPAddrFromAddrPort(AddrPort(sa))
 }
+
+// SetLingerZero makes closing fd reset the connection: the peer gets a TCP
+// RST instead of a FIN, and data not yet sent is dropped.
+func SetLingerZero(fd int) error {
+	err := unix.SetsockoptLinger(fd, unix.SOL_SOCKET, unix.SO_LINGER, &unix.Linger{Onoff: 1, Linger: 0})
+	return os.NewSyscallError("setsockopt SO_LINGER", err)
+}

@@ -36,7 +36,7 @@ func setKeepAlive(fd int, d time.Duration) error {
 	if err := setInt(fd, unix.SOL_SOCKET, unix.SO_KEEPALIVE, 1, "SO_KEEPALIVE"); err != nil {
 		return err
 	}
-	return setInt(fd, unix.IPPROTO_TCP, unix.TCP_KEEPALIVE, secs, "TCP_KEEPALIVE")
+	return setInt(fd, unix.IPPROTO_TCP, tcpKeepIdle, secs, "TCP_KEEPIDLE")
 }
 
 func newSocket(family int) (int, error) {

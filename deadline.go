@@ -1,0 +1,192 @@
+package sluice
+
+import (
+	"time"
+
+	"github.com/sluicenet/sluice/wheel"
+)
+
+// A loop keeps its connections' deadlines as timers on its own timing
+// wheel. It reads the clock at most once per iteration, and only when
+// something needs the time: a loop with no deadlines and no ticker never
+// reads it. Activity moves an idle or write deadline later with one store
+// (wheel.Extend); the wheel refiles the timer when its old time comes.
+//
+// A deadline therefore counts from the time the loop read in the iteration
+// that saw the activity, which a long iteration leaves behind the moment
+// the callback ran, and fires at the first iteration after it passes, up
+// to one tick (10ms) late.
+
+// timerKind says which of a connection's deadlines a timer stands for. A
+// timer's handle is the connection's descriptor shifted left by
+// timerKindBits, with the kind in the bits below.
+type timerKind uint64
+
+const (
+	timerIdle timerKind = iota
+	timerRead
+	timerWrite
+
+	timerKindBits = 2
+)
+
+// noTimer is the zero Timer, which stands for a deadline not set.
+var noTimer wheel.Timer
+
+// now returns the loop's time: nanoseconds on the monotonic clock since the
+// engine started, read the first time it is asked for in each iteration.
+func (l *eventloop) now() int64 {
+	if !l.clockRead {
+		l.clock = int64(time.Since(l.eng.epoch))
+		l.clockRead = true
+	}
+	return l.clock
+}
+
+// timers returns the loop's wheel, making it on first use: a connection
+// may ask for an idle timeout on an engine that set none.
+func (l *eventloop) timers() *wheel.Wheel {
+	if l.wheel == nil {
+		l.wheel = wheel.New(wheel.DefaultTick, l.now())
+	}
+	return l.wheel
+}
+
+// arm sets c's timer *t, of the given kind, to fire d from now.
+func (l *eventloop) arm(c *conn, t *wheel.Timer, kind timerKind, d time.Duration) {
+	l.disarm(t)
+	*t = l.timers().Insert(l.now()+int64(d), uint64(c.fd)<<timerKindBits|uint64(kind))
+}
+
+// disarm cancels the timer *t, if it is set.
+func (l *eventloop) disarm(t *wheel.Timer) {
+	if *t != noTimer {
+		l.wheel.Cancel(*t)
+		*t = noTimer
+	}
+}
+
+// stopTimers cancels every deadline of c, which is closing.
+func (l *eventloop) stopTimers(c *conn) {
+	l.disarm(&c.idleTimer)
+	l.disarm(&c.readTimer)
+	l.disarm(&c.writeTimer)
+}
+
+// setIdleTimeout gives c an idle timeout of d from now on, or none when d
+// is zero or less.
+func (l *eventloop) setIdleTimeout(c *conn, d time.Duration) {
+	c.idle = max(d, 0)
+	if d > 0 {
+		l.arm(c, &c.idleTimer, timerIdle, d)
+	} else {
+		l.disarm(&c.idleTimer)
+	}
+}
+
+// active records that c moved bytes: its idle deadline starts over.
+func (l *eventloop) active(c *conn) {
+	if c.idle > 0 {
+		l.wheel.Extend(c.idleTimer, l.now()+int64(c.idle))
+	}
+}
+
+// sent records that c's socket took output: its idle and write deadlines
+// start over.
+func (l *eventloop) sent(c *conn) {
+	l.active(c)
+	if c.writeTimer != noTimer {
+		l.wheel.Extend(c.writeTimer, l.now()+int64(l.eng.opts.writeTimeout))
+	}
+}
+
+// watchOutput keeps c's write deadline set exactly while output is queued.
+func (l *eventloop) watchOutput(c *conn, queued bool) {
+	switch {
+	case !queued:
+		l.disarm(&c.writeTimer)
+	case c.writeTimer == noTimer && l.eng.opts.writeTimeout > 0:
+		l.arm(c, &c.writeTimer, timerWrite, l.eng.opts.writeTimeout)
+	}
+}
+
+// checkUnread applies the bounds on what the handler left unread when
+// OnTraffic returned: the inbound limit and the read deadline. consumed
+// says whether the handler took any bytes, which ends a frame and so
+// starts the deadline of the next one over. The deadline is cleared when
+// the buffer empties (finish).
+func (l *eventloop) checkUnread(c *conn, consumed bool) {
+	n := len(c.buf)
+	if limit := l.eng.opts.maxInbound; limit > 0 && n > limit {
+		l.counts.add(countInboundTooLarge)
+		l.closeConn(c, ErrInboundTooLarge)
+		return
+	}
+	d := l.eng.opts.readTimeout
+	switch {
+	case d <= 0 || n == 0:
+	case c.readTimer == noTimer:
+		l.arm(c, &c.readTimer, timerRead, d)
+	case consumed:
+		l.wheel.Extend(c.readTimer, l.now()+int64(d))
+	}
+}
+
+// runTimers closes the connections whose deadlines have passed.
+func (l *eventloop) runTimers() {
+	if l.wheel != nil && l.wheel.Len() > 0 {
+		l.wheel.Advance(l.now(), l.fire)
+	}
+}
+
+// expire closes the connection whose timer fired, with the error of its
+// kind. The descriptor in the handle still names that connection: closing
+// a connection cancels its timers.
+func (l *eventloop) expire(handle uint64) {
+	c := l.conns[handle>>timerKindBits]
+	var err error
+	switch timerKind(handle & (1<<timerKindBits - 1)) {
+	case timerIdle:
+		c.idleTimer = noTimer
+		l.counts.add(countIdleTimeouts)
+		err = ErrIdleTimeout
+	case timerRead:
+		c.readTimer = noTimer
+		l.counts.add(countReadTimeouts)
+		err = ErrReadTimeout
+	case timerWrite:
+		c.writeTimer = noTimer
+		l.counts.add(countWriteTimeouts)
+		err = ErrWriteTimeout
+	}
+	l.closeConn(c, err)
+}
+
+// timeout returns how long the poller may wait: until the first timer or
+// tick is due, or without limit when none is.
+func (l *eventloop) timeout() time.Duration {
+	var next int64
+	ok := false
+	if l.wheel != nil {
+		next, ok = l.wheel.Next()
+	}
+	if l.ticking && !l.draining && (!ok || l.tickAt < next) {
+		next, ok = l.tickAt, true
+	}
+	if !ok {
+		return -1
+	}
+	return max(time.Duration(next-l.now()), 0)
+}
+
+// tick calls OnTick when it is due, on the loop that runs the ticker.
+func (l *eventloop) tick() {
+	if !l.ticking || l.now() < l.tickAt {
+		return
+	}
+	delay, a := l.onTick()
+	l.tickAt = l.now() + int64(delay)
+	if a == Shutdown {
+		l.eng.shutdown()
+	}
+}

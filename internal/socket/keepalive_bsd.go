@@ -1,0 +1,8 @@
+//go:build dragonfly || freebsd || netbsd
+
+package socket
+
+import "golang.org/x/sys/unix"
+
+// tcpKeepIdle is the option for the idle time before keep-alive probes.
+const tcpKeepIdle = unix.TCP_KEEPIDLE

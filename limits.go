@@ -1,0 +1,72 @@
+package sluice
+
+import (
+	"math"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/sluicenet/sluice/kill"
+)
+
+// maxTableSlots bounds the connection table's default capacity: 24 MiB
+// of slots.
+const maxTableSlots = 1 << 20
+
+// tableCapacity returns how many connections the engine's table holds:
+// WithMaxConnections' bound, or else the descriptor limit, since no more
+// connections than that can be open.
+func tableCapacity(o *options) int {
+	if o.maxConns > 0 {
+		return min(o.maxConns, math.MaxUint32-1)
+	}
+	var rl unix.Rlimit
+	if err := unix.Getrlimit(unix.RLIMIT_NOFILE, &rl); err != nil || uint64(rl.Cur) > maxTableSlots {
+		return maxTableSlots
+	}
+	return max(int(rl.Cur), 1)
+}
+
+// admit registers c, just accepted and assigned its loop, in the engine's
+// connection table, which gives it its ID, and counts it against its
+// source's limit. It reports false, having counted the rejection, when c
+// is over a limit; the caller then closes c's descriptor.
+func (l *eventloop) admit(c *conn) bool {
+	e := l.eng
+	id, err := e.table.Claim(c.loop.idx, uint64(c.fd))
+	if err != nil {
+		l.counts.add(countRejectedMaxConns)
+		return false
+	}
+	c.id = uint64(id)
+	if !e.acquireSource(c) {
+		e.table.Release(id)
+		l.counts.add(countRejectedPerSource)
+		return false
+	}
+	l.counts.add(countAccepted)
+	return true
+}
+
+// acquireSource counts c against the per-source limit, keyed by its
+// remote address. A phase that learns the real client's address (from a
+// PROXY header) sets remote before calling it.
+func (e *engine) acquireSource(c *conn) bool {
+	if e.sources == nil || !c.remote.IsValid() {
+		return true
+	}
+	if !e.sources.Acquire(kill.SourceKey(c.remote.Addr()), e.opts.maxConnsPerSource) {
+		return false
+	}
+	c.sourced = true
+	return true
+}
+
+// forget undoes admit for c, which has closed: its ID goes stale, and its
+// source may open another connection.
+func (e *engine) forget(c *conn) {
+	e.table.Release(kill.ConnID(c.id))
+	if c.sourced {
+		e.sources.Release(kill.SourceKey(c.remote.Addr()))
+		c.sourced = false
+	}
+}

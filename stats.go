@@ -1,0 +1,69 @@
+package sluice
+
+import "sync/atomic"
+
+// Stats is a snapshot of an engine's connection counters, from
+// Engine.Stats. Counts are since the engine started.
+type Stats struct {
+	// Conns is how many connections are admitted and not yet closed,
+	// including any accepted by one loop and not yet opened by another.
+	Conns int
+	// Accepted counts connections admitted: within every limit.
+	Accepted uint64
+	// RejectedMaxConns counts connections closed on accept because the
+	// engine held as many as it may (WithMaxConnections).
+	RejectedMaxConns uint64
+	// RejectedPerSource counts connections closed on accept because their
+	// source held its maximum (WithMaxConnectionsPerSource).
+	RejectedPerSource uint64
+	// Killed counts connections reset by Engine.Kill.
+	Killed uint64
+	// IdleTimeouts, ReadTimeouts and WriteTimeouts count connections closed
+	// by each deadline.
+	IdleTimeouts, ReadTimeouts, WriteTimeouts uint64
+	// InboundTooLarge counts connections closed for leaving more unread
+	// inbound bytes than WithMaxInboundBuffered allows.
+	InboundTooLarge uint64
+}
+
+// counter names one of a loop's counters.
+type counter int
+
+const (
+	countAccepted counter = iota
+	countRejectedMaxConns
+	countRejectedPerSource
+	countKilled
+	countIdleTimeouts
+	countReadTimeouts
+	countWriteTimeouts
+	countInboundTooLarge
+	numCounters
+)
+
+// counters are one loop's counts. Only the loop adds to them, so the
+// atomics are never contended; Engine.Stats sums every loop's.
+type counters [numCounters]atomic.Uint64
+
+func (cs *counters) add(c counter) { cs[c].Add(1) }
+
+// stats sums the counters of every loop into a Stats.
+func (e *engine) stats() Stats {
+	var sum [numCounters]uint64
+	for _, l := range e.loops {
+		for i := range sum {
+			sum[i] += l.counts[i].Load()
+		}
+	}
+	return Stats{
+		Conns:             e.table.Len(),
+		Accepted:          sum[countAccepted],
+		RejectedMaxConns:  sum[countRejectedMaxConns],
+		RejectedPerSource: sum[countRejectedPerSource],
+		Killed:            sum[countKilled],
+		IdleTimeouts:      sum[countIdleTimeouts],
+		ReadTimeouts:      sum[countReadTimeouts],
+		WriteTimeouts:     sum[countWriteTimeouts],
+		InboundTooLarge:   sum[countInboundTooLarge],
+	}
+}
