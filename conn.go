@@ -11,6 +11,7 @@ import (
 
 	"github.com/sluicenet/sluice/internal/socket"
 	"github.com/sluicenet/sluice/poller"
+	"github.com/sluicenet/sluice/proxyproto"
 	"github.com/sluicenet/sluice/wheel"
 )
 
@@ -53,9 +54,19 @@ type Conn interface {
 	// SetContext attaches any per-connection value to the connection.
 	SetContext(v any)
 	// LocalAddr returns the local end's address; it makes a system call.
+	// It is the socket's, even after a PROXY header: ProxyHeader has the
+	// address the client reached.
 	LocalAddr() net.Addr
-	// RemoteAddr returns the peer's address.
+	// RemoteAddr returns the peer's address. After a PROXY header that
+	// relays a TCP connection (command PROXY, transport TCP4 or TCP6) it is
+	// the original client's; after any other header (LOCAL, UNKNOWN) it
+	// stays the socket's, as the specification asks.
 	RemoteAddr() net.Addr
+	// ProxyHeader returns the PROXY protocol header the connection began
+	// with, and false when it began with none (WithProxyProtocol). The
+	// header's TLVs and Unix socket paths are the connection's own copies,
+	// kept for its life, not views of its inbound bytes.
+	ProxyHeader() (proxyproto.Header, bool)
 	// Fd returns the socket's descriptor, for setting options. Do not read,
 	// write or close it.
 	Fd() int
@@ -89,6 +100,7 @@ const (
 	stateOpen    connState = iota
 	stateClosing           // sending what is queued, then closing
 	stateClosed
+	stateHeader // reading its PROXY header; the handler has not seen it
 )
 
 // conn is kept small and flat: an idle connection holds no buffer, only
@@ -107,9 +119,11 @@ type conn struct {
 	out     *bytebufferpool.ByteBuffer
 	outHead int // out.B[outHead:] is unsent
 	ctx     any
+	proxy   *proxyproto.Header // the PROXY header it began with, if any
 
 	// Deadlines (deadline.go). idle is the idle timeout, which idleTimer
-	// is armed with whenever it is positive.
+	// is armed with whenever it is positive. Before the connection opens,
+	// readTimer bounds the wait for its PROXY header.
 	idle                             time.Duration
 	idleTimer, readTimer, writeTimer wheel.Timer
 }
@@ -230,6 +244,13 @@ func (c *conn) RemoteAddr() net.Addr {
 		return &net.UnixAddr{Net: "unix"}
 	}
 	return net.TCPAddrFromAddrPort(c.remote)
+}
+
+func (c *conn) ProxyHeader() (proxyproto.Header, bool) {
+	if c.proxy == nil {
+		return proxyproto.Header{}, false
+	}
+	return *c.proxy, true
 }
 
 func (c *conn) AsyncWrite(p []byte, cb AsyncCallback) error {

@@ -26,6 +26,7 @@ const (
 	timerIdle timerKind = iota
 	timerRead
 	timerWrite
+	timerHeader // the wait for a PROXY header, kept in readTimer (proxy.go)
 
 	timerKindBits = 2
 )
@@ -158,6 +159,10 @@ func (l *eventloop) expire(handle uint64) {
 		c.writeTimer = noTimer
 		l.counts.add(countWriteTimeouts)
 		err = ErrWriteTimeout
+	case timerHeader:
+		c.readTimer = noTimer
+		l.headerTimeout(c)
+		return
 	}
 	l.closeConn(c, err)
 }

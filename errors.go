@@ -20,6 +20,10 @@ var (
 	// ErrInvalidAddr is returned by Run for an address it cannot listen on.
 	ErrInvalidAddr = errors.New("sluice: invalid address")
 
+	// ErrInvalidProxyMode is returned by ProxyMode.UnmarshalText for a name
+	// that is not "off", "optional" or "required".
+	ErrInvalidProxyMode = errors.New("sluice: invalid PROXY protocol mode")
+
 	// ErrKilled is what OnClose receives for a connection reset by
 	// Engine.Kill.
 	ErrKilled = errors.New("sluice: connection killed")

@@ -134,8 +134,13 @@ func (l *eventloop) dispatch(r poller.Ready) {
 	if r.Events&poller.Writable != 0 && c.out != nil {
 		l.writable(c)
 	}
-	if r.Events&poller.Readable != 0 && c.state == stateOpen {
-		l.readable(c)
+	if r.Events&poller.Readable != 0 {
+		switch c.state {
+		case stateOpen:
+			l.readable(c)
+		case stateHeader:
+			l.readHeader(c)
+		}
 	}
 }
 
@@ -181,8 +186,9 @@ func (l *eventloop) drop(c *conn) {
 	l.eng.forget(c)
 }
 
-// open registers a connection this loop now owns and calls OnOpen. One
-// that was killed, or arrives while the loop drains, is dropped unopened.
+// open registers a connection this loop now owns and calls OnOpen, or,
+// WithProxyProtocol, starts reading its header (proxy.go). One that was
+// killed, or arrives while the loop drains, is dropped unopened.
 func (l *eventloop) open(c *conn) {
 	if l.draining || l.eng.table.Killed(kill.ConnID(c.id)) {
 		l.drop(c)
@@ -199,6 +205,15 @@ func (l *eventloop) open(c *conn) {
 	}
 	l.conns[c.fd] = c
 	l.count.Add(1)
+	if l.eng.opts.proxy != ProxyOff {
+		l.awaitHeader(c)
+		return
+	}
+	l.start(c)
+}
+
+// start arms c's idle timeout and calls OnOpen.
+func (l *eventloop) start(c *conn) {
 	if d := l.eng.opts.idleTimeout; d > 0 {
 		l.setIdleTimeout(c, d)
 	}
@@ -211,28 +226,42 @@ func (l *eventloop) open(c *conn) {
 }
 
 func (l *eventloop) readable(c *conn) {
-	n, err := socket.Read(c.fd, l.buf)
-	switch {
-	case n > 0:
-	case err == nil: // end of stream: send what is queued, then close
-		l.closeGraceful(c)
-		return
-	case err == unix.EAGAIN:
-		return
-	default:
-		l.closeConn(c, err)
+	p := l.read(c)
+	if p == nil {
 		return
 	}
 	l.active(c)
-	c.feed(l.buf[:n:n])
+	c.feed(p)
+	l.traffic(c)
+	if l.eng.opts.wipe {
+		clear(p)
+	}
+}
+
+// read reads what c's socket holds into the loop's buffer and returns it,
+// or nil when there was nothing to read or c closed: at the end of the
+// stream once what is queued is sent, at once on an error.
+func (l *eventloop) read(c *conn) []byte {
+	n, err := socket.Read(c.fd, l.buf)
+	switch {
+	case n > 0:
+		return l.buf[:n:n]
+	case err == nil:
+		l.closeGraceful(c)
+	case err != unix.EAGAIN:
+		l.closeConn(c, err)
+	}
+	return nil
+}
+
+// traffic calls OnTraffic for the inbound bytes c holds, then applies the
+// bounds on what the handler left unread.
+func (l *eventloop) traffic(c *conn) {
 	fed := len(c.buf)
 	l.cur = c
 	a := l.onTraffic(c)
 	consumed := len(c.buf) < fed
 	l.finish(c, a)
-	if l.eng.opts.wipe {
-		clear(l.buf[:n])
-	}
 	if c.state != stateClosed {
 		l.checkUnread(c, consumed)
 	}
@@ -374,11 +403,13 @@ func (l *eventloop) closeGraceful(c *conn) {
 	l.watch(c)
 }
 
-// closeConn closes c at once and tells the handler why.
+// closeConn closes c at once and tells the handler why, if the handler
+// has seen it: one still reading its PROXY header closes unseen.
 func (l *eventloop) closeConn(c *conn, err error) {
 	if c.state == stateClosed {
 		return
 	}
+	opened := c.state != stateHeader
 	c.state = stateClosed
 	l.conns[c.fd] = nil
 	l.count.Add(-1)
@@ -391,7 +422,7 @@ func (l *eventloop) closeConn(c *conn, err error) {
 	unix.Close(c.fd)
 	c.releaseBuffers()
 	l.eng.forget(c)
-	if l.onClose(c, err) == Shutdown {
+	if opened && l.onClose(c, err) == Shutdown {
 		l.eng.shutdown()
 	}
 }

@@ -6,10 +6,12 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/netip"
 	"syscall"
 	"time"
 
 	"github.com/sluicenet/sluice"
+	"github.com/sluicenet/sluice/proxyproto"
 )
 
 type echo struct {
@@ -101,4 +103,51 @@ func ExampleEngine_Kill() {
 	// OnClose: sluice: connection killed
 	// peer reset: true
 	// kill again: sluice: connection closed
+}
+
+// whoami tells each client the address it connects from.
+type whoami struct {
+	sluice.BuiltinEventEngine
+	booted chan sluice.Engine
+}
+
+func (s *whoami) OnBoot(eng sluice.Engine) sluice.Action {
+	s.booted <- eng
+	return sluice.None
+}
+
+func (s *whoami) OnOpen(c sluice.Conn) ([]byte, sluice.Action) {
+	return []byte("you are " + c.RemoteAddr().String() + "\n"), sluice.Close
+}
+
+// Behind a load balancer that sends the PROXY header, RemoteAddr is the
+// client the balancer relays, not the balancer.
+func ExampleWithProxyProtocol() {
+	s := &whoami{booted: make(chan sluice.Engine, 1)}
+	go sluice.Run(s, "tcp://127.0.0.1:0", sluice.WithNumEventLoop(1),
+		sluice.WithProxyProtocol(sluice.ProxyRequired, 5*time.Second))
+	eng := <-s.booted
+	defer eng.Stop(context.Background())
+
+	// The balancer's side: it connects, and first says whose connection
+	// it relays.
+	balancer, err := net.Dial("tcp", eng.Addrs()[0].String())
+	if err != nil {
+		panic(err)
+	}
+	defer balancer.Close()
+	h := proxyproto.Header{
+		Command:     proxyproto.Proxy,
+		Transport:   proxyproto.TCP4,
+		Source:      netip.MustParseAddrPort("203.0.113.7:4242"),
+		Destination: netip.MustParseAddrPort("198.51.100.1:443"),
+	}
+	header, _ := h.AppendV1(nil)
+	balancer.Write(header)
+
+	balancer.SetReadDeadline(time.Now().Add(5 * time.Second))
+	reply, _ := io.ReadAll(balancer)
+	fmt.Print(string(reply))
+	// Output:
+	// you are 203.0.113.7:4242
 }

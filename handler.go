@@ -28,18 +28,21 @@ type EventHandler interface {
 	// loop has stopped.
 	OnShutdown(eng Engine)
 
-	// OnOpen runs when a connection is accepted. Bytes in out are sent
-	// before anything else.
+	// OnOpen runs when a connection is accepted, or, WithProxyProtocol,
+	// once its PROXY header is read. Bytes in out are sent before anything
+	// else.
 	OnOpen(c Conn) (out []byte, action Action)
 
 	// OnTraffic runs when inbound bytes are buffered for c. Bytes the
 	// handler leaves unread are kept and offered again with the next event.
 	OnTraffic(c Conn) Action
 
-	// OnClose runs after c is closed. err says why: nil for a clean close
-	// by either side, otherwise an error that errors.Is can test, such as
-	// syscall.ECONNRESET, ErrIdleTimeout, ErrReadTimeout, ErrWriteTimeout,
-	// ErrInboundTooLarge, ErrKilled, ErrEngineStopped or ErrHandlerPanic.
+	// OnClose runs after c is closed, if OnOpen ran for it: a connection
+	// refused by a limit or for its PROXY header closes unseen. err says
+	// why: nil for a clean close by either side, otherwise an error that
+	// errors.Is can test, such as syscall.ECONNRESET, ErrIdleTimeout,
+	// ErrReadTimeout, ErrWriteTimeout, ErrInboundTooLarge, ErrKilled,
+	// ErrEngineStopped or ErrHandlerPanic.
 	OnClose(c Conn, err error) Action
 
 	// OnTick runs on the first event loop when the engine was started

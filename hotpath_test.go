@@ -75,19 +75,44 @@ func (c *rawClient) roundTrip(t testing.TB) {
 	}
 }
 
+// hotPathMode is a configuration the hot path's budget holds in, and the
+// PROXY header its client sends first, if any.
+type hotPathMode struct {
+	engineMode
+	header string
+}
+
 // hotPathModes are the configurations the hot path's budget holds in:
-// deadlines cost no allocation and no system call.
-var hotPathModes = []engineMode{
-	{"default", "tcp://127.0.0.1:0", nil},
-	{"idle-timeout", "tcp://127.0.0.1:0", []Option{WithIdleTimeout(time.Minute)}},
-	{"all-timeouts", "tcp://127.0.0.1:0", []Option{WithIdleTimeout(time.Minute), WithReadTimeout(time.Minute), WithWriteTimeout(time.Minute)}},
+// deadlines cost no allocation and no system call, and neither does a
+// connection that began with a PROXY header, once it is read.
+var hotPathModes = []hotPathMode{
+	{engineMode{"default", "tcp://127.0.0.1:0", nil}, ""},
+	{engineMode{"idle-timeout", "tcp://127.0.0.1:0", []Option{WithIdleTimeout(time.Minute)}}, ""},
+	{engineMode{"all-timeouts", "tcp://127.0.0.1:0", []Option{WithIdleTimeout(time.Minute), WithReadTimeout(time.Minute), WithWriteTimeout(time.Minute)}}, ""},
+	{engineMode{"proxy-optional-plain", "tcp://127.0.0.1:0", []Option{WithProxyProtocol(ProxyOptional, 0)}}, ""},
+	{engineMode{"proxy-optional-v1", "tcp://127.0.0.1:0", []Option{WithProxyProtocol(ProxyOptional, 0)}}, "PROXY TCP4 203.0.113.7 198.51.100.1 4242 443\r\n"},
+	{engineMode{"proxy-required-v2-tlvs", "tcp://127.0.0.1:0", []Option{WithProxyProtocol(ProxyRequired, 0), WithIdleTimeout(time.Minute)}},
+		// v2, PROXY, TCP4 203.0.113.7:4242 to 198.51.100.1:443, with a
+		// UNIQUE_ID TLV "req-42".
+		"\r\n\r\n\x00\r\nQUIT\n\x21\x11\x00\x15" + "\xcb\x00\x71\x07\xc6\x33\x64\x01\x10\x92\x01\xbb" + "\x05\x00\x06req-42"},
+}
+
+// dialHot connects a raw client for mode m and sends its PROXY header.
+func dialHot(t testing.TB, m hotPathMode, addr string) *rawClient {
+	t.Helper()
+	c := dialRaw(t, addr)
+	if m.header != "" {
+		_, err := unix.Write(c.fd, []byte(m.header))
+		require.NoError(t, err)
+	}
+	return c
 }
 
 func TestEchoRoundTripAllocatesNothing(t *testing.T) {
 	for _, m := range hotPathModes {
 		t.Run(m.name, func(t *testing.T) {
 			_, addr := serveAddr(t, m.addr, echoHandler{}, append(m.opts, WithNumEventLoop(1))...)
-			c := dialRaw(t, addr)
+			c := dialHot(t, m, addr)
 			for range 100 {
 				c.roundTrip(t) // warm up: pools, buffers, the conns table
 			}
@@ -106,7 +131,7 @@ func TestEchoRoundTripSystemCalls(t *testing.T) {
 			syscount.Enabled = true
 			t.Cleanup(func() { syscount.Enabled = false })
 			eng, addr := serveAddr(t, m.addr, echoHandler{}, append(m.opts, WithNumEventLoop(1))...)
-			c := dialRaw(t, addr)
+			c := dialHot(t, m, addr)
 			for range 100 {
 				c.roundTrip(t)
 			}
@@ -147,14 +172,18 @@ func TestEchoRoundTripSystemCalls(t *testing.T) {
 func BenchmarkEchoRoundTrip(b *testing.B) {
 	for _, m := range hotPathModes {
 		b.Run(m.name, func(b *testing.B) {
-			benchmarkEcho(b, 64, m.opts...)
+			_, addr := serve(b, echoHandler{}, append(m.opts, WithNumEventLoop(1))...)
+			benchmarkRoundTrips(b, dialHot(b, m, addr), 64)
 		})
 	}
 }
 
 func benchmarkEcho(b *testing.B, size int, opts ...Option) {
 	_, addr := serve(b, echoHandler{}, append(opts, WithNumEventLoop(1))...)
-	c := dialRawSize(b, addr, size)
+	benchmarkRoundTrips(b, dialRawSize(b, addr, size), size)
+}
+
+func benchmarkRoundTrips(b *testing.B, c *rawClient, size int) {
 	b.ReportAllocs()
 	b.SetBytes(int64(size))
 	for b.Loop() {

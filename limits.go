@@ -29,7 +29,9 @@ func tableCapacity(o *options) int {
 // admit registers c, just accepted and assigned its loop, in the engine's
 // connection table, which gives it its ID, and counts it against its
 // source's limit. It reports false, having counted the rejection, when c
-// is over a limit; the caller then closes c's descriptor.
+// is over a limit; the caller then closes c's descriptor. WithProxyProtocol
+// the source is the client the PROXY header names, so c is counted
+// against it once the header is read (proxy.go).
 func (l *eventloop) admit(c *conn) bool {
 	e := l.eng
 	id, err := e.table.Claim(c.loop.idx, uint64(c.fd))
@@ -38,8 +40,21 @@ func (l *eventloop) admit(c *conn) bool {
 		return false
 	}
 	c.id = uint64(id)
-	if !e.acquireSource(c) {
+	if e.opts.proxy != ProxyOff {
+		return true
+	}
+	if !l.admitSource(c) {
 		e.table.Release(id)
+		return false
+	}
+	return true
+}
+
+// admitSource counts c against its source's limit and as accepted. It
+// reports false, having counted the rejection, when the source is at its
+// limit.
+func (l *eventloop) admitSource(c *conn) bool {
+	if !l.eng.acquireSource(c) {
 		l.counts.add(countRejectedPerSource)
 		return false
 	}
@@ -48,8 +63,7 @@ func (l *eventloop) admit(c *conn) bool {
 }
 
 // acquireSource counts c against the per-source limit, keyed by its
-// remote address. A phase that learns the real client's address (from a
-// PROXY header) sets remote before calling it.
+// remote address: after a PROXY header, the original client's.
 func (e *engine) acquireSource(c *conn) bool {
 	if e.sources == nil || !c.remote.IsValid() {
 		return true

@@ -1,6 +1,7 @@
 package sluice
 
 import (
+	"fmt"
 	"log/slog"
 	"runtime"
 	"time"
@@ -18,6 +19,52 @@ const (
 	// SourceAddrHash keeps every connection from one client IP on one loop.
 	SourceAddrHash
 )
+
+// ProxyMode says whether connections begin with a PROXY protocol header,
+// which load balancers such as HAProxy send to pass on the original
+// client's address (WithProxyProtocol).
+type ProxyMode int
+
+const (
+	// ProxyOff reads no header: the bytes a connection brings are all
+	// traffic. It is the default.
+	ProxyOff ProxyMode = iota
+	// ProxyOptional reads a header when the first bytes begin one, and
+	// otherwise takes them as plain traffic, for listeners that both a
+	// load balancer and clients reach directly.
+	ProxyOptional
+	// ProxyRequired closes, unopened, a connection that does not begin with
+	// a header.
+	ProxyRequired
+)
+
+var proxyModes = [...]string{ProxyOff: "off", ProxyOptional: "optional", ProxyRequired: "required"}
+
+// String returns the mode's name: "off", "optional" or "required".
+func (m ProxyMode) String() string {
+	if m < 0 || int(m) >= len(proxyModes) {
+		return fmt.Sprintf("ProxyMode(%d)", int(m))
+	}
+	return proxyModes[m]
+}
+
+// MarshalText returns the mode's name, so that a ProxyMode can be a
+// command-line flag (flag.TextVar) or a field of a configuration file.
+func (m ProxyMode) MarshalText() ([]byte, error) {
+	return []byte(m.String()), nil
+}
+
+// UnmarshalText sets m from its name: "off", "optional" or "required".
+// Another name is an error wrapping ErrInvalidProxyMode.
+func (m *ProxyMode) UnmarshalText(b []byte) error {
+	for mode, name := range proxyModes {
+		if string(b) == name {
+			*m = ProxyMode(mode)
+			return nil
+		}
+	}
+	return fmt.Errorf("%w: %q (want off, optional or required)", ErrInvalidProxyMode, b)
+}
 
 // Option configures Run.
 type Option func(*options)
@@ -44,6 +91,9 @@ type options struct {
 	maxConnsPerSource int // zero: no limit
 	maxInbound        int // zero: no limit
 	wipe              bool
+
+	proxy        ProxyMode
+	proxyTimeout time.Duration
 }
 
 func defaultOptions() options {
@@ -59,9 +109,10 @@ func defaultOptions() options {
 }
 
 // timed reports whether the options give connections a deadline, so that
-// every loop needs a timing wheel from the start.
+// every loop needs a timing wheel from the start. A PROXY header's timeout
+// is one.
 func (o *options) timed() bool {
-	return o.idleTimeout > 0 || o.readTimeout > 0 || o.writeTimeout > 0
+	return o.idleTimeout > 0 || o.readTimeout > 0 || o.writeTimeout > 0 || o.proxy != ProxyOff
 }
 
 // WithNumEventLoop sets how many event loops run; the default is one per
@@ -243,4 +294,42 @@ func WithMaxInboundBuffered(n int) Option {
 // through, at the cost of writing over each byte once more.
 func WithWipeBuffers(wipe bool) Option {
 	return func(o *options) { o.wipe = wipe }
+}
+
+// DefaultProxyHeaderTimeout is how long a connection may take to send its
+// PROXY header when WithProxyProtocol is given no timeout. A load balancer
+// sends the header with its first packet, so only a stalled or hostile peer
+// comes near it.
+const DefaultProxyHeaderTimeout = 5 * time.Second
+
+// WithProxyProtocol makes the engine read the PROXY protocol header (version
+// 1 or 2, package proxyproto) that a load balancer sends before a relayed
+// connection's first byte. The loop reads and strips the header before
+// OnOpen, so the handler never sees it: Conn.RemoteAddr is then the original
+// client's address, per-source limits (WithMaxConnectionsPerSource) count
+// that client, Conn.ProxyHeader returns the header with its TLVs, and bytes
+// that followed the header reach OnTraffic as they came.
+//
+// A connection whose header is malformed, does not complete within timeout,
+// or, in ProxyRequired mode, is missing, is closed before the handler sees
+// it, with neither OnOpen nor OnClose, and counted in Stats (ProxyInvalid,
+// ProxyTimeouts, ProxyMissing). In ProxyOptional mode a client that sends
+// nothing for timeout is not closed but opened as a plain one, so that
+// protocols whose server speaks first still work; it waits that long for
+// its greeting. A timeout of zero or less means DefaultProxyHeaderTimeout.
+// The timeout has the resolution of the other deadlines (WithIdleTimeout).
+//
+// Only trusted load balancers may reach a listener that reads the header:
+// a client that can send one claims any address it likes. The loop a
+// connection runs on is chosen before its header is read, so
+// SourceAddrHash spreads connections by the balancer's address, not the
+// client's.
+func WithProxyProtocol(mode ProxyMode, timeout time.Duration) Option {
+	return func(o *options) {
+		o.proxy = mode
+		o.proxyTimeout = timeout
+		if timeout <= 0 {
+			o.proxyTimeout = DefaultProxyHeaderTimeout
+		}
+	}
 }

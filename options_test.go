@@ -244,24 +244,6 @@ func TestTicker(t *testing.T) {
 	}
 }
 
-// syncBuffer is a bytes.Buffer safe for a logger on another goroutine.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 func TestLoggerReceivesPanics(t *testing.T) {
 	var logs syncBuffer
 	_, addr := serve(t, panicker{}, WithNumEventLoop(1), WithLogger(slog.New(slog.NewTextHandler(&logs, nil))))

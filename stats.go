@@ -6,9 +6,12 @@ import "sync/atomic"
 // Engine.Stats. Counts are since the engine started.
 type Stats struct {
 	// Conns is how many connections are admitted and not yet closed,
-	// including any accepted by one loop and not yet opened by another.
+	// including any accepted by one loop and not yet opened by another, and
+	// any still sending their PROXY header.
 	Conns int
-	// Accepted counts connections admitted: within every limit.
+	// Accepted counts connections admitted: within every limit. With
+	// WithProxyProtocol a connection counts once its header is read, since
+	// the per-source limit counts the client the header names.
 	Accepted uint64
 	// RejectedMaxConns counts connections closed on accept because the
 	// engine held as many as it may (WithMaxConnections).
@@ -24,6 +27,10 @@ type Stats struct {
 	// InboundTooLarge counts connections closed for leaving more unread
 	// inbound bytes than WithMaxInboundBuffered allows.
 	InboundTooLarge uint64
+	// ProxyTimeouts, ProxyInvalid and ProxyMissing count connections closed
+	// before opening (WithProxyProtocol) because their PROXY header did not
+	// complete in time, was malformed, or was missing where it is required.
+	ProxyTimeouts, ProxyInvalid, ProxyMissing uint64
 }
 
 // counter names one of a loop's counters.
@@ -38,6 +45,9 @@ const (
 	countReadTimeouts
 	countWriteTimeouts
 	countInboundTooLarge
+	countProxyTimeouts
+	countProxyInvalid
+	countProxyMissing
 	numCounters
 )
 
@@ -65,5 +75,8 @@ func (e *engine) stats() Stats {
 		ReadTimeouts:      sum[countReadTimeouts],
 		WriteTimeouts:     sum[countWriteTimeouts],
 		InboundTooLarge:   sum[countInboundTooLarge],
+		ProxyTimeouts:     sum[countProxyTimeouts],
+		ProxyInvalid:      sum[countProxyInvalid],
+		ProxyMissing:      sum[countProxyMissing],
 	}
 }

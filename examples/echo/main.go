@@ -4,9 +4,16 @@
 //	go run ./examples/echo -addr tcp://127.0.0.1:9000
 //	go run ./examples/echo -addr unix:///tmp/echo.sock -loops 2
 //	go run ./examples/echo -idle-timeout 5s
+//	go run ./examples/echo -proxy-protocol required
 //
 // With -idle-timeout, a client that sends nothing for that long is
 // disconnected, and the server logs it.
+//
+// With -proxy-protocol, the server sits behind a load balancer such as
+// HAProxy (send-proxy or send-proxy-v2): it reads the PROXY header the
+// balancer sends first, and logs the client it names. "optional" also
+// serves clients that connect directly; "required" closes them. A header
+// must arrive within sluice.DefaultProxyHeaderTimeout.
 //
 // It stops gracefully on SIGINT or SIGTERM, sending what it has queued.
 package main
@@ -39,6 +46,13 @@ func (s *echo) OnBoot(eng sluice.Engine) sluice.Action {
 		runtime.ReadMemStats(&s.start)
 	}
 	return sluice.None
+}
+
+func (s *echo) OnOpen(c sluice.Conn) ([]byte, sluice.Action) {
+	if _, ok := c.ProxyHeader(); ok {
+		log.Printf("echo: %s connected through a proxy", c.RemoteAddr())
+	}
+	return nil, sluice.None
 }
 
 func (s *echo) OnTraffic(c sluice.Conn) sluice.Action {
@@ -79,13 +93,16 @@ func main() {
 	reusePort := flag.Bool("reuseport", false, "one SO_REUSEPORT listener per loop")
 	stats := flag.Bool("stats", false, "print heap allocations made while serving, on exit")
 	idle := flag.Duration("idle-timeout", 0, "disconnect a client idle for this long (0: never)")
+	var proxy sluice.ProxyMode
+	flag.TextVar(&proxy, "proxy-protocol", sluice.ProxyOff, "read a PROXY protocol header first: off, optional or required")
 	flag.Parse()
 
 	h := &echo{stats: *stats}
 	err := sluice.Run(h, *addr,
 		sluice.WithNumEventLoop(*loops),
 		sluice.WithReusePort(*reusePort),
-		sluice.WithIdleTimeout(*idle))
+		sluice.WithIdleTimeout(*idle),
+		sluice.WithProxyProtocol(proxy, 0))
 	if err != nil {
 		log.Fatalf("echo: %v", err)
 	}

@@ -8,8 +8,6 @@ import (
 	"runtime/metrics"
 	"strconv"
 	"time"
-
-	"github.com/sluicenet/sluice/codec"
 )
 
 // infoSection is a section of INFO: its name, as asked for, and what
@@ -91,6 +89,7 @@ func (s *server) infoServer(b []byte) []byte {
 
 func (s *server) infoClients(b []byte) []byte {
 	b = field(b, "connected_clients", s.clients.count())
+	b = field(b, "maxclients", s.cfg.maxClients)
 	return field(b, "blocked_clients", 0)
 }
 
@@ -145,17 +144,14 @@ func (s *server) infoKeyspace(b []byte) []byte {
 // configParams returns the configuration CONFIG GET reports: what clients
 // such as redis-benchmark ask about.
 func (s *server) configParams() [][2]string {
-	limit := s.cfg.maxRequest
-	if limit <= 0 {
-		limit = codec.DefaultMaxFrameSize
-	}
 	return [][2]string{
 		{"appendonly", "no"},
-		{"client-query-buffer-limit", strconv.Itoa(limit)},
+		{"client-query-buffer-limit", strconv.Itoa(s.cfg.requestLimit())},
 		{"databases", "1"},
+		{"maxclients", strconv.Itoa(s.cfg.maxClients)},
 		{"maxmemory", "0"},
 		{"save", ""},
-		{"timeout", "0"},
+		{"timeout", strconv.FormatInt(int64(s.cfg.idleTimeout/time.Second), 10)},
 	}
 }
 

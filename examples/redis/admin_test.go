@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -60,14 +61,21 @@ func TestConfigGet(t *testing.T) {
 		 4) "4096"
 		 5) "databases"
 		 6) "1"
-		 7) "maxmemory"
+		 7) "maxclients"
 		 8) "0"
-		 9) "save"
-		10) ""
-		11) "timeout"
-		12) "0"
+		 9) "maxmemory"
+		10) "0"
+		11) "save"
+		12) ""
+		13) "timeout"
+		14) "0"
 	`), ts.cli(t, "CONFIG GET *"))
-	assert.Equal(t, "1) \"maxmemory\"\n2) \"0\"", ts.do(t, "CONFIG", "GET", "MAX*"))
+	assert.Equal(t, "1) \"maxmemory\"\n2) \"0\"", ts.do(t, "CONFIG", "GET", "MAXM*"))
+}
+
+func TestConfigGetLimits(t *testing.T) {
+	ts := startServer(t, config{maxClients: 5, idleTimeout: 90 * time.Second})
+	assert.Equal(t, "1) \"maxclients\"\n2) \"5\"\n3) \"timeout\"\n4) \"90\"", ts.do(t, "CONFIG", "GET", "maxclients", "timeout"))
 }
 
 func TestCommandIntrospection(t *testing.T) {

@@ -30,7 +30,6 @@ type client struct {
 	call call
 	resp codec.RESP
 
-	conn    sluice.Conn
 	id      uint64
 	addr    string // the client's address: the PROXY source, when a header was read
 	laddr   string
@@ -41,7 +40,7 @@ type client struct {
 	proto      atomic.Int32 // 2, or 3 after HELLO 3
 	lastActive atomic.Int64 // Unix milliseconds of the last batch of commands
 	lastCmd    atomic.Pointer[command]
-	killed     atomic.Bool
+	killed     atomic.Bool // by CLIENT KILL: unlisted at once, though its loop resets it later
 
 	mu      sync.Mutex // guards the names, set by the client, read by CLIENT LIST
 	name    string
@@ -51,7 +50,7 @@ type client struct {
 
 func newClient(s *server, c sluice.Conn) *client {
 	now := time.Now().UnixMilli()
-	cl := &client{conn: c, id: c.ID(), fd: c.Fd(), created: now, flags: "N"}
+	cl := &client{id: c.ID(), fd: c.Fd(), created: now, flags: "N"}
 	cl.addr, cl.laddr = addrString(c.RemoteAddr()), addrString(c.LocalAddr())
 	if local, ok := c.LocalAddr().(*net.UnixAddr); ok {
 		// As Redis shows clients of a Unix socket.
@@ -59,7 +58,7 @@ func newClient(s *server, c sluice.Conn) *client {
 		cl.laddr, cl.flags = cl.addr, "U"
 	}
 	cl.call = call{srv: s, cl: cl}
-	cl.resp.MaxFrameSize = s.cfg.maxRequest
+	cl.resp.MaxFrameSize = s.cfg.requestLimit()
 	cl.proto.Store(2)
 	cl.lastActive.Store(now)
 	return cl
@@ -315,8 +314,10 @@ func parseKillFilter(args [][]byte) (*killFilter, error) {
 	return f, nil
 }
 
-// kill ends the clients f selects and returns how many. The client asking
-// is closed once its reply is sent, as Redis does.
+// kill ends the clients f selects and returns how many. Each other client
+// is reset (Engine.Kill): its queued replies are dropped and it sees a TCP
+// reset. The client asking is closed once its reply is sent, as Redis
+// does.
 func (c *call) kill(f *killFilter) int64 {
 	n := int64(0)
 	for _, cl := range c.srv.clients.list() {
@@ -327,10 +328,10 @@ func (c *call) kill(f *killFilter) int64 {
 				c.quit = true
 				n++
 			}
-		case cl.killed.CompareAndSwap(false, true):
-			if c.srv.killClient(cl) == nil {
-				n++
-			}
+		case c.srv.eng.Kill(cl.id) == nil:
+			// Kill succeeds once per client, however many ask at once.
+			cl.killed.Store(true)
+			n++
 		}
 	}
 	return n

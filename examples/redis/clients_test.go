@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"net/netip"
 	"os/exec"
 	"path/filepath"
 	"regexp"
@@ -12,6 +13,9 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/sluicenet/sluice"
+	"github.com/sluicenet/sluice/proxyproto"
 )
 
 // clientID asks the server for c's client ID.
@@ -101,7 +105,7 @@ func TestClientIdle(t *testing.T) {
 }
 
 // TestClientKill kills clients each way CLIENT KILL selects them; each
-// sees its connection end.
+// sees its connection reset.
 func TestClientKill(t *testing.T) {
 	ts := startServer(t, config{})
 	tests := []struct {
@@ -120,7 +124,7 @@ func TestClientKill(t *testing.T) {
 			bystander.clientID(t) // the connection is open
 			args := append([]string{"CLIENT", "KILL"}, tt.args(victim)...)
 			assert.Equal(t, tt.want, ts.do(t, args...))
-			victim.expectClosed(t)
+			victim.expectReset(t)
 			bystander.send(t, "PING\r\n")
 			bystander.expect(t, "+PONG\r\n")
 		})
@@ -163,4 +167,30 @@ func TestUnixSocket(t *testing.T) {
 	require.NoError(t, err)
 	assert.Contains(t, string(out), " addr="+path+":0 laddr="+path+":0 ")
 	assert.Contains(t, string(out), " flags=U ")
+}
+
+// TestClientListBehindProxy checks that a client relayed by a load balancer
+// is listed, and can be killed, by the address its PROXY header names.
+func TestClientListBehindProxy(t *testing.T) {
+	ts := startServer(t, config{proxy: sluice.ProxyRequired})
+	h := proxyproto.Header{
+		Command:     proxyproto.Proxy,
+		Transport:   proxyproto.TCP4,
+		Source:      netip.MustParseAddrPort("203.0.113.7:4242"),
+		Destination: netip.MustParseAddrPort("198.51.100.1:6379"),
+	}
+	header, err := h.AppendV2(nil)
+	require.NoError(t, err)
+
+	c := ts.dial(t)
+	c.send(t, string(header)+"CLIENT LIST\r\n")
+	m := infoLine.FindStringSubmatch(strings.TrimSuffix(c.bulk(t), "\n"))
+	require.NotNil(t, m)
+	assert.Equal(t, "203.0.113.7:4242", m[2], "addr")
+	assert.Equal(t, ts.addr(), m[3], "laddr: the socket's, not the header's")
+
+	admin := ts.dial(t)
+	admin.send(t, string(header)+"CLIENT KILL ADDR 203.0.113.7:4242\r\n")
+	admin.expect(t, ":1\r\n")
+	c.expectReset(t)
 }

@@ -24,10 +24,19 @@
 //
 // The commands are those redis-cli, redis-benchmark and most client
 // libraries need, listed by COMMAND; ZRANGE takes ranks (with REV and
-// WITHSCORES), not BYSCORE or BYLEX. CLIENT KILL closes the connections it
-// selects. The server reports itself as Redis 7.2, whose replies it
+// WITHSCORES), not BYSCORE or BYLEX. CLIENT KILL resets the connections it
+// selects: they see a TCP reset, and replies still queued for them are
+// dropped. The server reports itself as Redis 7.2, whose replies it
 // follows; doubles are written as Redis 7.2 writes them, "0.1" rather than
 // "0.10000000000000001".
+//
+// -maxclients bounds the clients connected at once, as Redis's maxclients
+// does, except that a client past it is disconnected without an error
+// reply; -idle-timeout disconnects a client that sends nothing for that
+// long, as Redis's timeout does (CONFIG GET reports both). Behind a load
+// balancer that sends the PROXY protocol header (HAProxy's send-proxy or
+// send-proxy-v2), -proxy-protocol optional or required reads it, so that
+// CLIENT LIST and CLIENT KILL ADDR name the real clients.
 //
 // It stops gracefully on SIGINT or SIGTERM.
 package main
@@ -52,6 +61,9 @@ func main() {
 	flag.StringVar(&cfg.addr, "addr", "tcp://127.0.0.1:6379", "address to listen on: tcp://host:port or unix:///path")
 	flag.IntVar(&cfg.loops, "loops", runtime.NumCPU(), "number of event loops")
 	flag.IntVar(&cfg.maxRequest, "max-request", codec.DefaultMaxFrameSize, "largest command accepted, in bytes")
+	flag.IntVar(&cfg.maxClients, "maxclients", 10000, "most clients connected at once (0: as many as descriptors allow)")
+	flag.DurationVar(&cfg.idleTimeout, "idle-timeout", 0, "disconnect a client idle for this long (0: never)")
+	flag.TextVar(&cfg.proxy, "proxy-protocol", sluice.ProxyOff, "read a PROXY protocol header first: off, optional or required")
 	flag.Parse()
 
 	s := newServer(cfg)

@@ -12,9 +12,39 @@ import (
 
 // config is what the command line sets.
 type config struct {
-	addr       string
-	loops      int
-	maxRequest int // bytes; zero means codec.DefaultMaxFrameSize
+	addr        string
+	loops       int
+	maxRequest  int           // bytes; zero means codec.DefaultMaxFrameSize
+	maxClients  int           // zero means as many as the process may open
+	idleTimeout time.Duration // zero means none
+	proxy       sluice.ProxyMode
+}
+
+// requestLimit returns the largest command accepted, in bytes.
+func (c *config) requestLimit() int {
+	if c.maxRequest <= 0 {
+		return codec.DefaultMaxFrameSize
+	}
+	return c.maxRequest
+}
+
+// inboundLimit returns how many unread bytes the engine lets a connection
+// hold: enough for the largest command, the commands before it in its
+// read, and the read after it, as the engine's default is for codec's.
+func (c *config) inboundLimit() int {
+	return max(sluice.DefaultMaxInboundBuffered, 2*c.requestLimit())
+}
+
+// options returns the engine options the configuration asks for.
+func (c *config) options() []sluice.Option {
+	return []sluice.Option{
+		sluice.WithNumEventLoop(c.loops),
+		sluice.WithTicker(true), // drives active expiry
+		sluice.WithMaxConnections(c.maxClients),
+		sluice.WithIdleTimeout(c.idleTimeout),
+		sluice.WithProxyProtocol(c.proxy, 0),
+		sluice.WithMaxInboundBuffered(c.inboundLimit()),
+	}
 }
 
 // sweepEvery is how often active expiry runs, as Redis does at hz 10.
@@ -50,7 +80,7 @@ func newServer(cfg config) *server {
 
 // run serves until the engine stops.
 func (s *server) run() error {
-	return sluice.Run(s, s.cfg.addr, s.options()...)
+	return sluice.Run(s, s.cfg.addr, s.cfg.options()...)
 }
 
 func (s *server) OnBoot(eng sluice.Engine) sluice.Action {

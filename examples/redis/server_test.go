@@ -11,10 +11,14 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/sluicenet/sluice"
 )
 
 // testServer is a server running in-process on a free port.
@@ -160,6 +164,13 @@ func (c *rawConn) expectClosed(t testing.TB) {
 	require.Error(t, err, "read %q", b)
 }
 
+// expectReset checks that the server resets the connection.
+func (c *rawConn) expectReset(t testing.TB) {
+	t.Helper()
+	_, err := c.r.ReadByte()
+	require.ErrorIs(t, err, syscall.ECONNRESET)
+}
+
 // dedent trims a script or an expected output written as an indented raw
 // string: blank lines at either end, and each line's leading tabs.
 func dedent(s string) string {
@@ -180,4 +191,39 @@ func unordered(out string) []string {
 	lines := strings.Split(strings.TrimSpace(numbering.ReplaceAllString(out, "")), "\n")
 	slices.Sort(lines)
 	return lines
+}
+
+func TestMaxClients(t *testing.T) {
+	ts := startServer(t, config{maxClients: 2})
+	a, b := ts.dial(t), ts.dial(t)
+	a.clientID(t)
+	b.clientID(t) // both are open
+	ts.dial(t).expectClosed(t)
+	a.send(t, "PING\r\n")
+	a.expect(t, "+PONG\r\n")
+	assert.EqualValues(t, 1, ts.eng.Stats().RejectedMaxConns)
+}
+
+func TestIdleTimeout(t *testing.T) {
+	const timeout = 100 * time.Millisecond
+	ts := startServer(t, config{idleTimeout: timeout})
+	c := ts.dial(t)
+	c.send(t, "PING\r\n")
+	c.expect(t, "+PONG\r\n")
+	c.expectClosed(t)
+	assert.EqualValues(t, 1, ts.eng.Stats().IdleTimeouts)
+}
+
+func TestInboundLimit(t *testing.T) {
+	tests := []struct {
+		maxRequest, want int
+	}{
+		{0, sluice.DefaultMaxInboundBuffered},
+		{4096, sluice.DefaultMaxInboundBuffered},
+		{512 << 20, 1 << 30},
+	}
+	for _, tt := range tests {
+		cfg := config{maxRequest: tt.maxRequest}
+		assert.Equal(t, tt.want, cfg.inboundLimit(), "max-request %d", tt.maxRequest)
+	}
 }
