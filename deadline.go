@@ -7,9 +7,9 @@ import (
 )
 
 // A loop keeps its connections' deadlines as timers on its own timing
-// wheel. It reads the clock at most once per iteration, and only when
-// something needs the time: a loop with no deadlines and no ticker never
-// reads it. Activity moves an idle or write deadline later with one store
+// wheel, made only when a deadline is first set. It reads the clock at most
+// once per iteration: before it blocks (see yield), and when a deadline or
+// the ticker needs the time. Activity moves an idle or write deadline later with one store
 // (wheel.Extend); the wheel refiles the timer when its old time comes.
 //
 // A deadline therefore counts from the time the loop read in the iteration

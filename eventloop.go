@@ -38,6 +38,7 @@ type eventloop struct {
 	fire      func(handle uint64) // expire, bound once so Advance allocates nothing
 	clock     int64               // the time read this iteration, when clockRead
 	clockRead bool
+	yielded   int64 // when the loop last passed through the scheduler
 	ticking   bool  // this loop runs the ticker
 	tickAt    int64 // when OnTick is next due
 }
@@ -94,6 +95,9 @@ func (l *eventloop) run() {
 // so a task pushed after that check always finds it set and wakes the loop.
 func (l *eventloop) wait() ([]poller.Ready, error) {
 	timeout := l.timeout()
+	if timeout != 0 {
+		l.yield()
+	}
 	l.sleeping.Store(true)
 	if l.tasks.pending() {
 		l.sleeping.Store(false)
@@ -103,6 +107,28 @@ func (l *eventloop) wait() ([]poller.Ready, error) {
 	l.sleeping.Store(false)
 	l.clockRead = false
 	return ready, err
+}
+
+// yieldEvery is how often, at most, a loop about to block passes through
+// the Go scheduler; it must stay under the runtime's 10ms preemption slice.
+const yieldEvery = 5 * time.Millisecond
+
+// yield passes through the Go scheduler once per yieldEvery, just before
+// the loop blocks. The runtime's sysmon takes a goroutine that has not been
+// rescheduled for 10ms to be running too long: it preempts it and retakes
+// its P from the system call, and every retake sets sysmon polling every
+// 20µs, retaking the P of each wait and waking a spare thread to hold it.
+// A loop never reschedules by itself, so without this it keeps sysmon in
+// that mode under steady load; measured at 30,000 paced round trips per
+// second, that cost 8% more CPU per round trip and 4,000 extra sysmon
+// wake-ups a second. One Gosched every 5ms keeps sysmon asleep.
+func (l *eventloop) yield() {
+	now := l.now()
+	if now-l.yielded < int64(yieldEvery) {
+		return
+	}
+	l.yielded = now
+	runtime.Gosched()
 }
 
 // post hands t to the loop from any goroutine, waking the loop only if it
