@@ -200,7 +200,10 @@ func TestKillDuringChurn(t *testing.T) {
 				return true
 			})
 			assert.EqualValues(t, resets, eng.Stats().Killed)
-			assert.GreaterOrEqual(t, resets, churners*conns/10, "too few kills landed for the test to mean much")
+			// Without the race detector the churn runs faster and fewer
+			// kills land: 21 to 48 of 240 were seen; 6 is far from that.
+			t.Logf("%d of %d connections killed", resets, churners*conns)
+			assert.GreaterOrEqual(t, resets, churners*conns/40, "too few kills landed for the test to mean much")
 		})
 	}
 }
