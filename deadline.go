@@ -178,6 +178,9 @@ func (l *eventloop) timeout() time.Duration {
 	if l.ticking && !l.draining && (!ok || l.tickAt < next) {
 		next, ok = l.tickAt, true
 	}
+	if l.acceptAt != 0 && (!ok || l.acceptAt < next) {
+		next, ok = l.acceptAt, true
+	}
 	if !ok {
 		return -1
 	}

@@ -39,6 +39,7 @@ type eventloop struct {
 	clock     int64               // the time read this iteration, when clockRead
 	clockRead bool
 	yielded   int64 // when the loop last passed through the scheduler
+	acceptAt  int64 // when paused listeners are watched again; zero: not paused
 	ticking   bool  // this loop runs the ticker
 	tickAt    int64 // when OnTick is next due
 }
@@ -80,6 +81,7 @@ func (l *eventloop) run() {
 		l.runTasks(l.tasks.take())
 		l.runTimers()
 		l.tick()
+		l.resumeAccepts()
 	}
 	// Whatever is posted from now on fails with ErrEngineStopped; what came
 	// before still runs, against closed connections.
@@ -172,10 +174,15 @@ func (l *eventloop) dispatch(r poller.Ready) {
 
 func (l *eventloop) accept(ln *listener) {
 	fd, sa, err := socket.Accept(ln.fd)
-	if err != nil {
-		if err != unix.EAGAIN && err != unix.ECONNABORTED {
-			l.eng.opts.logger.Warn("sluice: accept failed", "addr", ln.addr, "err", err)
-		}
+	switch err {
+	case nil:
+	case unix.EAGAIN, unix.ECONNABORTED, unix.EINTR:
+		return
+	case unix.EMFILE, unix.ENFILE, unix.ENOBUFS, unix.ENOMEM:
+		l.pauseAccepts(err)
+		return
+	default:
+		l.eng.opts.logger.Warn("sluice: accept failed", "addr", ln.addr, "err", err)
 		return
 	}
 	c := &conn{fd: fd, remote: socket.AddrPort(sa), loop: l}
@@ -198,6 +205,36 @@ func (l *eventloop) accept(ln *listener) {
 	t := newTask(taskOpen, c)
 	if c.loop.post(t) != nil {
 		l.drop(c)
+	}
+}
+
+// acceptPause is how long a loop stops accepting when the process or the
+// kernel is out of descriptors or memory.
+const acceptPause = 100 * time.Millisecond
+
+// pauseAccepts stops watching the loop's listeners for acceptPause. Out of
+// descriptors, a level-triggered listener stays readable and every accept
+// fails, so without the pause the loop would spin on it, logging each time.
+func (l *eventloop) pauseAccepts(err error) {
+	l.eng.opts.logger.Warn("sluice: accept failed; pausing accepts", "err", err, "for", acceptPause)
+	for _, ln := range l.listeners {
+		if err := l.poll.Modify(ln.fd, poller.Readable, 0); err != nil {
+			l.eng.opts.logger.Error("sluice: pausing a listener failed", "addr", ln.addr, "err", err)
+		}
+	}
+	l.acceptAt = l.now() + int64(acceptPause)
+}
+
+// resumeAccepts watches the listeners again once a pause is over.
+func (l *eventloop) resumeAccepts() {
+	if l.acceptAt == 0 || l.now() < l.acceptAt {
+		return
+	}
+	l.acceptAt = 0
+	for _, ln := range l.listeners {
+		if err := l.poll.Modify(ln.fd, 0, poller.Readable); err != nil {
+			l.eng.opts.logger.Error("sluice: resuming a listener failed", "addr", ln.addr, "err", err)
+		}
 	}
 }
 
