@@ -9,6 +9,7 @@ import (
 	"io"
 	"math/rand/v2"
 	"net"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -450,6 +451,22 @@ func TestShutdownActionStopsEngine(t *testing.T) {
 type shutdowner struct{ BuiltinEventEngine }
 
 func (shutdowner) OnTraffic(Conn) Action { return Shutdown }
+
+func TestRunListensOnEveryAddressForm(t *testing.T) {
+	for _, addr := range []string{"tcp://:0", "tcp4://:0", "tcp6://:0", "127.0.0.1:0", "tcp://localhost:0"} {
+		t.Run(addr, func(t *testing.T) {
+			eng, _ := serveAddr(t, addr, echoHandler{}, WithNumEventLoop(1))
+			port := eng.Addrs()[0].(*net.TCPAddr).Port
+			network := "tcp4"
+			if strings.HasPrefix(addr, "tcp6") {
+				network = "tcp6"
+			}
+			host := map[string]string{"tcp4": "127.0.0.1", "tcp6": "[::1]"}[network]
+			c := dial(t, fmt.Sprintf("%s://%s:%d", network, host, port))
+			require.NoError(t, echoOnce(c, []byte(addr)))
+		})
+	}
+}
 
 func TestRunRejectsBadAddress(t *testing.T) {
 	for _, addr := range []string{"udp://127.0.0.1:0", "unix://", "tcp://256.0.0.1:0"} {

@@ -173,7 +173,10 @@ func sockaddr(network, addr string) (int, unix.Sockaddr, error) {
 	ip, _ := netip.AddrFromSlice(ta.IP)
 	switch {
 	case network == "tcp4" || ip.Unmap().Is4():
-		sa := &unix.SockaddrInet4{Port: ta.Port, Addr: ip.Unmap().As4()}
+		sa := &unix.SockaddrInet4{Port: ta.Port}
+		if ip.IsValid() { // no host: every address
+			sa.Addr = ip.Unmap().As4()
+		}
 		return unix.AF_INET, sa, nil
 	case ip.IsValid() || network == "tcp6" || ipv6Available():
 		sa := &unix.SockaddrInet6{Port: ta.Port, Addr: ip.As16()}
