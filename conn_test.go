@@ -475,3 +475,40 @@ func TestRunRejectsBadAddress(t *testing.T) {
 	}
 	require.ErrorIs(t, Run(BuiltinEventEngine{}, "udp://127.0.0.1:0"), ErrInvalidAddr)
 }
+
+// boundedReplies answers every inbound byte with a 100 KiB reply, but stops
+// once a call has 256 KiB queued, leaving the rest of the pipeline unread:
+// what a handler must do to bound the memory one call can take.
+type boundedReplies struct {
+	BuiltinEventEngine
+	reply  []byte
+	maxOut atomic.Int64
+}
+
+func (h *boundedReplies) OnTraffic(c Conn) Action {
+	for c.InboundBuffered() > 0 && c.OutboundBuffered() < 256<<10 {
+		c.Discard(1)
+		c.Write(h.reply)
+	}
+	storeMax(&h.maxOut, c.OutboundBuffered())
+	return None
+}
+
+func TestHandlerThatStopsEarlyIsCalledAgain(t *testing.T) {
+	h := &boundedReplies{reply: randomBytes(rand.New(rand.NewPCG(10, 11)), 100<<10)}
+	_, addr := serve(t, h, WithNumEventLoop(1))
+	c := dial(t, addr)
+	const requests = 50
+	// The whole pipeline arrives in one read, and nothing more is sent
+	// until every reply is in: only the engine can call the handler again.
+	_, err := c.Write(bytes.Repeat([]byte("g"), requests))
+	require.NoError(t, err)
+	got := make([]byte, requests*len(h.reply))
+	c.SetReadDeadline(time.Now().Add(30 * time.Second))
+	_, err = io.ReadFull(c, got)
+	require.NoError(t, err)
+	for i := range requests {
+		require.True(t, bytes.Equal(h.reply, got[i*len(h.reply):(i+1)*len(h.reply)]), "reply %d", i)
+	}
+	assert.LessOrEqual(t, h.maxOut.Load(), int64(256<<10+len(h.reply)))
+}

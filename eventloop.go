@@ -317,16 +317,25 @@ func (l *eventloop) read(c *conn) []byte {
 	return nil
 }
 
-// traffic calls OnTraffic for the inbound bytes c holds, then applies the
-// bounds on what the handler left unread.
+// traffic calls OnTraffic for the inbound bytes c holds, and applies the
+// bounds on what the handler left unread. While the handler consumes some
+// bytes but leaves others, and c is still read, it is called again: a
+// handler may stop early to bound the output one call makes (a pipeline
+// of GETs of a large value), and no new bytes may ever come to call it.
 func (l *eventloop) traffic(c *conn) {
-	fed := len(c.buf)
-	l.cur = c
-	a := l.onTraffic(c)
-	consumed := len(c.buf) < fed
-	l.finish(c, a)
-	if c.state != stateClosed {
+	for {
+		fed := len(c.buf)
+		l.cur = c
+		a := l.onTraffic(c)
+		consumed := len(c.buf) < fed
+		l.finish(c, a)
+		if c.state == stateClosed {
+			return
+		}
 		l.checkUnread(c, consumed)
+		if !consumed || len(c.buf) == 0 || c.state != stateOpen || c.events&poller.Readable == 0 {
+			return
+		}
 	}
 }
 
@@ -337,7 +346,13 @@ func (l *eventloop) writable(c *conn) {
 	case c.state == stateClosing && c.out == nil:
 		l.closeConn(c, nil)
 	default:
+		paused := c.events&poller.Readable == 0
 		l.watch(c)
+		if paused && c.events&poller.Readable != 0 && len(c.buf) > 0 {
+			// Reading resumes with bytes the handler left while its output
+			// was backed up; they may be all the peer sends until answered.
+			l.traffic(c)
+		}
 	}
 }
 

@@ -76,6 +76,19 @@ func TestLargeValue(t *testing.T) {
 	c.expect(t, ":3000000\r\n$3000000\r\n"+value+"\r\n")
 }
 
+// TestPipelinedGetsOfALargeValue asks for a 1 MB value 64 times in one
+// write, without reading: the replies come out in bounded slices, each
+// call leaving the rest of the pipeline for the next, and all arrive.
+func TestPipelinedGetsOfALargeValue(t *testing.T) {
+	c := startServer(t, config{}).dial(t)
+	value := strings.Repeat("v", 1<<20)
+	c.send(t, "*3\r\n$3\r\nSET\r\n$3\r\nbig\r\n$"+strconv.Itoa(len(value))+"\r\n"+value+"\r\n")
+	c.expect(t, "+OK\r\n")
+	const gets = 64
+	c.send(t, strings.Repeat("GET big\r\n", gets))
+	c.expect(t, strings.Repeat("$"+strconv.Itoa(len(value))+"\r\n"+value+"\r\n", gets))
+}
+
 // TestMassInsertion loads 100,000 keys with redis-cli --pipe, as the Redis
 // documentation's mass insertion does, and counts them.
 func TestMassInsertion(t *testing.T) {

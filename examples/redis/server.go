@@ -126,6 +126,12 @@ func (s *server) OnTraffic(c sluice.Conn) sluice.Action {
 		if len(k.out) >= flushAt {
 			c.Write(k.out)
 			k.out = k.out[:0]
+			if c.OutboundBuffered() >= maxPendingReplies {
+				// Leave the rest of the pipeline unread: the engine calls
+				// again once the socket has taken this much, so a pipeline
+				// of GETs of a large value cannot take unbounded memory.
+				break
+			}
 		}
 	}
 	c.Write(k.out)
@@ -145,6 +151,10 @@ func (s *server) OnTick() (time.Duration, sluice.Action) {
 // replyBufs holds the buffers batches gather replies in, so an idle
 // connection holds none.
 var replyBufs = sync.Pool{New: func() any { return new([]byte) }}
+
+// maxPendingReplies bounds the replies one call queues before it leaves
+// the rest of the pipeline for the next.
+const maxPendingReplies = 4 << 20
 
 // maxKeptReply bounds the reply buffers kept for reuse.
 const maxKeptReply = 2 * flushAt
