@@ -189,7 +189,7 @@ func (l *eventloop) timeout() time.Duration {
 
 // tick calls OnTick when it is due, on the loop that runs the ticker.
 func (l *eventloop) tick() {
-	if !l.ticking || l.now() < l.tickAt {
+	if !l.ticking || l.draining || l.now() < l.tickAt {
 		return
 	}
 	delay, a := l.onTick()

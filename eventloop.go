@@ -641,7 +641,8 @@ func (l *eventloop) onClose(c *conn, err error) Action {
 	return l.eng.handler.OnClose(c, err)
 }
 
-func (l *eventloop) onTick() (time.Duration, Action) {
+func (l *eventloop) onTick() (delay time.Duration, a Action) {
+	delay = time.Second // kept if OnTick panics, so a panic does not spin
 	defer l.recoverConn(nil)
 	return l.eng.handler.OnTick()
 }

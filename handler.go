@@ -47,7 +47,8 @@ type EventHandler interface {
 
 	// OnTick runs on the first event loop when the engine was started
 	// WithTicker(true): first right after OnBoot, then after each delay it
-	// returns.
+	// returns, until the engine starts to stop. After a panic it runs
+	// again a second later.
 	OnTick() (delay time.Duration, action Action)
 }
 

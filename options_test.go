@@ -253,3 +253,23 @@ func TestLoggerReceivesPanics(t *testing.T) {
 		func() string { return "panic not logged: " + logs.String() })
 	assert.Contains(t, logs.String(), "stack=")
 }
+
+// panickyTicker panics on every tick.
+type panickyTicker struct {
+	BuiltinEventEngine
+	ticks atomic.Int64
+}
+
+func (h *panickyTicker) OnTick() (time.Duration, Action) {
+	h.ticks.Add(1)
+	panic("tick")
+}
+
+func TestPanickingTickWaitsASecond(t *testing.T) {
+	h := &panickyTicker{}
+	serve(t, h, WithNumEventLoop(1), WithTicker(true), WithLogger(discardLogger()))
+	waitFor(t, 5*time.Second, func() bool { return h.ticks.Load() >= 1 }, func() string { return "OnTick never ran" })
+	// A loop that retried at once would tick thousands of times meanwhile.
+	time.Sleep(100 * time.Millisecond)
+	assert.EqualValues(t, 1, h.ticks.Load())
+}

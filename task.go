@@ -72,6 +72,9 @@ func (q *taskQueue) pending() bool { return q.n.Load() > 0 }
 // take returns the queued tasks. The slice is valid until the next take;
 // pass it to recycle once its tasks have run.
 func (q *taskQueue) take() []*task {
+	if !q.pending() {
+		return nil // the loop asks every iteration; most find nothing
+	}
 	q.mu.Lock()
 	ts := q.tasks
 	q.tasks, q.spare = q.spare, nil
