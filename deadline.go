@@ -145,6 +145,9 @@ func (l *eventloop) runTimers() {
 // a connection cancels its timers.
 func (l *eventloop) expire(handle uint64) {
 	c := l.conns[handle>>timerKindBits]
+	if c == nil {
+		return // closing a connection cancels its timers; this is a bug's guard
+	}
 	var err error
 	switch timerKind(handle & (1<<timerKindBits - 1)) {
 	case timerIdle:

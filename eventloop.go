@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"runtime"
 	"runtime/debug"
+	"slices"
 	"sync/atomic"
 	"time"
 
@@ -264,7 +265,8 @@ func (l *eventloop) open(c *conn) {
 	}
 	c.events = poller.Readable
 	if c.fd >= len(l.conns) {
-		l.conns = append(l.conns, make([]*conn, c.fd+1-len(l.conns))...)
+		// The table only grows, so what lies past its length is nil.
+		l.conns = slices.Grow(l.conns, c.fd+1-len(l.conns))[:c.fd+1]
 	}
 	l.conns[c.fd] = c
 	l.count.Add(1)
@@ -606,7 +608,11 @@ func (l *eventloop) runTask(t *task) {
 	}
 	l.finish(c, a)
 	if t.cb != nil {
-		l.callback(c, t.cb, nil)
+		var err error
+		if c.state == stateClosed {
+			err = ErrConnClosed // sending what was posted failed
+		}
+		l.callback(c, t.cb, err)
 	}
 }
 

@@ -57,11 +57,16 @@ func (l *eventloop) parseHeader(c *conn) {
 	l.endHeader(c)
 }
 
+// signatureLen is how many bytes tell a PROXY header from plain traffic.
+const signatureLen = 12
+
 // headerTimeout closes c, whose header did not complete in time. In
-// ProxyOptional mode a client that sent nothing is opened instead: it may
-// be waiting for the server to speak first.
+// ProxyOptional mode a client that sent too little to tell is opened
+// instead: one that sent nothing may be waiting for the server to speak
+// first, and a lone "\r\n" typed at a prompt starts like a version 2
+// signature.
 func (l *eventloop) headerTimeout(c *conn) {
-	if len(c.buf) == 0 && l.eng.opts.proxy == ProxyOptional {
+	if len(c.buf) < signatureLen && l.eng.opts.proxy == ProxyOptional {
 		l.endHeader(c)
 		return
 	}

@@ -437,13 +437,25 @@ func TestProxyOptionalServerSpeaksFirst(t *testing.T) {
 	assert.Zero(t, eng.Stats().ProxyTimeouts)
 }
 
+// TestProxyOptionalShortPrefix checks that a client whose first bytes
+// could start a version 2 signature, a lone "\r\n" typed at a prompt, is
+// served as plain traffic once the timeout shows nothing more is coming.
+func TestProxyOptionalShortPrefix(t *testing.T) {
+	const timeout = 100 * time.Millisecond
+	eng, addr := serve(t, echoHandler{}, WithNumEventLoop(1), WithProxyProtocol(ProxyOptional, timeout))
+	c := dial(t, addr)
+	require.NoError(t, echoOnce(c, []byte("\r\n")))
+	assert.Zero(t, eng.Stats().ProxyTimeouts)
+}
+
 func TestProxyHeaderTimeout(t *testing.T) {
 	const timeout = 150 * time.Millisecond
 	tests := map[ProxyMode][]string{
 		ProxyRequired: {"", "PROXY TCP4 192.0."},
-		// A client that sends nothing is opened in this mode, once the
-		// timeout passes (TestProxyOptionalServerSpeaksFirst).
-		ProxyOptional: {"\r\n\r\n\x00", "\r\n\r\n\x00\r\nQUIT\n\x21\x11\x00\x0c\xc0\x00"},
+		// A client that sends too little to tell a header from plain
+		// traffic is opened in this mode once the timeout passes
+		// (TestProxyOptionalServerSpeaksFirst, TestProxyOptionalShortPrefix).
+		ProxyOptional: {"\r\n\r\n\x00\r\nQUIT\n\x21\x11\x00\x0c\xc0\x00"},
 	}
 	for mode, sends := range tests {
 		t.Run(mode.String(), func(t *testing.T) {
