@@ -512,3 +512,44 @@ func TestHandlerThatStopsEarlyIsCalledAgain(t *testing.T) {
 	}
 	assert.LessOrEqual(t, h.maxOut.Load(), int64(256<<10+len(h.reply)))
 }
+
+// flushAfterPeerLeft waits in OnTraffic until the test has closed the
+// client, then writes and flushes, which fails; it records whether OnClose
+// ran while OnTraffic was still on the stack.
+type flushAfterPeerLeft struct {
+	BuiltinEventEngine
+	peerGone  chan struct{}
+	inTraffic atomic.Bool
+	reentered atomic.Bool
+	flushErr  chan error
+	closed    chan error
+}
+
+func (h *flushAfterPeerLeft) OnTraffic(c Conn) Action {
+	h.inTraffic.Store(true)
+	defer h.inTraffic.Store(false)
+	<-h.peerGone
+	c.Next(-1)
+	c.Write([]byte("too late"))
+	h.flushErr <- c.Flush()
+	return None
+}
+
+func (h *flushAfterPeerLeft) OnClose(c Conn, err error) Action {
+	h.reentered.Store(h.inTraffic.Load())
+	h.closed <- err
+	return None
+}
+
+func TestOnCloseWaitsForTheCallbackThatClosed(t *testing.T) {
+	h := &flushAfterPeerLeft{peerGone: make(chan struct{}), flushErr: make(chan error, 1), closed: make(chan error, 1)}
+	_, addr := serveAddr(t, "unix://"+t.TempDir()+"/s.sock", h, WithNumEventLoop(1))
+	c := dial(t, addr)
+	_, err := c.Write([]byte("x"))
+	require.NoError(t, err)
+	c.Close() // a unix socket's writer sees EPIPE at once once its peer is gone
+	close(h.peerGone)
+	require.ErrorIs(t, <-h.flushErr, ErrConnClosed)
+	require.ErrorIs(t, <-h.closed, syscall.EPIPE)
+	assert.False(t, h.reentered.Load(), "OnClose ran inside OnTraffic")
+}

@@ -29,6 +29,8 @@ type eventloop struct {
 	buf       []byte // every read lands here first
 	wbuf      []byte // output of the running callback, sent when it returns
 	cur       *conn  // whose callback is running
+	late      *conn  // closed inside its own callback; OnClose waits for it to return
+	lateErr   error
 	tasks     taskQueue
 	sleeping  atomic.Bool
 	draining  bool
@@ -363,6 +365,7 @@ func (l *eventloop) writable(c *conn) {
 func (l *eventloop) finish(c *conn, a Action) {
 	if c.state == stateClosed {
 		l.cur = nil
+		l.closedLate()
 		return
 	}
 	c.keepUnread()
@@ -371,6 +374,7 @@ func (l *eventloop) finish(c *conn, a Action) {
 	}
 	l.send(c)
 	l.cur = nil
+	l.closedLate()
 	switch a {
 	case Close:
 		l.closeGraceful(c)
@@ -493,7 +497,8 @@ func (l *eventloop) closeConn(c *conn, err error) {
 	c.state = stateClosed
 	l.conns[c.fd] = nil
 	l.count.Add(-1)
-	if l.cur == c {
+	inCallback := l.cur == c
+	if inCallback {
 		l.cur = nil
 		l.resetWbuf()
 	}
@@ -502,8 +507,32 @@ func (l *eventloop) closeConn(c *conn, err error) {
 	unix.Close(c.fd)
 	c.releaseBuffers()
 	l.eng.forget(c)
-	if opened && l.onClose(c, err) == Shutdown {
+	switch {
+	case !opened:
+	case inCallback:
+		// Closed from inside one of c's callbacks (a Flush that failed):
+		// OnClose waits until that callback has returned, so a handler
+		// never sees its state torn down under it.
+		l.late, l.lateErr = c, err
+	default:
+		l.notifyClose(c, err)
+	}
+}
+
+// notifyClose tells the handler c has closed, and why.
+func (l *eventloop) notifyClose(c *conn, err error) {
+	if l.onClose(c, err) == Shutdown {
 		l.eng.shutdown()
+	}
+}
+
+// closedLate calls the OnClose that closeConn held back while a callback
+// for the connection ran.
+func (l *eventloop) closedLate() {
+	if c := l.late; c != nil {
+		err := l.lateErr
+		l.late, l.lateErr = nil, nil
+		l.notifyClose(c, err)
 	}
 }
 
@@ -664,5 +693,6 @@ func (l *eventloop) recoverConn(c *conn) {
 	l.eng.opts.logger.Error("sluice: handler panicked", "panic", r, "stack", string(debug.Stack()))
 	if c != nil {
 		l.closeConn(c, fmt.Errorf("%w: %v", ErrHandlerPanic, r))
+		l.closedLate() // the callback has unwound: OnClose need not wait
 	}
 }
