@@ -1,0 +1,45 @@
+package sluice
+
+import (
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"golang.org/x/sys/unix"
+)
+
+func TestAcceptPausesWhenOutOfDescriptors(t *testing.T) {
+	var logs syncBuffer
+	h := newOpener()
+	_, addr := serve(t, h, WithNumEventLoop(1), WithLogger(slog.New(slog.NewTextHandler(&logs, nil))))
+
+	var rl unix.Rlimit
+	require.NoError(t, unix.Getrlimit(unix.RLIMIT_NOFILE, &rl))
+	restore := rl
+	// The limit bounds descriptor numbers, and a new descriptor takes the
+	// lowest free one: leave room for the client's socket and nothing more,
+	// so the engine's accept fails with EMFILE.
+	next, err := unix.Dup(0)
+	require.NoError(t, err)
+	unix.Close(next)
+	rl.Cur = uint64(next + 1)
+	require.NoError(t, unix.Setrlimit(unix.RLIMIT_NOFILE, &rl))
+	limited := true
+	defer func() {
+		if limited {
+			unix.Setrlimit(unix.RLIMIT_NOFILE, &restore)
+		}
+	}()
+	c := dial(t, addr)
+	waitFor(t, 5*time.Second, func() bool { return strings.Contains(logs.String(), "pausing accepts") },
+		func() string { return "no pause logged: " + logs.String() })
+	require.NoError(t, unix.Setrlimit(unix.RLIMIT_NOFILE, &restore))
+	limited = false
+
+	h.next(t) // accepted once the pause is over
+	c.Close()
+	assert.Equal(t, 1, strings.Count(logs.String(), "pausing accepts"), "one warning per pause, not per attempt")
+}
