@@ -553,3 +553,45 @@ func TestOnCloseWaitsForTheCallbackThatClosed(t *testing.T) {
 	require.ErrorIs(t, <-h.closed, syscall.EPIPE)
 	assert.False(t, h.reentered.Load(), "OnClose ran inside OnTraffic")
 }
+
+func TestUnixSocketOfALiveServerIsLeftAlone(t *testing.T) {
+	path := t.TempDir() + "/live.sock"
+	_, addr := serveAddr(t, "unix://"+path, echoHandler{}, WithNumEventLoop(1))
+	err := Run(BuiltinEventEngine{}, "unix://"+path)
+	require.ErrorIs(t, err, syscall.EADDRINUSE, "a second server must not take over the path")
+	require.NoError(t, echoOnce(dial(t, addr), []byte("still served")))
+}
+
+// keeper keeps the slice Next returned in its first OnTraffic, against
+// the rule that it is valid only until the callback returns.
+type keeper struct {
+	BuiltinEventEngine
+	kept   []byte
+	second chan []byte
+}
+
+func (h *keeper) OnTraffic(c Conn) Action {
+	b, _ := c.Next(-1)
+	if h.kept == nil {
+		h.kept = b
+		c.Write([]byte{1})
+		return None
+	}
+	h.second <- append([]byte(nil), h.kept...)
+	return None
+}
+
+// TestKeptNextSliceIsOverwritten shows why a slice from Next or Peek must
+// be copied to outlive its callback: it aliases the loop's read buffer, and
+// the next read lands on top of it.
+func TestKeptNextSliceIsOverwritten(t *testing.T) {
+	h := &keeper{second: make(chan []byte, 1)}
+	_, addr := serve(t, h, WithNumEventLoop(1))
+	c := dial(t, addr)
+	c.Write([]byte("first"))
+	c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	_, err := c.Read(make([]byte, 1))
+	require.NoError(t, err)
+	c.Write([]byte("SECOND"))
+	assert.Equal(t, "SECON", string(<-h.second), "the kept slice now shows the next read's bytes")
+}

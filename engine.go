@@ -25,8 +25,11 @@ type Engine struct {
 }
 
 // Stop stops the engine gracefully: it stops accepting at once, closes
-// idle connections, lets the others send what they have queued and closes
-// them, calls OnShutdown and returns. When ctx ends first it resets what is
+// the connections with no output queued (work still running in a pool for
+// one is cut off: its AsyncWrite fails), lets the others send what they
+// have queued and closes them, calls OnShutdown and returns. A peer that
+// never reads holds a connection open until ctx ends, or until a write
+// timeout (WithWriteTimeout) closes it. When ctx ends first it resets what is
 // left (its peers see a TCP reset, OnClose gets ErrEngineStopped), waits
 // for the loops, and returns ctx's error. Call it from outside the
 // handler's callbacks; inside them, return Shutdown instead.
@@ -291,9 +294,17 @@ func parseAddr(addr string) (network, address string, err error) {
 // removeStaleSocket removes a socket file left by a server that did not
 // stop cleanly, so that bind can succeed. Anything else at the path stays.
 func removeStaleSocket(path string) {
-	if fi, err := os.Lstat(path); err == nil && fi.Mode()&os.ModeSocket != 0 {
-		os.Remove(path)
+	fi, err := os.Lstat(path)
+	if err != nil || fi.Mode()&os.ModeSocket == 0 {
+		return
 	}
+	// A server still listening there answers; leave its socket alone, and
+	// let bind fail with EADDRINUSE.
+	if c, err := net.Dial("unix", path); err == nil {
+		c.Close()
+		return
+	}
+	os.Remove(path)
 }
 
 type listener struct {

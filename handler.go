@@ -28,9 +28,9 @@ type EventHandler interface {
 	// loop has stopped.
 	OnShutdown(eng Engine)
 
-	// OnOpen runs when a connection is accepted, or, WithProxyProtocol,
-	// once its PROXY header is read. Bytes in out are sent before anything
-	// else.
+	// OnOpen runs when a connection is accepted or, with a PROXY protocol
+	// mode set, once its PROXY header is read. Bytes in out are sent after
+	// anything OnOpen itself wrote with c.Write, and before anything else.
 	OnOpen(c Conn) (out []byte, action Action)
 
 	// OnTraffic runs when inbound bytes are buffered for c. Bytes the
