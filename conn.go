@@ -202,7 +202,7 @@ func (c *conn) Flush() error {
 	if c.state == stateClosed {
 		return ErrConnClosed
 	}
-	c.loop.send(c)
+	c.loop.flush(c)
 	if c.state == stateClosed {
 		return ErrConnClosed
 	}

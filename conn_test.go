@@ -18,6 +18,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/sluicenet/sluice/poller"
 )
 
 // randomBytes returns n bytes that differ from one call to the next, so a
@@ -583,10 +585,12 @@ func (h *keeper) OnTraffic(c Conn) Action {
 
 // TestKeptNextSliceIsOverwritten shows why a slice from Next or Peek must
 // be copied to outlive its callback: it aliases the loop's read buffer, and
-// the next read lands on top of it.
+// the next read lands on top of it. (On io_uring reads land in a ring of
+// buffers, so the kept slice is overwritten only once the ring comes
+// round, which this test cannot show as plainly.)
 func TestKeptNextSliceIsOverwritten(t *testing.T) {
 	h := &keeper{second: make(chan []byte, 1)}
-	_, addr := serve(t, h, WithNumEventLoop(1))
+	_, addr := serve(t, h, WithNumEventLoop(1), WithPoller(poller.Epoll))
 	c := dial(t, addr)
 	c.Write([]byte("first"))
 	c.SetReadDeadline(time.Now().Add(5 * time.Second))

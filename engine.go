@@ -144,6 +144,9 @@ func Run(handler EventHandler, addr string, opts ...Option) error {
 		opt(&e.opts)
 	}
 	o := &e.opts
+	if err := o.choosePoller(); err != nil {
+		return err
+	}
 	e.table = kill.New(tableCapacity(o))
 	if o.maxConnsPerSource > 0 {
 		e.sources = new(kill.Sources)
@@ -164,10 +167,11 @@ func Run(handler EventHandler, addr string, opts ...Option) error {
 		return err
 	}
 	defer close(e.done)
-	if handler.OnBoot(Engine{e}) == Shutdown {
-		e.shutdown()
-	}
-	e.serve()
+	e.serve(func() {
+		if handler.OnBoot(Engine{e}) == Shutdown {
+			e.shutdown()
+		}
+	})
 	handler.OnShutdown(Engine{e})
 	return nil
 }
@@ -209,11 +213,18 @@ func (e *engine) start(network, address string) error {
 	return nil
 }
 
-func (e *engine) serve() {
-	var wg sync.WaitGroup
+// serve starts the loops, calls boot once every loop is ready on its
+// thread (an io_uring loop has made its ring), and waits for the loops.
+func (e *engine) serve(boot func()) {
+	var ready, wg sync.WaitGroup
+	booted := make(chan struct{})
+	ready.Add(len(e.loops))
 	for _, l := range e.loops {
-		wg.Go(l.run)
+		wg.Go(func() { l.run(ready.Done, booted) })
 	}
+	ready.Wait()
+	boot()
+	close(booted)
 	wg.Wait()
 	if u, ok := e.addr.(*net.UnixAddr); ok {
 		os.Remove(u.Name)

@@ -38,6 +38,7 @@ func serve(t testing.TB, h EventHandler, opts ...Option) (Engine, string) {
 
 func serveAddr(t testing.TB, addr string, h EventHandler, opts ...Option) (Engine, string) {
 	t.Helper()
+	opts = append([]Option{WithPoller(testPoller)}, opts...)
 	runtimePollerOnce.Do(openRuntimePoller)
 	goroutines, fds := runtime.NumGoroutine(), openFDs(t)
 	b := &booter{EventHandler: h, booted: make(chan Engine, 1)}

@@ -23,6 +23,7 @@ type eventloop struct {
 	idx       int
 	eng       *engine
 	poll      *poller.Poller
+	ring      *ring       // nil unless the loop runs on io_uring (eventloop_uring_linux.go)
 	listeners []*listener // the listeners this loop accepts on
 	conns     []*conn     // by descriptor
 	count     atomic.Int64
@@ -65,11 +66,30 @@ func newEventloop(e *engine, idx int) (*eventloop, error) {
 	return l, nil
 }
 
-func (l *eventloop) run() {
-	if l.eng.opts.lockOSThread {
+// run readies the loop on its own thread, calls ready, waits for booted
+// to close (OnBoot has returned), and serves until the loop has drained.
+func (l *eventloop) run(ready func(), booted <-chan struct{}) {
+	onRing := l.eng.opts.poller == poller.IOUring
+	if l.eng.opts.lockOSThread || onRing {
+		// A ring belongs to the thread that made it.
 		runtime.LockOSThread()
 		defer runtime.UnlockOSThread()
 	}
+	if onRing {
+		l.openRing()
+	}
+	ready()
+	<-booted
+	if l.ring != nil {
+		l.serveRing()
+	} else {
+		l.serve()
+	}
+	l.stop()
+}
+
+// serve runs the loop on its poller until it has drained.
+func (l *eventloop) serve() {
 	for !l.draining || l.count.Load() > 0 {
 		ready, err := l.wait()
 		if err != nil {
@@ -86,6 +106,10 @@ func (l *eventloop) run() {
 		l.tick()
 		l.resumeAccepts()
 	}
+}
+
+// stop ends a loop that has drained or failed.
+func (l *eventloop) stop() {
 	// Whatever is posted from now on fails with ErrEngineStopped; what came
 	// before still runs, against closed connections.
 	l.runTasks(l.tasks.close())
@@ -93,12 +117,23 @@ func (l *eventloop) run() {
 		ln.close()
 	}
 	l.poll.Close()
+	if l.ring != nil {
+		l.closeRing()
+	}
 }
 
 // wait blocks in the poller. The sleeping flag tells posters whether the
 // loop must be woken: it is set before the queue is checked one last time,
 // so a task pushed after that check always finds it set and wakes the loop.
 func (l *eventloop) wait() ([]poller.Ready, error) {
+	ready, err := l.poll.Wait(l.sleep())
+	l.awake()
+	return ready, err
+}
+
+// sleep readies the loop to block and returns how long it may: zero when
+// a task is already waiting.
+func (l *eventloop) sleep() time.Duration {
 	timeout := l.timeout()
 	if timeout != 0 {
 		l.yield()
@@ -108,10 +143,14 @@ func (l *eventloop) wait() ([]poller.Ready, error) {
 		l.sleeping.Store(false)
 		timeout = 0
 	}
-	ready, err := l.poll.Wait(timeout)
+	return timeout
+}
+
+// awake follows a wait: posters wake the loop no more, and the clock is
+// read again when next needed.
+func (l *eventloop) awake() {
 	l.sleeping.Store(false)
 	l.clockRead = false
-	return ready, err
 }
 
 // yieldEvery is how often, at most, a loop about to block passes through
@@ -177,17 +216,27 @@ func (l *eventloop) dispatch(r poller.Ready) {
 
 func (l *eventloop) accept(ln *listener) {
 	fd, sa, err := socket.Accept(ln.fd)
-	switch err {
-	case nil:
-	case unix.EAGAIN, unix.ECONNABORTED, unix.EINTR:
-		return
-	case unix.EMFILE, unix.ENFILE, unix.ENOBUFS, unix.ENOMEM:
-		l.pauseAccepts(err)
-		return
-	default:
-		l.eng.opts.logger.Warn("sluice: accept failed", "addr", ln.addr, "err", err)
+	if err != nil {
+		l.acceptFailed(ln, err)
 		return
 	}
+	l.accepted(ln, fd, sa)
+}
+
+// acceptFailed pauses accepts when out of descriptors or memory, and
+// logs failures that are not the peer's or the moment's.
+func (l *eventloop) acceptFailed(ln *listener, err error) {
+	switch err {
+	case unix.EAGAIN, unix.ECONNABORTED, unix.EINTR, unix.ECANCELED:
+	case unix.EMFILE, unix.ENFILE, unix.ENOBUFS, unix.ENOMEM:
+		l.pauseAccepts(err)
+	default:
+		l.eng.opts.logger.Warn("sluice: accept failed", "addr", ln.addr, "err", err)
+	}
+}
+
+// accepted admits fd, which ln accepted from sa, and opens it on its loop.
+func (l *eventloop) accepted(ln *listener, fd int, sa unix.Sockaddr) {
 	c := &conn{fd: fd, remote: socket.AddrPort(sa), loop: l}
 	if !l.eng.perLoop {
 		c.loop = l.eng.pick(c)
@@ -221,7 +270,7 @@ const acceptPause = 100 * time.Millisecond
 func (l *eventloop) pauseAccepts(err error) {
 	l.eng.opts.logger.Warn("sluice: accept failed; pausing accepts", "err", err, "for", acceptPause)
 	for _, ln := range l.listeners {
-		if err := l.poll.Modify(ln.fd, poller.Readable, 0); err != nil {
+		if err := l.pollModify(ln.fd, poller.Readable, 0); err != nil {
 			l.eng.opts.logger.Error("sluice: pausing a listener failed", "addr", ln.addr, "err", err)
 		}
 	}
@@ -235,7 +284,7 @@ func (l *eventloop) resumeAccepts() {
 	}
 	l.acceptAt = 0
 	for _, ln := range l.listeners {
-		if err := l.poll.Modify(ln.fd, 0, poller.Readable); err != nil {
+		if err := l.pollModify(ln.fd, 0, poller.Readable); err != nil {
 			l.eng.opts.logger.Error("sluice: resuming a listener failed", "addr", ln.addr, "err", err)
 		}
 	}
@@ -260,7 +309,7 @@ func (l *eventloop) open(c *conn) {
 		l.drop(c)
 		return
 	}
-	if err := l.poll.Add(c.fd, poller.Readable); err != nil {
+	if err := l.pollAdd(c.fd, poller.Readable); err != nil {
 		l.eng.opts.logger.Warn("sluice: registering a connection failed", "err", err)
 		l.drop(c)
 		return
@@ -293,10 +342,13 @@ func (l *eventloop) start(c *conn) {
 }
 
 func (l *eventloop) readable(c *conn) {
-	p := l.read(c)
-	if p == nil {
-		return
+	if p := l.read(c); p != nil {
+		l.received(c, p)
 	}
+}
+
+// received hands c the bytes p just read.
+func (l *eventloop) received(c *conn, p []byte) {
 	l.active(c)
 	c.feed(p)
 	l.traffic(c)
@@ -388,13 +440,9 @@ func (l *eventloop) finish(c *conn, a Action) {
 func (l *eventloop) send(c *conn) {
 	if l.cur == c && len(l.wbuf) > 0 {
 		p := l.wbuf
-		n, err := socket.Write(c.fd, p)
-		if err != nil && err != unix.EAGAIN {
-			l.closeConn(c, err)
+		n := l.sendOut(c, p)
+		if n < 0 {
 			return
-		}
-		if n > 0 {
-			l.sent(c)
 		}
 		if n < len(p) {
 			c.queue(p[n:])
@@ -409,9 +457,27 @@ func (l *eventloop) send(c *conn) {
 	l.watch(c)
 }
 
+// write writes p to c's socket once and returns how much it took, or -1
+// when the write failed and closed c.
+func (l *eventloop) write(c *conn, p []byte) int {
+	n, err := socket.Write(c.fd, p)
+	if err != nil && err != unix.EAGAIN {
+		l.closeConn(c, err)
+		return -1
+	}
+	if n > 0 {
+		l.sent(c)
+	}
+	return n
+}
+
 // resetWbuf empties the loop's output buffer for the next callback, and
 // drops it when one huge write grew it.
 func (l *eventloop) resetWbuf() {
+	if l.ring != nil {
+		l.ring.spent(l)
+		return
+	}
 	if l.eng.opts.wipe {
 		clear(l.wbuf)
 	}
@@ -425,13 +491,9 @@ func (l *eventloop) resetWbuf() {
 func (l *eventloop) flushOut(c *conn) {
 	for c.out != nil {
 		p := c.out.B[c.outHead:]
-		n, err := socket.Write(c.fd, p)
-		if err != nil && err != unix.EAGAIN {
-			l.closeConn(c, err)
+		n := l.write(c, p)
+		if n < 0 {
 			return
-		}
-		if n > 0 {
-			l.sent(c)
 		}
 		c.outHead += n
 		if c.outHead == len(c.out.B) {
@@ -467,7 +529,7 @@ func (l *eventloop) watch(c *conn) {
 	if want == c.events {
 		return
 	}
-	if err := l.poll.Modify(c.fd, c.events, want); err != nil {
+	if err := l.pollModify(c.fd, c.events, want); err != nil {
 		l.closeConn(c, err)
 		return
 	}
@@ -479,7 +541,7 @@ func (l *eventloop) closeGraceful(c *conn) {
 	if c.state == stateClosed {
 		return
 	}
-	if c.pending() == 0 {
+	if c.pending() == 0 && !l.awaitSent(c) {
 		l.closeConn(c, nil)
 		return
 	}
@@ -504,7 +566,7 @@ func (l *eventloop) closeConn(c *conn, err error) {
 	}
 	l.stopTimers(c)
 	// Closing the descriptor also removes it from the poller.
-	unix.Close(c.fd)
+	l.closeFd(c.fd)
 	c.releaseBuffers()
 	l.eng.forget(c)
 	switch {

@@ -63,9 +63,19 @@ func connectRaw(addr string) (int, error) {
 
 // roundTrip sends 64 bytes and reads until all 64 have come back.
 func (c *rawClient) roundTrip(t testing.TB) {
+	c.send(t)
+	c.receive(t)
+}
+
+// send sends the client's message.
+func (c *rawClient) send(t testing.TB) {
 	if _, err := unix.Write(c.fd, c.msg); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// receive reads until the message has come back.
+func (c *rawClient) receive(t testing.TB) {
 	for n := 0; n < len(c.got); {
 		m, err := unix.Read(c.fd, c.got[n:])
 		if err != nil || m <= 0 {

@@ -5,6 +5,8 @@ import (
 	"log/slog"
 	"runtime"
 	"time"
+
+	"github.com/sluicenet/sluice/poller"
 )
 
 // LoadBalancing is how a shared listener spreads accepted connections
@@ -94,6 +96,8 @@ type options struct {
 
 	proxy        ProxyMode
 	proxyTimeout time.Duration
+
+	poller poller.Kind
 }
 
 func defaultOptions() options {

@@ -22,10 +22,13 @@ func (l *eventloop) awaitHeader(c *conn) {
 
 // readHeader reads from c, in its header phase, and parses what it has.
 func (l *eventloop) readHeader(c *conn) {
-	p := l.read(c)
-	if p == nil {
-		return
+	if p := l.read(c); p != nil {
+		l.headerReceived(c, p)
 	}
+}
+
+// headerReceived hands c, in its header phase, the bytes p just read.
+func (l *eventloop) headerReceived(c *conn, p []byte) {
 	c.feed(p)
 	l.parseHeader(c)
 	if l.eng.opts.wipe {

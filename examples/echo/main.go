@@ -5,6 +5,11 @@
 //	go run ./examples/echo -addr unix:///tmp/echo.sock -loops 2
 //	go run ./examples/echo -idle-timeout 5s
 //	go run ./examples/echo -proxy-protocol required
+//	go run ./examples/echo -poller uring
+//
+// With -poller, the event loops run on epoll (the default), io_uring
+// ("uring"; the server refuses to start where the kernel lacks it), or
+// "auto": io_uring where it can serve, else epoll, logging which.
 //
 // With -idle-timeout, a client that sends nothing for that long is
 // disconnected, and the server logs it.
@@ -31,6 +36,7 @@ import (
 	"time"
 
 	"github.com/sluicenet/sluice"
+	"github.com/sluicenet/sluice/poller"
 )
 
 type echo struct {
@@ -95,6 +101,8 @@ func main() {
 	idle := flag.Duration("idle-timeout", 0, "disconnect a client idle for this long (0: never)")
 	var proxy sluice.ProxyMode
 	flag.TextVar(&proxy, "proxy-protocol", sluice.ProxyOff, "read a PROXY protocol header first: off, optional or required")
+	var kind poller.Kind
+	flag.TextVar(&kind, "poller", poller.Epoll, "how the event loops wait: epoll, uring or auto")
 	flag.Parse()
 
 	h := &echo{stats: *stats}
@@ -102,7 +110,8 @@ func main() {
 		sluice.WithNumEventLoop(*loops),
 		sluice.WithReusePort(*reusePort),
 		sluice.WithIdleTimeout(*idle),
-		sluice.WithProxyProtocol(proxy, 0))
+		sluice.WithProxyProtocol(proxy, 0),
+		sluice.WithPoller(kind))
 	if err != nil {
 		log.Fatalf("echo: %v", err)
 	}

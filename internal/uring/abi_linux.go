@@ -114,6 +114,7 @@ const (
 
 // Operations (IORING_OP_*).
 const (
+	opPollAdd     = 6
 	opSendmsg     = 9
 	opAccept      = 13
 	opAsyncCancel = 14
@@ -131,6 +132,7 @@ const (
 	recvMultishot   = 1 << 1 // IORING_RECV_MULTISHOT, in ioprio
 	cancelAll       = 1 << 0 // IORING_ASYNC_CANCEL_ALL
 	cancelFD        = 1 << 1 // IORING_ASYNC_CANCEL_FD
+	pollMultishot   = 1 << 0 // IORING_POLL_ADD_MULTI, in len
 )
 
 // Completion flags (IORING_CQE_F_*).

@@ -33,6 +33,7 @@ var requiredOps = []struct {
 	op   uint8
 	name string
 }{
+	{opPollAdd, "IORING_OP_POLL_ADD"},
 	{opAccept, "IORING_OP_ACCEPT"},
 	{opRecv, "IORING_OP_RECV"},
 	{opSend, "IORING_OP_SEND"},

@@ -140,3 +140,22 @@ func (r *Ring) PrepCancelFd(fd int, userData uint64) *SQE {
 func (r *Ring) PrepClose(fd int, userData uint64) *SQE {
 	return r.prep(opClose, fd, nil, 0, userData)
 }
+
+// PrepPollAdd queues a wait for fd to be ready for events (POLLIN,
+// POLLOUT, as unix.POLL* values): one completion, whose Res holds the
+// events that are ready, once any is.
+func (r *Ring) PrepPollAdd(fd int, events uint32, userData uint64) *SQE {
+	s := r.prep(opPollAdd, fd, nil, 0, userData)
+	s.opFlags = events // poll32_events; the kernel's layout on little-endian machines
+	return s
+}
+
+// PrepPollMultishot is PrepPollAdd that stays armed: each wake-up of fd
+// that finds events ready posts a completion while More stays true. Like
+// an edge-triggered epoll, it reports each new readiness without the
+// caller consuming it, so an eventfd written to wake a loop is never read.
+func (r *Ring) PrepPollMultishot(fd int, events uint32, userData uint64) *SQE {
+	s := r.PrepPollAdd(fd, events, userData)
+	s.len = pollMultishot
+	return s
+}

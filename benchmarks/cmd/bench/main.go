@@ -25,6 +25,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"time"
 
@@ -118,7 +119,9 @@ func build(cfg config) error {
 	goArgs := []string{"build", "-o", cfg.bin + "/", "./cmd/loadgen"}
 	for _, st := range cfg.stacks {
 		if st.pkg != "" {
-			goArgs = append(goArgs, st.pkg)
+			if !slices.Contains(goArgs, st.pkg) {
+				goArgs = append(goArgs, st.pkg)
+			}
 			continue
 		}
 		gcc := exec.Command("gcc", "-O2", "-Wall", "-o", filepath.Join(cfg.bin, st.binary()), st.c)

@@ -47,7 +47,7 @@ func startServer(st stack, bin string, cpus cpuList) (*server, error) {
 		return nil, err
 	}
 	s := &server{addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), done: make(chan struct{})}
-	args := []string{"-c", cpus.spec, filepath.Join(bin, st.binary()), "-addr", s.addr}
+	args := append([]string{"-c", cpus.spec, filepath.Join(bin, st.exe()), "-addr", s.addr}, st.flags...)
 	s.cmd = exec.Command("taskset", args...) // taskset execs the server: same process id
 	if st.loops {
 		s.cmd.Args = append(s.cmd.Args, "-loops", cpus.n())

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"path"
 	"slices"
 	"strings"
 )
@@ -12,16 +13,16 @@ const base = "gnet"
 // A stack is one echo server the table compares.
 type stack struct {
 	name  string
-	pkg   string // Go package to build, relative to the benchmarks module
-	c     string // or C source to build with gcc
-	loops bool   // takes -loops and GOMAXPROCS; the C floor is single-threaded
+	pkg   string   // Go package to build, relative to the benchmarks module
+	c     string   // or C source to build with gcc
+	loops bool     // takes -loops and GOMAXPROCS; the C floor is single-threaded
+	flags []string // further flags for the server, so one package serves two stacks
 }
 
-// stacks lists every stack, in the table's column order. A Sluice stack on
-// io_uring goes next to "sluice" once the engine has a poller option: a
-// servers/sluice flag choosing it, and a row here passing that flag.
+// stacks lists every stack, in the table's column order.
 var stacks = []stack{
 	{name: "sluice", pkg: "./servers/sluice", loops: true},
+	{name: "sluice-uring", pkg: "./servers/sluice", loops: true, flags: []string{"-poller", "uring"}},
 	{name: "gnet", pkg: "./servers/gnet", loops: true},
 	{name: "evio", pkg: "./servers/evio", loops: true},
 	{name: "nbio", pkg: "./servers/nbio", loops: true},
@@ -30,9 +31,18 @@ var stacks = []stack{
 	{name: "C floor", c: "cfloor/epoll_echo.c"},
 }
 
-// binary returns the name of the stack's executable in the build directory.
+// binary returns the stack's name as a command-line word.
 func (s stack) binary() string {
 	return strings.ReplaceAll(s.name, " ", "-")
+}
+
+// exe returns the name of the stack's executable in the build directory:
+// go build names it after its package.
+func (s stack) exe() string {
+	if s.pkg != "" {
+		return path.Base(s.pkg)
+	}
+	return s.binary()
 }
 
 // selectStacks returns the stacks named in a comma-separated list, in table

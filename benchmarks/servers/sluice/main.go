@@ -1,12 +1,15 @@
-// Command sluice is the echo server on Sluice's epoll poller, built the way
-// the other stacks are: -loops event loops, 64 KiB read and write buffers, one
-// listener (no SO_REUSEPORT).
+// Command sluice is the echo server on Sluice, built the way the other
+// stacks are: -loops event loops, 64 KiB read and write buffers, one
+// listener (no SO_REUSEPORT). It runs on epoll, or on io_uring with
+// -poller uring.
 package main
 
 import (
 	"context"
+	"flag"
 
 	"github.com/sluicenet/sluice"
+	"github.com/sluicenet/sluice/poller"
 
 	"github.com/sluicenet/sluice/benchmarks/internal/serve"
 )
@@ -33,14 +36,18 @@ func (e *echo) OnTraffic(c sluice.Conn) sluice.Action {
 	return sluice.None
 }
 
-type server struct{ eng *serve.Handoff[sluice.Engine] }
+type server struct {
+	eng  *serve.Handoff[sluice.Engine]
+	kind *poller.Kind
+}
 
 func (s server) Serve(cfg serve.Config, m *serve.Meter) error {
 	return sluice.Run(&echo{meter: m, eng: s.eng}, "tcp://"+cfg.Addr,
 		sluice.WithNumEventLoop(cfg.Loops),
 		sluice.WithReusePort(false),
 		sluice.WithReadBufferCap(64<<10),
-		sluice.WithWriteBufferCap(64<<10))
+		sluice.WithWriteBufferCap(64<<10),
+		sluice.WithPoller(*s.kind))
 }
 
 func (s server) Stop(ctx context.Context) error {
@@ -52,5 +59,7 @@ func (s server) Stop(ctx context.Context) error {
 }
 
 func main() {
-	serve.Main(server{eng: serve.NewHandoff[sluice.Engine]()})
+	var kind poller.Kind
+	flag.TextVar(&kind, "poller", poller.Epoll, "how the event loops wait: epoll, uring or auto")
+	serve.Main(server{eng: serve.NewHandoff[sluice.Engine](), kind: &kind})
 }

@@ -1,0 +1,42 @@
+//go:build !linux
+
+package sluice
+
+import (
+	"errors"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/sluicenet/sluice/poller"
+)
+
+// ring stands for a loop's io_uring, which only Linux has.
+type ring struct{}
+
+var errNoRing = errors.New("io_uring is Linux's")
+
+// probeRing reports that io_uring cannot serve here.
+func probeRing() error { return errNoRing }
+
+// The ring's methods are never reached: choosePoller settles on epoll off
+// Linux, so ring stays nil.
+
+func (l *eventloop) openRing()  {}
+func (l *eventloop) serveRing() {}
+func (l *eventloop) closeRing() {}
+
+func (l *eventloop) pollAdd(fd int, ev poller.Event) error { return l.poll.Add(fd, ev) }
+
+func (l *eventloop) pollModify(fd int, old, ev poller.Event) error {
+	return l.poll.Modify(fd, old, ev)
+}
+
+func (l *eventloop) closeFd(fd int) { unix.Close(fd) }
+
+func (l *eventloop) sendOut(c *conn, p []byte) int { return l.write(c, p) }
+
+func (l *eventloop) flush(c *conn) { l.send(c) }
+
+func (l *eventloop) awaitSent(c *conn) bool { return false }
+
+func (rg *ring) spent(l *eventloop) {}

@@ -1,0 +1,105 @@
+package sluice
+
+import (
+	"math"
+	"os"
+	"runtime"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/sluicenet/sluice/internal/syscount"
+	"github.com/sluicenet/sluice/internal/uring"
+	"github.com/sluicenet/sluice/poller"
+)
+
+// ringModes are the engine modes again on io_uring. Every test that runs
+// over engineModes or hotPathModes runs over them too where the kernel has
+// io_uring; in CI they run regardless, so a runner without it fails rather
+// than passing untested.
+var ringModes = []engineMode{
+	{"uring-one-loop", "tcp://127.0.0.1:0", []Option{WithNumEventLoop(1)}},
+	{"uring-round-robin", "tcp://127.0.0.1:0", []Option{WithNumEventLoop(4)}},
+	{"uring-reuseport", "tcp://127.0.0.1:0", []Option{WithNumEventLoop(4), WithReusePort(true)}},
+	{"uring-tcp6", "tcp6://[::1]:0", []Option{WithNumEventLoop(2)}},
+	{"uring-unix", "unix://", []Option{WithNumEventLoop(2)}},
+}
+
+func init() {
+	if !ringTestable() {
+		return
+	}
+	for _, m := range ringModes {
+		m.opts = append(m.opts, WithPoller(poller.IOUring))
+		engineModes = append(engineModes, m)
+	}
+	for _, m := range hotPathModes[:len(hotPathModes):len(hotPathModes)] {
+		m.name = "uring-" + m.name
+		m.opts = append(m.opts[:len(m.opts):len(m.opts)], WithPoller(poller.IOUring))
+		hotPathModes = append(hotPathModes, m)
+	}
+}
+
+func ringTestable() bool {
+	return uring.Probe() == nil || os.Getenv("CI") != ""
+}
+
+func skipWithoutRing(t testing.TB) {
+	t.Helper()
+	if !ringTestable() {
+		t.Skip(uring.Probe())
+	}
+}
+
+func TestPollerChoice(t *testing.T) {
+	skipWithoutRing(t)
+	for _, k := range []poller.Kind{poller.Epoll, poller.IOUring, poller.Auto} {
+		t.Run(k.String(), func(t *testing.T) {
+			eng, addr := serve(t, echoHandler{}, WithNumEventLoop(2), WithPoller(k))
+			require.NoError(t, echoOnce(dial(t, addr), []byte("hello")))
+			for _, l := range eng.e.loops {
+				require.Equal(t, k != poller.Epoll, l.eng.opts.poller == poller.IOUring)
+			}
+		})
+	}
+}
+
+// TestRingRoundTripSystemCalls counts io_uring_enter and every other
+// system call per 64-byte echo round trip on io_uring, with many
+// connections sending at once, so that one turn of the loop serves many.
+func TestRingRoundTripSystemCalls(t *testing.T) {
+	skipWithoutRing(t)
+	const conns, rounds = 100, 50
+	syscount.Enabled = true
+	t.Cleanup(func() { syscount.Enabled = false })
+	eng, addr := serve(t, echoHandler{}, WithNumEventLoop(1), WithPoller(poller.IOUring))
+	cs := make([]*rawClient, conns)
+	for i := range cs {
+		cs[i] = dialRaw(t, addr)
+		cs[i].roundTrip(t)
+	}
+	loop := eng.e.loops[0]
+	waitFor(t, 5*time.Second, func() bool { return loop.count.Load() == conns }, func() string { return "not all open" })
+	perTrip := math.Inf(1)
+	for range 3 {
+		for !loop.sleeping.Load() {
+			runtime.Gosched()
+		}
+		before := syscount.Load()
+		for range rounds {
+			for _, c := range cs {
+				c.send(t)
+			}
+			for _, c := range cs {
+				c.receive(t)
+			}
+		}
+		for !loop.sleeping.Load() {
+			runtime.Gosched()
+		}
+		perTrip = min(perTrip, float64(syscount.Load()-before)/(conns*rounds))
+	}
+	t.Logf("%.2f system calls per 64-byte echo round trip at %d connections", perTrip, conns)
+	require.Less(t, perTrip, 1.0, "one enter serves the turn's receives and sends")
+}
