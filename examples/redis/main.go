@@ -36,7 +36,8 @@
 // long, as Redis's timeout does (CONFIG GET reports both). Behind a load
 // balancer that sends the PROXY protocol header (HAProxy's send-proxy or
 // send-proxy-v2), -proxy-protocol optional or required reads it, so that
-// CLIENT LIST and CLIENT KILL ADDR name the real clients.
+// CLIENT LIST and CLIENT KILL ADDR name the real clients. -poller uring
+// (or auto) runs the event loops on io_uring instead of epoll.
 //
 // It stops gracefully on SIGINT or SIGTERM.
 package main
@@ -54,6 +55,7 @@ import (
 
 	"github.com/sluicenet/sluice"
 	"github.com/sluicenet/sluice/codec"
+	"github.com/sluicenet/sluice/poller"
 )
 
 func main() {
@@ -64,6 +66,7 @@ func main() {
 	flag.IntVar(&cfg.maxClients, "maxclients", 10000, "most clients connected at once (0: as many as descriptors allow)")
 	flag.DurationVar(&cfg.idleTimeout, "idle-timeout", 0, "disconnect a client idle for this long (0: never)")
 	flag.TextVar(&cfg.proxy, "proxy-protocol", sluice.ProxyOff, "read a PROXY protocol header first: off, optional or required")
+	flag.TextVar(&cfg.poller, "poller", poller.Epoll, "how the event loops wait: epoll, uring or auto")
 	flag.Parse()
 
 	s := newServer(cfg)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/sluicenet/sluice"
 	"github.com/sluicenet/sluice/codec"
+	"github.com/sluicenet/sluice/poller"
 )
 
 // config is what the command line sets.
@@ -18,6 +19,7 @@ type config struct {
 	maxClients  int           // zero means as many as the process may open
 	idleTimeout time.Duration // zero means none
 	proxy       sluice.ProxyMode
+	poller      poller.Kind // the zero Kind is epoll
 }
 
 // requestLimit returns the largest command accepted, in bytes.
@@ -44,6 +46,7 @@ func (c *config) options() []sluice.Option {
 		sluice.WithIdleTimeout(c.idleTimeout),
 		sluice.WithProxyProtocol(c.proxy, 0),
 		sluice.WithMaxInboundBuffered(c.inboundLimit()),
+		sluice.WithPoller(c.poller),
 	}
 }
 
