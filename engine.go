@@ -263,7 +263,7 @@ func (e *engine) pick(c *conn) *eventloop {
 	case LeastConnections:
 		best := e.loops[0]
 		for _, l := range e.loops[1:] {
-			if l.count.Load() < best.count.Load() {
+			if l.load() < best.load() {
 				best = l
 			}
 		}

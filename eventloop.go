@@ -27,10 +27,11 @@ type eventloop struct {
 	listeners []*listener // the listeners this loop accepts on
 	conns     []*conn     // by descriptor
 	count     atomic.Int64
-	buf       []byte // every read lands here first
-	wbuf      []byte // output of the running callback, sent when it returns
-	cur       *conn  // whose callback is running
-	late      *conn  // closed inside its own callback; OnClose waits for it to return
+	handed    atomic.Int64 // accepted by another loop for this one, not yet opened
+	buf       []byte       // every read lands here first
+	wbuf      []byte       // output of the running callback, sent when it returns
+	cur       *conn        // whose callback is running
+	late      *conn        // closed inside its own callback; OnClose waits for it to return
 	lateErr   error
 	tasks     taskQueue
 	sleeping  atomic.Bool
@@ -254,10 +255,19 @@ func (l *eventloop) accepted(ln *listener, fd int, sa unix.Sockaddr) {
 		l.open(c)
 		return
 	}
+	c.loop.handed.Add(1)
 	t := newTask(taskOpen, c)
 	if c.loop.post(t) != nil {
+		c.loop.handed.Add(-1)
 		l.drop(c)
 	}
+}
+
+// load is how many connections the loop has, counting those handed to it
+// and not yet opened, so that LeastConnections spreads a burst of accepts
+// that arrives faster than the loops open them.
+func (l *eventloop) load() int64 {
+	return l.count.Load() + l.handed.Load()
 }
 
 // acceptPause is how long a loop stops accepting when the process or the
@@ -666,7 +676,8 @@ func (l *eventloop) runTask(t *task) {
 	c := t.c
 	switch t.kind {
 	case taskOpen:
-		l.open(c)
+		l.open(c) // counts c before it stops counting as handed
+		l.handed.Add(-1)
 		return
 	case taskStop:
 		l.drain()

@@ -273,3 +273,32 @@ func TestPanickingTickWaitsASecond(t *testing.T) {
 	time.Sleep(100 * time.Millisecond)
 	assert.EqualValues(t, 1, h.ticks.Load())
 }
+
+func TestLeastConnectionsSpreadsABurst(t *testing.T) {
+	h := newObserver()
+	_, addr := serve(t, h, WithNumEventLoop(4), WithLoadBalancing(LeastConnections))
+	const n = 40
+	var wg sync.WaitGroup
+	for range n {
+		wg.Go(func() { dial(t, addr) })
+	}
+	wg.Wait()
+	for range n {
+		select {
+		case <-h.opened:
+		case <-time.After(5 * time.Second):
+			t.Fatal("connection not opened")
+		}
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	perLoop := map[int]int{}
+	for _, l := range h.loops {
+		perLoop[l]++
+	}
+	// A connection moving from handed to opened can count twice for a
+	// moment, so a pick then may miss by one.
+	for l := range 4 {
+		assert.InDelta(t, 10, perLoop[l], 1, "loop %d of %v: connections still being handed over count too", l, perLoop)
+	}
+}
