@@ -108,6 +108,7 @@ const (
 // table, and its idle timer if it has one.
 type conn struct {
 	fd      int
+	rs      ringSlot // its record on the loop's io_uring, if it has one
 	state   connState
 	events  poller.Event // what the poller watches for
 	sourced bool         // counted against its source's limit

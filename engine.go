@@ -322,6 +322,7 @@ type listener struct {
 	fd   int
 	addr net.Addr
 	unix bool
+	rs   ringSlot // its record on the loop's io_uring, if it has one
 }
 
 func listen(network, address string, o socket.Options) (*listener, error) {

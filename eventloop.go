@@ -319,17 +319,18 @@ func (l *eventloop) open(c *conn) {
 		l.drop(c)
 		return
 	}
-	if err := l.pollAdd(c.fd, poller.Readable); err != nil {
-		l.eng.opts.logger.Warn("sluice: registering a connection failed", "err", err)
-		l.drop(c)
-		return
-	}
-	c.events = poller.Readable
 	if c.fd >= len(l.conns) {
 		// The table only grows, so what lies past its length is nil.
 		l.conns = slices.Grow(l.conns, c.fd+1-len(l.conns))[:c.fd+1]
 	}
 	l.conns[c.fd] = c
+	if err := l.pollAdd(c.fd, poller.Readable); err != nil {
+		l.conns[c.fd] = nil
+		l.eng.opts.logger.Warn("sluice: registering a connection failed", "err", err)
+		l.drop(c)
+		return
+	}
+	c.events = poller.Readable
 	l.count.Add(1)
 	if l.eng.opts.proxy != ProxyOff {
 		l.awaitHeader(c)
@@ -576,7 +577,7 @@ func (l *eventloop) closeConn(c *conn, err error) {
 	}
 	l.stopTimers(c)
 	// Closing the descriptor also removes it from the poller.
-	l.closeFd(c.fd)
+	l.closeSocket(c)
 	c.releaseBuffers()
 	l.eng.forget(c)
 	switch {

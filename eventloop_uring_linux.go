@@ -18,7 +18,7 @@ import (
 // a turn's submitted at once, and a multishot poll of the wake-up eventfd.
 // Everything else (callbacks, buffering, deadlines, tasks, closing) is the
 // epoll loop's own code: the loop reaches the ring only through pollAdd,
-// pollModify, closeFd, sendOut, flush, resetWbuf and closeGraceful's
+// pollModify, closeSocket, sendOut, flush, resetWbuf and closeGraceful's
 // awaitSent, and takes received bytes in where a read would have put them.
 
 // Ring sizes: submissions per turn before the ring submits early, room for
@@ -43,7 +43,7 @@ func ringBufCount(size int) int {
 }
 
 // opKind says what a completion is for. A completion's user data packs the
-// kind, the descriptor's generation and the descriptor.
+// kind, the generation of the descriptor's holder and the descriptor.
 type opKind uint8
 
 const (
@@ -52,57 +52,70 @@ const (
 	opAccept                // a listener accepted
 	opRecv                  // a connection received
 	opPollOut               // a connection may take more output
-	opSend                  // a send came back short, or failed
+	opSend                  // a send of an even turn came back short, or failed
+	opSendOdd               // the same, of an odd turn
 )
+
+// genMask keeps the bits of a generation that user data carries.
+const genMask = 1<<24 - 1
 
 // userData packs an operation's kind, generation and descriptor.
 func userData(kind opKind, gen uint32, fd int) uint64 {
-	return uint64(kind)<<56 | uint64(gen&(1<<24-1))<<32 | uint64(uint32(fd))
+	return uint64(kind)<<56 | uint64(gen&genMask)<<32 | uint64(uint32(fd))
 }
 
 func splitUserData(ud uint64) (kind opKind, gen uint32, fd int) {
 	return opKind(ud >> 56), uint32(ud>>32) & (1<<24 - 1), int(uint32(ud))
 }
 
-// armed is what a descriptor has in flight on the ring.
+// armed is what a connection or listener has in flight on the ring.
 type armed uint8
 
 const (
 	armedRead   armed = 1 << iota // a multishot receive or accept
 	armedCancel                   // and its cancellation
 	armedWrite                    // a poll for writable
+	armedSend                     // a send whose result is still to come
 )
 
-// fdState is the ring's view of one descriptor. gen changes whenever the
-// descriptor is opened or closed, so a completion that arrives for an
-// earlier holder of the number is recognised and dropped.
-type fdState struct {
-	gen      uint32
-	armed    armed
-	sendTurn uint64 // the turn of its last send through the ring
+// ringSlot is the ring's record of a connection or listener, kept in it so
+// that the ring needs no table by descriptor. gen is drawn afresh each time
+// one starts on the ring, so a completion that arrives for an earlier
+// holder of its descriptor is recognised and dropped. send is where its
+// send in flight is in its turn's list.
+type ringSlot struct {
+	gen   uint32
+	send  uint32
+	armed armed
+}
+
+// pendingSend is a send in flight: the connection and the bytes, which
+// stay in place until the send's result is in.
+type pendingSend struct {
+	c *conn
+	p []byte
 }
 
 // ring is a loop's io_uring and what it has armed.
 type ring struct {
 	r       *uring.Ring
 	bufs    *uring.BufRing
-	fds     []fdState // by descriptor, listeners included
-	accepts []uint64  // the user data of each listener's accept
-	batch   []uring.CQE
-	collect func(uring.CQE)
+	gens    uint32   // generations drawn
+	accepts []uint64 // the user data of each listener's accept
+	peeked  int      // completions of this turn seen by the first pass
+	first   func(uring.CQE)
+	rest    func(uring.CQE)
 
 	// Output. A callback's output is sent with the turn's other sends
 	// when the next turn begins, from the loop's write buffer, which the
 	// loop leaves alone meanwhile: it alternates between two, so the bytes
 	// of a turn's sends stay in place through the next turn, when a send
-	// that came back short has the rest queued. sends holds, by
-	// descriptor, the bytes of each one's last send.
-	out     [2][]byte
-	cur     int
-	sends   [][]byte
-	now     bool   // Conn.Flush is sending: write at once
-	turn    uint64 // turns begun
-	settled uint64 // every send of this turn or earlier has its result
+	// that came back short has the rest queued. sends lists each turn's
+	// sends, alternating the same way.
+	out   [2][]byte
+	sends [2][]pendingSend
+	now   bool   // Conn.Flush is sending: write at once
+	turn  uint64 // turns begun
 }
 
 // probeRing reports whether io_uring can serve the engine here.
@@ -126,7 +139,7 @@ func (l *eventloop) openRing() {
 		return
 	}
 	l.ring = &ring{r: r, bufs: bufs, turn: 1}
-	l.ring.collect = l.ring.add
+	l.ring.first, l.ring.rest = l.sendResult, l.completeRest
 	for i := range l.ring.out {
 		l.ring.out[i] = make([]byte, 0, size)
 	}
@@ -165,33 +178,57 @@ func (l *eventloop) serveRing() {
 }
 
 // turn handles what the last wait brought. The results of the sends it
-// submitted come first, so that the rest of a short send is queued before
-// any callback can write more behind it.
+// submitted come first, in a pass that consumes nothing, so that the rest
+// of a short send is queued before any callback can write more behind it;
+// every other send of the last turn went whole, and its connection may
+// send directly again.
 func (l *eventloop) turn() {
 	rg := l.ring
 	rg.turn++
-	rg.cur ^= 1
+	out := &rg.out[rg.turn&1]
 	if l.eng.opts.wipe {
-		clear(rg.out[rg.cur][:cap(rg.out[rg.cur])])
+		clear((*out)[:cap(*out)])
 	}
-	l.wbuf = rg.out[rg.cur][:0]
-	rg.batch = rg.batch[:0]
-	rg.r.ForEachCQE(rg.collect)
-	for _, e := range rg.batch {
-		if kind, _, _ := splitUserData(e.UserData); kind == opSend {
-			l.complete(e)
-		}
-	}
-	rg.settled = rg.turn - 1
-	for _, e := range rg.batch {
-		if kind, _, _ := splitUserData(e.UserData); kind != opSend {
-			l.complete(e)
-		}
+	l.wbuf = (*out)[:0]
+	rg.peeked = rg.r.PeekCQEs(rg.first)
+	rg.settle(&rg.sends[(rg.turn-1)&1])
+	rg.r.ForEachCQE(rg.rest)
+}
+
+// sendResult handles a completion if it is a send's.
+func (l *eventloop) sendResult(e uring.CQE) {
+	if kind, _, _ := splitUserData(e.UserData); kind == opSend || kind == opSendOdd {
+		l.complete(e)
 	}
 }
 
-// add keeps a completion for the turn.
-func (rg *ring) add(e uring.CQE) { rg.batch = append(rg.batch, e) }
+// completeRest handles a completion the first pass of the turn did not.
+func (l *eventloop) completeRest(e uring.CQE) {
+	if l.ring.peeked > 0 {
+		l.ring.peeked--
+		if kind, _, _ := splitUserData(e.UserData); kind == opSend || kind == opSendOdd {
+			return
+		}
+	}
+	l.complete(e)
+}
+
+// settle ends a turn's sends, whose results are in, and empties its list.
+// A list that grew large in a burst is let go rather than kept at its
+// peak for good.
+func (rg *ring) settle(list *[]pendingSend) {
+	for _, s := range *list {
+		s.c.rs.armed &^= armedSend
+	}
+	clear(*list)
+	*list = (*list)[:0]
+	if cap(*list) > maxKeptSends {
+		*list = nil
+	}
+}
+
+// maxKeptSends is the most entries a turn's send list keeps between turns.
+const maxKeptSends = 1024
 
 // closeRing submits what the last turn queued, closes among it, and closes
 // the ring, which cancels whatever is still armed.
@@ -216,27 +253,35 @@ func (l *eventloop) stopAccepts() {
 	rg.accepts = rg.accepts[:0]
 }
 
-// state returns the ring's record of fd, growing the table as needed.
-func (rg *ring) state(fd int) *fdState {
-	if fd >= len(rg.fds) {
-		rg.fds = append(rg.fds, make([]fdState, fd+1-len(rg.fds))...)
+// slot returns the ring's record of fd's present holder, a connection or
+// a listener, or nil when it has none.
+func (l *eventloop) slot(fd int) *ringSlot {
+	if fd < len(l.conns) && l.conns[fd] != nil {
+		return &l.conns[fd].rs
 	}
-	return &rg.fds[fd]
+	if ln := l.listener(fd); ln != nil {
+		return &ln.rs
+	}
+	return nil
 }
 
-// current reports whether a completion with gen is for fd's present holder.
-func (rg *ring) current(fd int, gen uint32) bool {
-	return fd < len(rg.fds) && rg.fds[fd].gen&(1<<24-1) == gen
+// current returns the record of fd's present holder if a completion with
+// gen is for it, and nil if the completion is for an earlier one.
+func (l *eventloop) current(fd int, gen uint32) *ringSlot {
+	if rs := l.slot(fd); rs != nil && rs.gen&genMask == gen {
+		return rs
+	}
+	return nil
 }
 
-// pollAdd starts serving fd, a new connection or a listener, on the ring.
+// pollAdd starts serving fd, a connection already in the loop's table or a
+// listener, on the ring.
 func (l *eventloop) pollAdd(fd int, ev poller.Event) error {
 	if l.ring == nil {
 		return l.poll.Add(fd, ev)
 	}
-	st := l.ring.state(fd)
-	st.gen++
-	st.armed, st.sendTurn = 0, 0
+	l.ring.gens++
+	*l.slot(fd) = ringSlot{gen: l.ring.gens}
 	return l.pollModify(fd, 0, ev)
 }
 
@@ -248,7 +293,7 @@ func (l *eventloop) pollModify(fd int, old, ev poller.Event) error {
 	if rg == nil {
 		return l.poll.Modify(fd, old, ev)
 	}
-	st := rg.state(fd)
+	st := l.slot(fd)
 	kind := opRecv
 	if l.listener(fd) != nil {
 		kind = opAccept
@@ -270,23 +315,18 @@ func (l *eventloop) pollModify(fd int, old, ev poller.Event) error {
 		rg.r.PrepCancel(ud, userData(opIgnore, 0, 0))
 	}
 	if ev&poller.Writable != 0 {
-		rg.armWrite(fd)
+		rg.armWrite(fd, st)
 	}
 	return nil
 }
 
-// armWrite asks to hear when fd may take more output, unless it has.
-func (rg *ring) armWrite(fd int) {
-	st := rg.state(fd)
+// armWrite asks to hear when fd, held by st's owner, may take more output,
+// unless it has.
+func (rg *ring) armWrite(fd int, st *ringSlot) {
 	if st.armed&armedWrite == 0 {
 		st.armed |= armedWrite
 		rg.r.PrepPollAdd(fd, unix.POLLOUT, userData(opPollOut, st.gen, fd))
 	}
-}
-
-// sending reports whether fd has a send whose result is still to come.
-func (rg *ring) sending(fd int) bool {
-	return fd < len(rg.fds) && rg.fds[fd].sendTurn > rg.settled
 }
 
 // sendOut sends p, the output of c's running callback, and returns how
@@ -299,22 +339,21 @@ func (l *eventloop) sendOut(c *conn, p []byte) int {
 	if rg == nil {
 		return l.write(c, p)
 	}
-	if rg.sending(c.fd) {
+	if c.rs.armed&armedSend != 0 {
 		return 0
 	}
 	if rg.now {
 		return l.write(c, p)
 	}
-	st := rg.state(c.fd)
-	st.sendTurn = rg.turn
-	if c.fd >= len(rg.sends) {
-		rg.sends = append(rg.sends, make([][]byte, c.fd+1-len(rg.sends))...)
-	}
-	rg.sends[c.fd] = p
+	list := &rg.sends[rg.turn&1]
+	c.rs.armed |= armedSend
+	c.rs.send = uint32(len(*list))
+	*list = append(*list, pendingSend{c: c, p: p})
 	// MSG_WAITALL makes a short send a failure, so that SkipSuccess posts
 	// a completion for it and none for a send that took everything.
 	const flags = unix.MSG_DONTWAIT | unix.MSG_WAITALL | unix.MSG_NOSIGNAL
-	rg.r.PrepSend(c.fd, p, flags, userData(opSend, st.gen, c.fd)).SetFlags(uring.SkipSuccess)
+	kind := opSend + opKind(rg.turn&1)
+	rg.r.PrepSend(c.fd, p, flags, userData(kind, c.rs.gen, c.fd)).SetFlags(uring.SkipSuccess)
 	l.sent(c)
 	return len(p)
 }
@@ -339,21 +378,25 @@ func (rg *ring) spent(l *eventloop) { l.wbuf = l.wbuf[len(l.wbuf):] }
 // is still to come, and if so asks to hear when c may take more output,
 // which is after that result: c closes then if nothing came back.
 func (l *eventloop) awaitSent(c *conn) bool {
-	if l.ring == nil || !l.ring.sending(c.fd) {
+	if l.ring == nil || c.rs.armed&armedSend == 0 {
 		return false
 	}
-	l.ring.armWrite(c.fd)
+	l.ring.armWrite(c.fd, &c.rs)
 	return true
 }
 
 // sendFailed queues, in front of whatever c queued since, the part of a
-// send the socket did not take, or closes c if the send failed.
-func (l *eventloop) sendFailed(fd int, gen uint32, e uring.CQE) {
-	rg := l.ring
-	if !rg.current(fd, gen) || fd >= len(l.conns) || l.conns[fd] == nil {
+// send of the turn of parity odd that the socket did not take, or closes c
+// if the send failed.
+func (l *eventloop) sendFailed(fd int, gen uint32, odd int, e uring.CQE) {
+	if l.current(fd, gen) == nil || fd >= len(l.conns) || l.conns[fd] == nil {
 		return
 	}
 	c := l.conns[fd]
+	list := l.ring.sends[odd]
+	if int(c.rs.send) >= len(list) || list[c.rs.send].c != c {
+		return // not c's: its send was settled as whole, which a failure never is
+	}
 	n := 0
 	switch err := e.Err(); err {
 	case nil:
@@ -363,7 +406,7 @@ func (l *eventloop) sendFailed(fd int, gen uint32, e uring.CQE) {
 		l.closeConn(c, err)
 		return
 	}
-	rest := rg.sends[fd][n:]
+	rest := list[c.rs.send].p[n:]
 	out := l.eng.outPool.Get()
 	out.B = append(out.B, rest...)
 	if c.out != nil {
@@ -373,33 +416,31 @@ func (l *eventloop) sendFailed(fd int, gen uint32, e uring.CQE) {
 	c.out, c.outHead = out, 0
 	l.watch(c)
 	if c.state != stateClosed {
-		rg.armWrite(fd)
+		l.ring.armWrite(fd, &c.rs)
 	}
 }
 
-// closeFd closes a connection's descriptor. On the ring it first cancels
+// closeSocket closes c's descriptor. On the ring it first cancels
 // what is armed on it, which holds the socket open, and closes it in the
 // same submission, so the number is not reused before the cancellation
 // has found its operations. It cancels each operation by its user data,
 // which the kernel finds by hash: a cancel by descriptor walks every
 // armed operation of the ring, and closing 10,000 connections that way
 // took 6 s where closing them directly took 1.5.
-func (l *eventloop) closeFd(fd int) {
+func (l *eventloop) closeSocket(c *conn) {
 	rg := l.ring
 	if rg == nil {
-		unix.Close(fd)
+		unix.Close(c.fd)
 		return
 	}
-	st := rg.state(fd)
+	st := &c.rs
 	if st.armed&(armedRead|armedCancel) == armedRead {
-		rg.r.PrepCancel(userData(opRecv, st.gen, fd), userData(opIgnore, 0, 0))
+		rg.r.PrepCancel(userData(opRecv, st.gen, c.fd), userData(opIgnore, 0, 0))
 	}
 	if st.armed&armedWrite != 0 {
-		rg.r.PrepCancel(userData(opPollOut, st.gen, fd), userData(opIgnore, 0, 0))
+		rg.r.PrepCancel(userData(opPollOut, st.gen, c.fd), userData(opIgnore, 0, 0))
 	}
-	st.gen++
-	st.armed = 0
-	rg.r.PrepClose(fd, userData(opIgnore, 0, 0)).SetFlags(uring.SkipSuccess)
+	rg.r.PrepClose(c.fd, userData(opIgnore, 0, 0)).SetFlags(uring.SkipSuccess)
 }
 
 // listener returns the loop's listener on fd, if fd is one.
@@ -426,20 +467,20 @@ func (l *eventloop) complete(e uring.CQE) {
 		l.ringReceived(fd, gen, e)
 	case opPollOut:
 		l.ringWritable(fd, gen)
-	case opSend:
-		l.sendFailed(fd, gen, e)
+	case opSend, opSendOdd:
+		l.sendFailed(fd, gen, int(kind-opSend), e)
 	}
 }
 
 // ended notes that fd's multishot operation posted its last completion,
 // and reports whether that completion is for fd's present holder.
 func (l *eventloop) ended(fd int, gen uint32, e uring.CQE) bool {
-	rg := l.ring
-	if !rg.current(fd, gen) {
+	st := l.current(fd, gen)
+	if st == nil {
 		return false
 	}
 	if !e.More() {
-		rg.fds[fd].armed &^= armedRead | armedCancel
+		st.armed &^= armedRead | armedCancel
 	}
 	return true
 }
@@ -522,11 +563,11 @@ func (l *eventloop) ringDeliver(c *conn, p []byte) {
 }
 
 func (l *eventloop) ringWritable(fd int, gen uint32) {
-	rg := l.ring
-	if !rg.current(fd, gen) {
+	st := l.current(fd, gen)
+	if st == nil {
 		return
 	}
-	rg.fds[fd].armed &^= armedWrite
+	st.armed &^= armedWrite
 	c := l.conns[fd]
 	switch {
 	case c == nil:

@@ -13,6 +13,9 @@ import (
 // ring stands for a loop's io_uring, which only Linux has.
 type ring struct{}
 
+// ringSlot stands for a connection's record on the ring.
+type ringSlot struct{}
+
 var errNoRing = errors.New("io_uring is Linux's")
 
 // probeRing reports that io_uring cannot serve here.
@@ -31,7 +34,7 @@ func (l *eventloop) pollModify(fd int, old, ev poller.Event) error {
 	return l.poll.Modify(fd, old, ev)
 }
 
-func (l *eventloop) closeFd(fd int) { unix.Close(fd) }
+func (l *eventloop) closeSocket(c *conn) { unix.Close(c.fd) }
 
 func (l *eventloop) sendOut(c *conn, p []byte) int { return l.write(c, p) }
 

@@ -376,6 +376,21 @@ func (r *Ring) ForEachCQE(fn func(CQE)) int {
 	}
 }
 
+// PeekCQEs calls fn with every completion ready now, oldest first, and
+// consumes none: a ForEachCQE that follows meets them again, first and in
+// the same order. It lets a caller handle one kind of completion before
+// any other without copying them out. fn must not call PeekCQEs or
+// ForEachCQE. Completions that arrive while it runs wait for ForEachCQE.
+func (r *Ring) PeekCQEs(fn func(CQE)) int {
+	head := *r.cqHead
+	// Acquire, as in ForEachCQE.
+	tail := atomic.LoadUint32(r.cqTail)
+	for i := head; i != tail; i++ {
+		fn(r.cqes[i&r.cqMask])
+	}
+	return int(tail - head)
+}
+
 // register is io_uring_register.
 func (r *Ring) register(op uintptr, arg unsafe.Pointer, n uintptr) error {
 	_, _, errno := unix.Syscall6(unix.SYS_IO_URING_REGISTER, uintptr(r.fd), op, uintptr(arg), n, 0, 0)

@@ -142,6 +142,26 @@ func TestCompletionOverflow(t *testing.T) {
 	assert.Len(t, seen, n)
 }
 
+// PeekCQEs shows the ready completions without consuming them, and
+// ForEachCQE then meets the same ones first, in the same order.
+func TestPeekCQEsConsumesNothing(t *testing.T) {
+	r := newTestRing(t, 8, 16)
+	for i := range 5 {
+		r.PrepCancel(1<<40+uint64(i), uint64(i))
+	}
+	require.NoError(t, r.SubmitAndWait(5, time.Second))
+	var peeked, again, consumed []uint64
+	assert.Equal(t, 5, r.PeekCQEs(func(c CQE) { peeked = append(peeked, c.UserData) }))
+	r.PeekCQEs(func(c CQE) { again = append(again, c.UserData) })
+	r.PrepCancel(1<<40, 9) // completes after the peek, so ForEachCQE meets it last
+	require.NoError(t, r.Submit())
+	r.ForEachCQE(func(c CQE) { consumed = append(consumed, c.UserData) })
+	assert.Equal(t, []uint64{0, 1, 2, 3, 4}, peeked)
+	assert.Equal(t, peeked, again)
+	assert.Equal(t, []uint64{0, 1, 2, 3, 4, 9}, consumed)
+	assert.Zero(t, r.PeekCQEs(func(CQE) { t.Error("a consumed completion was peeked") }))
+}
+
 func TestSubmitAndWaitTimesOut(t *testing.T) {
 	r := newTestRing(t, 8, 0)
 	start := time.Now()
