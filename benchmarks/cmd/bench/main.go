@@ -2,7 +2,7 @@
 // markdown table. benchmarks/run builds it and runs it; see
 // benchmarks/README.md for what each row means.
 //
-// It builds every server, the C floor (with gcc) and the load generator into
+// It builds every server, the C floors (with gcc) and the load generator into
 // -bin; then, round after round, for each shape and each stack in an order
 // that rotates every round, it starts a fresh server pinned to -server-cpus,
 // waits for its port, runs cmd/loadgen pinned to -client-cpus, stops the
@@ -84,7 +84,7 @@ func parseFlags() (config, error) {
 	flag.StringVar(&cfg.bin, "bin", "", "`directory` to build into (benchmarks/run passes a fresh one)")
 	flag.StringVar(&cfg.out, "o", "", "also write the table to `file`")
 	flag.StringVar(&cfg.only, "only", "", "run only the shapes whose names contain one of these comma-separated `words`")
-	stackList := flag.String("stacks", "all", "comma-separated stacks to run: sluice,gnet,evio,nbio,netpoll,std,C-floor")
+	stackList := flag.String("stacks", "all", "comma-separated stacks to run: sluice,sluice-uring,gnet,evio,nbio,netpoll,std,C-floor,C-uring")
 	serverCPUs := flag.String("server-cpus", "0", "`CPUs` for each server (taskset list); it runs one loop per CPU")
 	clientCPUs := flag.String("client-cpus", "1", "`CPUs` for the load generator; it runs one epoll loop per CPU")
 	flag.Parse()
@@ -114,7 +114,7 @@ func parseFlags() (config, error) {
 }
 
 // build compiles the chosen servers and the load generator with go, and the
-// C floor with gcc, into cfg.bin.
+// C floors with gcc, into cfg.bin.
 func build(cfg config) error {
 	goArgs := []string{"build", "-o", cfg.bin + "/", "./cmd/loadgen"}
 	for _, st := range cfg.stacks {

@@ -15,7 +15,7 @@ type stack struct {
 	name  string
 	pkg   string   // Go package to build, relative to the benchmarks module
 	c     string   // or C source to build with gcc
-	loops bool     // takes -loops and GOMAXPROCS; the C floor is single-threaded
+	loops bool     // takes -loops and GOMAXPROCS; the C floors are single-threaded
 	flags []string // further flags for the server, so one package serves two stacks
 }
 
@@ -29,6 +29,7 @@ var stacks = []stack{
 	{name: "netpoll", pkg: "./servers/netpoll", loops: true},
 	{name: "std", pkg: "./servers/std", loops: true},
 	{name: "C floor", c: "cfloor/epoll_echo.c"},
+	{name: "C uring", c: "cfloor/uring_echo.c"},
 }
 
 // binary returns the stack's name as a command-line word.
