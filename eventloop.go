@@ -652,6 +652,7 @@ func (l *eventloop) kill(fd int, id uint64) {
 // closes once its queued output is sent.
 func (l *eventloop) drain() {
 	l.draining = true
+	l.stopAccepts()
 	for _, ln := range l.listeners {
 		ln.close()
 	}

@@ -171,9 +171,6 @@ func (l *eventloop) serveRing() {
 		l.runTimers()
 		l.tick()
 		l.resumeAccepts()
-		if l.draining {
-			l.stopAccepts()
-		}
 	}
 }
 
@@ -243,14 +240,25 @@ func (l *eventloop) armWake() {
 	l.ring.r.PrepPollMultishot(l.poll.WakeFd(), unix.POLLIN, userData(opWake, 0, 0))
 }
 
-// stopAccepts cancels the listeners' accepts once the loop drains, since
-// closing a listener leaves an armed accept holding it open.
+// stopAccepts cancels the listeners' accepts as the loop drains, before it
+// closes them, and shuts the listeners down. An armed accept holds its
+// listener open, and lets go only when its cancellation completes, in a
+// later turn or, once the loop has stopped, when the kernel tears the ring
+// down in the background; until then the port stayed bound, and a server
+// restarted at once failed to listen. Shut down, the listener leaves the
+// port at once.
 func (l *eventloop) stopAccepts() {
 	rg := l.ring
+	if rg == nil {
+		return
+	}
 	for _, ud := range rg.accepts {
 		rg.r.PrepCancel(ud, userData(opIgnore, 0, 0))
 	}
 	rg.accepts = rg.accepts[:0]
+	for _, ln := range l.listeners {
+		unix.Shutdown(ln.fd, unix.SHUT_RDWR)
+	}
 }
 
 // slot returns the ring's record of fd's present holder, a connection or

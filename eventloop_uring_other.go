@@ -24,9 +24,10 @@ func probeRing() error { return errNoRing }
 // The ring's methods are never reached: choosePoller settles on epoll off
 // Linux, so ring stays nil.
 
-func (l *eventloop) openRing()  {}
-func (l *eventloop) serveRing() {}
-func (l *eventloop) closeRing() {}
+func (l *eventloop) openRing()    {}
+func (l *eventloop) serveRing()   {}
+func (l *eventloop) closeRing()   {}
+func (l *eventloop) stopAccepts() {}
 
 func (l *eventloop) pollAdd(fd int, ev poller.Event) error { return l.poll.Add(fd, ev) }
 
