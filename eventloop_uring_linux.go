@@ -524,19 +524,27 @@ func (l *eventloop) ringAccept(ln *listener, fd int) {
 	l.accepted(ln, fd, sa)
 }
 
+// ringReceived handles a receive's completion, and gives the buffer it
+// names back once the bytes have been handed over.
 func (l *eventloop) ringReceived(fd int, gen uint32, e uring.CQE) {
-	rg := l.ring
 	id, hasBuf := e.Buffer()
-	if hasBuf {
-		defer rg.bufs.Recycle(id)
+	if !hasBuf {
+		l.ringReceive(fd, gen, e, nil)
+		return
 	}
+	n := max(e.Res, 0)
+	l.ringReceive(fd, gen, e, l.ring.bufs.Buf(id)[:n:n])
+	l.ring.bufs.Recycle(id)
+}
+
+// ringReceive handles a receive that brought p, or ended.
+func (l *eventloop) ringReceive(fd int, gen uint32, e uring.CQE, p []byte) {
 	if !l.ended(fd, gen, e) || fd >= len(l.conns) || l.conns[fd] == nil {
 		return
 	}
 	c := l.conns[fd]
 	switch err := e.Err(); {
 	case e.Res > 0:
-		p := rg.bufs.Buf(id)[:e.Res:e.Res]
 		l.ringDeliver(c, p)
 	case e.Res == 0:
 		l.closeGraceful(c)

@@ -24,7 +24,8 @@ type BufRing struct {
 	group   uint16
 	size    int
 	mask    uint16
-	tail    uint16     // buffers handed to the kernel, ever (wrapping)
+	tail    uint16     // buffers put in the ring, ever (wrapping)
+	shown   uint16     // the tail as the kernel last saw it
 	slots   []bufEntry // the ring the kernel takes buffers from
 	slotMem []byte     // the mapping of slots
 	mem     []byte     // the buffers
@@ -80,13 +81,12 @@ func (b *BufRing) Buf(id uint16) []byte {
 	return b.mem[off : off+b.size : off+b.size]
 }
 
-// Recycle gives buffer id back to the kernel. Call it once per completion
-// that named the buffer, when its bytes are no longer needed, including by
-// a send still in flight.
-func (b *BufRing) Recycle(id uint16) {
-	b.put(id)
-	b.publish()
-}
+// Recycle gives buffer id back to the kernel, which sees it from the
+// ring's next Submit or SubmitAndWait: a loop that recycles many buffers a
+// turn publishes them with one store. Call it once per completion that
+// named the buffer, when its bytes are no longer needed, including by a
+// send still in flight.
+func (b *BufRing) Recycle(id uint16) { b.put(id) }
 
 // put writes buffer id into the next free slot, which the kernel does not
 // read until publish moves the tail past it.
@@ -104,6 +104,10 @@ func (b *BufRing) put(id uint16) {
 // unchanged. The store is a release: the kernel loads the tail with
 // acquire before it reads a slot, so it sees every slot put before.
 func (b *BufRing) publish() {
+	if b.shown == b.tail {
+		return
+	}
+	b.shown = b.tail
 	var word uint32
 	halves := (*[2]uint16)(unsafe.Pointer(&word)) // in memory order, whatever the byte order
 	halves[0] = b.slots[0].bid

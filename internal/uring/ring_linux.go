@@ -286,11 +286,15 @@ func (r *Ring) makeRoom() error {
 	return nil
 }
 
-// publish makes the prepared entries visible to the kernel and returns how
-// many it has yet to consume. The store of the tail is a release: the
-// kernel loads the tail with acquire before it reads the entries, so it
-// sees each entry complete.
+// publish makes the prepared entries, and the buffers recycled since the
+// last time, visible to the kernel and returns how many entries it has yet
+// to consume. The store of the tail is a release: the kernel loads the
+// tail with acquire before it reads the entries, so it sees each entry
+// complete.
 func (r *Ring) publish() uint32 {
+	for _, b := range r.bufRings {
+		b.publish()
+	}
 	atomic.StoreUint32(r.sqTail, r.tail)
 	return r.tail - atomic.LoadUint32(r.sqHead)
 }
