@@ -31,6 +31,12 @@ type Stats struct {
 	// before opening (WithProxyProtocol) because their PROXY header did not
 	// complete in time, was malformed, or was missing where it is required.
 	ProxyTimeouts, ProxyInvalid, ProxyMissing uint64
+	// RingBuffersExhausted counts receives on io_uring that found every
+	// buffer of their loop's buffer ring taken. No bytes are lost: the
+	// receive is armed again in a later turn. A count that climbs with the
+	// load says the ring is too small for it: a loop has about 4 MiB of
+	// buffers of WithReadBufferCap bytes each, and at least 16.
+	RingBuffersExhausted uint64
 }
 
 // counter names one of a loop's counters.
@@ -48,6 +54,7 @@ const (
 	countProxyTimeouts
 	countProxyInvalid
 	countProxyMissing
+	countRingBuffersExhausted
 	numCounters
 )
 
@@ -66,17 +73,18 @@ func (e *engine) stats() Stats {
 		}
 	}
 	return Stats{
-		Conns:             e.table.Len(),
-		Accepted:          sum[countAccepted],
-		RejectedMaxConns:  sum[countRejectedMaxConns],
-		RejectedPerSource: sum[countRejectedPerSource],
-		Killed:            sum[countKilled],
-		IdleTimeouts:      sum[countIdleTimeouts],
-		ReadTimeouts:      sum[countReadTimeouts],
-		WriteTimeouts:     sum[countWriteTimeouts],
-		InboundTooLarge:   sum[countInboundTooLarge],
-		ProxyTimeouts:     sum[countProxyTimeouts],
-		ProxyInvalid:      sum[countProxyInvalid],
-		ProxyMissing:      sum[countProxyMissing],
+		Conns:                e.table.Len(),
+		Accepted:             sum[countAccepted],
+		RejectedMaxConns:     sum[countRejectedMaxConns],
+		RejectedPerSource:    sum[countRejectedPerSource],
+		Killed:               sum[countKilled],
+		IdleTimeouts:         sum[countIdleTimeouts],
+		ReadTimeouts:         sum[countReadTimeouts],
+		WriteTimeouts:        sum[countWriteTimeouts],
+		InboundTooLarge:      sum[countInboundTooLarge],
+		ProxyTimeouts:        sum[countProxyTimeouts],
+		ProxyInvalid:         sum[countProxyInvalid],
+		ProxyMissing:         sum[countProxyMissing],
+		RingBuffersExhausted: sum[countRingBuffersExhausted],
 	}
 }

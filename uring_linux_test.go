@@ -4,10 +4,12 @@ import (
 	"math"
 	"os"
 	"runtime"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"golang.org/x/sys/unix"
 
 	"github.com/sluicenet/sluice/internal/syscount"
 	"github.com/sluicenet/sluice/internal/uring"
@@ -102,4 +104,48 @@ func TestRingRoundTripSystemCalls(t *testing.T) {
 	}
 	t.Logf("%.2f system calls per 64-byte echo round trip at %d connections", perTrip, conns)
 	require.Less(t, perTrip, 1.0, "one enter serves the turn's receives and sends")
+}
+
+// gateHandler echoes, but holds its loop in the first OnTraffic until open
+// is closed, so that what clients send meanwhile all waits for one turn.
+type gateHandler struct {
+	echoHandler
+	once sync.Once
+	open chan struct{}
+}
+
+func (h *gateHandler) OnTraffic(c Conn) Action {
+	h.once.Do(func() { <-h.open })
+	return h.echoHandler.OnTraffic(c)
+}
+
+// Receives that find every provided buffer taken end, wait for a later
+// turn, and lose no byte.
+func TestRingBuffersExhausted(t *testing.T) {
+	skipWithoutRing(t)
+	const conns, rounds = 300, 5
+	h := &gateHandler{open: make(chan struct{})}
+	// Buffers of 256 KiB: the ring has 16 of them.
+	eng, addr := serve(t, h, WithNumEventLoop(1), WithPoller(poller.IOUring), WithReadBufferCap(256<<10))
+	cs := make([]*rawClient, conns)
+	for i := range cs {
+		cs[i] = dialRaw(t, addr)
+		// A receive never armed again would leave its client waiting.
+		tv := unix.NsecToTimeval(int64(5 * time.Second))
+		require.NoError(t, unix.SetsockoptTimeval(cs[i].fd, unix.SOL_SOCKET, unix.SO_RCVTIMEO, &tv))
+	}
+	for r := range rounds {
+		for _, c := range cs {
+			c.send(t)
+		}
+		if r == 0 {
+			close(h.open)
+		}
+		for _, c := range cs {
+			c.receive(t)
+			require.Equal(t, c.msg, c.got)
+		}
+	}
+	t.Logf("%d receives found no buffer", eng.Stats().RingBuffersExhausted)
+	require.NotZero(t, eng.Stats().RingBuffersExhausted, "the ring never ran out of buffers: nothing was tested")
 }
