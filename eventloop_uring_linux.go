@@ -114,10 +114,11 @@ type ring struct {
 	// of a turn's sends stay in place through the next turn, when a send
 	// that came back short has the rest queued. sends lists each turn's
 	// sends, alternating the same way.
-	out   [2][]byte
-	sends [2][]pendingSend
-	now   bool   // Conn.Flush is sending: write at once
-	turn  uint64 // turns begun
+	out      [2][]byte
+	outgrown bool // this turn's output outgrew its buffer
+	sends    [2][]pendingSend
+	now      bool   // Conn.Flush is sending: write at once
+	turn     uint64 // turns begun
 }
 
 // probeRing reports whether io_uring can serve the engine here.
@@ -183,6 +184,10 @@ func (l *eventloop) serveRing() {
 // send directly again.
 func (l *eventloop) turn() {
 	rg := l.ring
+	if last := &rg.out[rg.turn&1]; rg.outgrown && cap(*last) < maxTurnOutput {
+		*last = make([]byte, 0, min(2*cap(*last), maxTurnOutput))
+	}
+	rg.outgrown = false
 	rg.turn++
 	out := &rg.out[rg.turn&1]
 	if l.eng.opts.wipe {
@@ -213,6 +218,9 @@ func (l *eventloop) rearmStarved() {
 	}
 	rg.starved = slices.Delete(rg.starved, 0, n)
 }
+
+// maxTurnOutput bounds how far a turn's output buffer grows.
+const maxTurnOutput = 2 * ringBufBytes
 
 // sendResult handles a completion if it is a send's.
 func (l *eventloop) sendResult(e uring.CQE) {
@@ -401,8 +409,20 @@ func (l *eventloop) flush(c *conn) {
 }
 
 // spent moves the loop's write buffer past the output just handed to the
-// ring, which must stay in place until the ring is done with it.
-func (rg *ring) spent(l *eventloop) { l.wbuf = l.wbuf[len(l.wbuf):] }
+// ring, which must stay in place until the ring is done with it. It notes
+// when the turn has written more than its output buffer holds, which moved
+// the write buffer to an array of its own: the next turn then grows the
+// buffer, so that turns alike send without allocating (1,000 connections
+// echoing 16 KiB had allocated about once per round trip, at 0.8x epoll's
+// rate).
+func (rg *ring) spent(l *eventloop) {
+	w := l.wbuf
+	if len(w) > 0 && !rg.outgrown {
+		out := rg.out[rg.turn&1]
+		rg.outgrown = &w[:cap(w)][cap(w)-1] != &out[:cap(out)][cap(out)-1]
+	}
+	l.wbuf = w[len(w):]
+}
 
 // awaitSent reports whether c, closing gracefully, has a send whose result
 // is still to come, and if so asks to hear when c may take more output,
