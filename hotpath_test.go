@@ -61,6 +61,13 @@ func connectRaw(addr string) (int, error) {
 	return fd, nil
 }
 
+// readTimeout makes the client's reads fail after d rather than wait for
+// ever on an echo that does not come.
+func (c *rawClient) readTimeout(t testing.TB, d time.Duration) {
+	tv := unix.NsecToTimeval(int64(d))
+	require.NoError(t, unix.SetsockoptTimeval(c.fd, unix.SOL_SOCKET, unix.SO_RCVTIMEO, &tv))
+}
+
 // roundTrip sends 64 bytes and reads until all 64 have come back.
 func (c *rawClient) roundTrip(t testing.TB) {
 	c.send(t)

@@ -1,6 +1,7 @@
 package sluice
 
 import (
+	"fmt"
 	"math"
 	"os"
 	"runtime"
@@ -9,7 +10,6 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
-	"golang.org/x/sys/unix"
 
 	"github.com/sluicenet/sluice/internal/syscount"
 	"github.com/sluicenet/sluice/internal/uring"
@@ -130,9 +130,7 @@ func TestRingBuffersExhausted(t *testing.T) {
 	cs := make([]*rawClient, conns)
 	for i := range cs {
 		cs[i] = dialRaw(t, addr)
-		// A receive never armed again would leave its client waiting.
-		tv := unix.NsecToTimeval(int64(5 * time.Second))
-		require.NoError(t, unix.SetsockoptTimeval(cs[i].fd, unix.SOL_SOCKET, unix.SO_RCVTIMEO, &tv))
+		cs[i].readTimeout(t, 5*time.Second) // a receive never armed again leaves it waiting
 	}
 	for r := range rounds {
 		for _, c := range cs {
@@ -148,4 +146,33 @@ func TestRingBuffersExhausted(t *testing.T) {
 	}
 	t.Logf("%d receives found no buffer", eng.Stats().RingBuffersExhausted)
 	require.NotZero(t, eng.Stats().RingBuffersExhausted, "the ring never ran out of buffers: nothing was tested")
+}
+
+// An idle io_uring loop gives the memory of its receive buffers back, and
+// receives into fresh pages when traffic returns.
+func TestRingIdleReleasesBuffers(t *testing.T) {
+	skipWithoutRing(t)
+	eng, addr := serve(t, echoHandler{}, WithNumEventLoop(1), WithPoller(poller.IOUring))
+	rg := eng.e.loops[0].ring
+	if !rg.releases {
+		t.Skip("the ring has no deferred task work, so its buffers are kept")
+	}
+	resident := func() int {
+		n, err := rg.bufs.Resident()
+		require.NoError(t, err)
+		return n
+	}
+	cs := make([]*rawClient, 20)
+	for i := range cs {
+		cs[i] = dialRaw(t, addr)
+		cs[i].readTimeout(t, 5*time.Second)
+	}
+	for range 2 {
+		for _, c := range cs {
+			c.roundTrip(t)
+			require.Equal(t, c.msg, c.got)
+		}
+		waitFor(t, 5*time.Second, func() bool { return resident() == 0 },
+			func() string { return fmt.Sprintf("%d pages of buffers still resident", resident()) })
+	}
 }

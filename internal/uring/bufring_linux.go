@@ -88,6 +88,36 @@ func (b *BufRing) Buf(id uint16) []byte {
 // send still in flight.
 func (b *BufRing) Recycle(id uint16) { b.put(id) }
 
+// Release gives the memory of every buffer back to the system, so that
+// buffers a burst of traffic touched do not stay resident while it is
+// idle. The buffers stay registered, and fill from zeroed pages as the
+// kernel next uses them. Call it only while no completion's buffer is
+// held, and only on a ring whose receives run inside its own
+// io_uring_enter (SetupDeferTaskrun): a receive running elsewhere could
+// write to a page as it is dropped.
+func (b *BufRing) Release() error {
+	if err := unix.Madvise(b.mem, unix.MADV_DONTNEED); err != nil {
+		return fmt.Errorf("uring: releasing buffer group %d: %w", b.group, os.NewSyscallError("madvise", err))
+	}
+	return nil
+}
+
+// Resident reports how many pages of the buffers' memory are in memory
+// (mincore), for tests and diagnostics of Release.
+func (b *BufRing) Resident() (int, error) {
+	page := os.Getpagesize()
+	vec := make([]byte, (len(b.mem)+page-1)/page)
+	_, _, errno := unix.Syscall(unix.SYS_MINCORE, uintptr(unsafe.Pointer(&b.mem[0])), uintptr(len(b.mem)), uintptr(unsafe.Pointer(&vec[0])))
+	if errno != 0 {
+		return 0, fmt.Errorf("uring: %w", os.NewSyscallError("mincore", errno))
+	}
+	n := 0
+	for _, v := range vec {
+		n += int(v & 1)
+	}
+	return n, nil
+}
+
 // put writes buffer id into the next free slot, which the kernel does not
 // read until publish moves the tail past it.
 func (b *BufRing) put(id uint16) {

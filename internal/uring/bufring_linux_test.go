@@ -37,3 +37,38 @@ func TestBufRingTailWraps(t *testing.T) {
 	}
 	assert.Less(t, bufs.tail, uint16(8), "the tail did not wrap")
 }
+
+// resident counts the pages of bufs in memory.
+func resident(t *testing.T, bufs *BufRing) int {
+	t.Helper()
+	n, err := bufs.Resident()
+	require.NoError(t, err)
+	return n
+}
+
+// Release drops the pages receives touched, and receives go on into
+// fresh ones.
+func TestBufRingRelease(t *testing.T) {
+	r := newTestRing(t, 8, 0)
+	bufs, err := NewBufRing(r, 1, 4, 2*os.Getpagesize())
+	require.NoError(t, err)
+	a, b := socketPair(t)
+	r.PrepRecvMultishot(b, bufs, 1)
+	echo := func(msg string) {
+		_, err := unix.Write(a, []byte(msg))
+		require.NoError(t, err)
+		c := collect(t, r, 1)[0]
+		id, ok := c.Buffer()
+		require.True(t, ok, "%+v", c)
+		require.Equal(t, msg, string(bufs.Buf(id)[:c.Res]))
+		bufs.Recycle(id)
+	}
+	for _, msg := range []string{"a", "b", "c", "d"} {
+		echo(msg)
+	}
+	require.Equal(t, 4, resident(t, bufs), "each receive touches its buffer's first page")
+	require.NoError(t, bufs.Release())
+	assert.Zero(t, resident(t, bufs))
+	echo("after")
+	assert.Equal(t, 1, resident(t, bufs))
+}
