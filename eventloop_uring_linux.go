@@ -55,6 +55,7 @@ const (
 	opPollOut               // a connection may take more output
 	opSend                  // a send of an even turn came back short, or failed
 	opSendOdd               // the same, of an odd turn
+	opIdle                  // the timer for giving idle buffers back
 )
 
 // genMask keeps the bits of a generation that user data carries.
@@ -99,17 +100,18 @@ type pendingSend struct {
 
 // ring is a loop's io_uring and what it has armed.
 type ring struct {
-	r        *uring.Ring
-	bufs     *uring.BufRing
-	gens     uint32   // generations drawn
-	accepts  []uint64 // the user data of each listener's accept
-	peeked   int      // completions of this turn seen by the first pass
-	idleAt   int64    // when, received nothing since, the loop's buffers go back; zero: they have
-	releases bool     // whether idle buffers may go back (releaseIdle)
-	starved  []*conn  // receives that found no buffer, to arm again
-	feed     int      // how many of them to arm again a turn
-	first    func(uring.CQE)
-	rest     func(uring.CQE)
+	r         *uring.Ring
+	bufs      *uring.BufRing
+	gens      uint32   // generations drawn
+	accepts   []uint64 // the user data of each listener's accept
+	peeked    int      // completions of this turn seen by the first pass
+	idleAt    int64    // when, received nothing since, the loop's buffers go back; zero: they have
+	idleTimer bool     // the timer for idleAt is armed
+	releases  bool     // whether idle buffers may go back (releaseIdle)
+	starved   []*conn  // receives that found no buffer, to arm again
+	feed      int      // how many of them to arm again a turn
+	first     func(uring.CQE)
+	rest      func(uring.CQE)
 
 	// Output. A callback's output is sent with the turn's other sends
 	// when the next turn begins, from the loop's write buffer, which the
@@ -163,7 +165,7 @@ func (l *eventloop) openRing() {
 func (l *eventloop) serveRing() {
 	rg := l.ring
 	for !l.draining || l.count.Load() > 0 {
-		timeout := l.ringSleep()
+		timeout := l.sleep()
 		err := rg.r.SubmitAndWait(1, timeout)
 		l.awake()
 		if err != nil {
@@ -191,28 +193,43 @@ func (l *eventloop) serveRing() {
 // thousand times over.
 const ringIdleRelease = 100 * time.Millisecond
 
-// ringSleep readies the loop to block, as sleep does, and returns how long
-// it may: no longer than until its buffers are due back.
-func (l *eventloop) ringSleep() time.Duration {
-	l.releaseIdle()
-	timeout := l.sleep()
-	if at := l.ring.idleAt; at != 0 && timeout != 0 {
-		if d := time.Duration(max(at-l.now(), 0)); timeout < 0 || d < timeout {
-			timeout = d
-		}
+// received notes that a receive touched a buffer, which goes back to the
+// system once the loop has received nothing for ringIdleRelease. It arms
+// the ring's timer for that unless armed: a timer armed now and then costs
+// less than a wait with a timeout, which arms one in the kernel each turn.
+func (rg *ring) received(now int64) {
+	if !rg.releases {
+		return
 	}
-	return timeout
+	rg.idleAt = now + int64(ringIdleRelease)
+	if !rg.idleTimer {
+		rg.idleTimer = true
+		rg.r.PrepTimeout(ringIdleRelease, userData(opIdle, 0, 0))
+	}
+}
+
+// idleExpired handles the ring's timer: the loop's buffers go back if it has
+// received nothing since the timer was armed, or the timer is armed again
+// for when they will be due.
+func (l *eventloop) idleExpired() {
+	rg := l.ring
+	rg.idleTimer = false
+	if rg.idleAt == 0 {
+		return
+	}
+	if now := l.now(); now < rg.idleAt {
+		rg.idleTimer = true
+		rg.r.PrepTimeout(time.Duration(rg.idleAt-now), userData(opIdle, 0, 0))
+		return
+	}
+	l.releaseIdle()
 }
 
 // releaseIdle gives back the memory of the loop's receive buffers, and
-// lets go of grown output buffers, once it has received nothing for
-// ringIdleRelease. Every buffer is recycled by the end of a turn, so none
-// is held here.
+// lets go of grown output buffers. Every buffer is recycled by the end of
+// a turn, so none is held here.
 func (l *eventloop) releaseIdle() {
 	rg := l.ring
-	if rg.idleAt == 0 || l.now() < rg.idleAt {
-		return
-	}
 	rg.idleAt = 0
 	if err := rg.bufs.Release(); err != nil {
 		l.eng.opts.logger.Warn("sluice: releasing idle io_uring buffers failed", "loop", l.idx, "err", err)
@@ -567,6 +584,8 @@ func (l *eventloop) complete(e uring.CQE) {
 		l.ringWritable(fd, gen)
 	case opSend, opSendOdd:
 		l.sendFailed(fd, gen, int(kind-opSend), e)
+	case opIdle:
+		l.idleExpired()
 	}
 }
 
@@ -625,9 +644,7 @@ func (l *eventloop) ringReceived(fd int, gen uint32, e uring.CQE) {
 	n := max(e.Res, 0)
 	l.ringReceive(fd, gen, e, l.ring.bufs.Buf(id)[:n:n])
 	l.ring.bufs.Recycle(id)
-	if l.ring.releases {
-		l.ring.idleAt = l.now() + int64(ringIdleRelease)
-	}
+	l.ring.received(l.now())
 }
 
 // ringReceive handles a receive that brought p, or ended.

@@ -107,6 +107,10 @@ type Ring struct {
 	arg getEventsArg
 	ts  kernelTimespec
 
+	// The durations of timeouts, by submission slot: the kernel reads one
+	// when it takes the entry in.
+	timeouts []kernelTimespec
+
 	lastAddr unsafe.Pointer // see prep
 
 	// err is the error of a submission forced by a full queue; see next.

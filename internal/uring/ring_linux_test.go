@@ -162,6 +162,22 @@ func TestPeekCQEsConsumesNothing(t *testing.T) {
 	assert.Zero(t, r.PeekCQEs(func(CQE) { t.Error("a consumed completion was peeked") }))
 }
 
+// Timers complete with ETIME in the order they fall due, each with its
+// own duration, even when prepared together.
+func TestPrepTimeout(t *testing.T) {
+	r := newTestRing(t, 8, 16)
+	start := time.Now()
+	r.PrepTimeout(40*time.Millisecond, 2)
+	r.PrepTimeout(10*time.Millisecond, 1)
+	got := collect(t, r, 2)
+	assert.GreaterOrEqual(t, time.Since(start), 40*time.Millisecond)
+	require.Len(t, got, 2)
+	for i, c := range got {
+		assert.EqualValues(t, i+1, c.UserData)
+		assert.ErrorIs(t, c.Err(), unix.ETIME)
+	}
+}
+
 func TestSubmitAndWaitTimesOut(t *testing.T) {
 	r := newTestRing(t, 8, 0)
 	start := time.Now()

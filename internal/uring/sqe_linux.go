@@ -1,6 +1,7 @@
 package uring
 
 import (
+	"time"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -139,6 +140,22 @@ func (r *Ring) PrepCancelFd(fd int, userData uint64) *SQE {
 // PrepClose queues a close(2) of fd.
 func (r *Ring) PrepClose(fd int, userData uint64) *SQE {
 	return r.prep(opClose, fd, nil, 0, userData)
+}
+
+// PrepTimeout queues a timer: one completion, with ETIME, after d. It
+// lets a loop that waits without a limit be woken for work that falls due
+// only now and then, rather than cap every wait.
+func (r *Ring) PrepTimeout(d time.Duration, userData uint64) *SQE {
+	if r.timeouts == nil {
+		r.timeouts = make([]kernelTimespec, len(r.sqes))
+	}
+	s := r.prep(opTimeout, -1, nil, 1, userData)
+	// The slot the entry went into, whose duration the kernel reads when
+	// it takes the entry; a spare entry (see next) goes nowhere.
+	ts := &r.timeouts[(r.tail-1)&r.sqMask]
+	*ts = kernelTimespec{sec: int64(d / time.Second), nsec: int64(d % time.Second)}
+	s.addr = uint64(uintptr(unsafe.Pointer(ts)))
+	return s
 }
 
 // PrepPollAdd queues a wait for fd to be ready for events (POLLIN,
