@@ -1,7 +1,9 @@
 // Command sluice is the echo server on Sluice, built the way the other
 // stacks are: -loops event loops, 64 KiB read and write buffers, one
 // listener (no SO_REUSEPORT). It runs on epoll, or on io_uring with
-// -poller uring.
+// -poller uring. -read-buffer sets the read buffer's size, which on
+// io_uring is also the size of each provided buffer (a loop has about 4
+// MiB of them, at least 16): 256 KiB gives the fewest buffers.
 package main
 
 import (
@@ -37,15 +39,16 @@ func (e *echo) OnTraffic(c sluice.Conn) sluice.Action {
 }
 
 type server struct {
-	eng  *serve.Handoff[sluice.Engine]
-	kind *poller.Kind
+	eng     *serve.Handoff[sluice.Engine]
+	kind    *poller.Kind
+	readBuf *int
 }
 
 func (s server) Serve(cfg serve.Config, m *serve.Meter) error {
 	return sluice.Run(&echo{meter: m, eng: s.eng}, "tcp://"+cfg.Addr,
 		sluice.WithNumEventLoop(cfg.Loops),
 		sluice.WithReusePort(false),
-		sluice.WithReadBufferCap(64<<10),
+		sluice.WithReadBufferCap(*s.readBuf),
 		sluice.WithWriteBufferCap(64<<10),
 		sluice.WithPoller(*s.kind))
 }
@@ -61,5 +64,6 @@ func (s server) Stop(ctx context.Context) error {
 func main() {
 	var kind poller.Kind
 	flag.TextVar(&kind, "poller", poller.Epoll, "how the event loops wait: epoll, uring or auto")
-	serve.Main(server{eng: serve.NewHandoff[sluice.Engine](), kind: &kind})
+	readBuf := flag.Int("read-buffer", 64<<10, "read buffer `bytes`")
+	serve.Main(server{eng: serve.NewHandoff[sluice.Engine](), kind: &kind, readBuf: readBuf})
 }
