@@ -399,6 +399,19 @@ func (r *Ring) PeekCQEs(fn func(CQE)) int {
 	return int(tail - head)
 }
 
+// Overflowed reports whether the kernel holds back completions that found
+// the completion queue full; Submit and SubmitAndWait move them in as room
+// allows.
+func (r *Ring) Overflowed() bool {
+	return atomic.LoadUint32(r.sqFlags)&sqCQOverflow != 0
+}
+
+// Pending reports whether completions wait to be consumed, in the
+// completion queue or held back by the kernel.
+func (r *Ring) Pending() bool {
+	return *r.cqHead != atomic.LoadUint32(r.cqTail) || r.Overflowed()
+}
+
 // register is io_uring_register.
 func (r *Ring) register(op uintptr, arg unsafe.Pointer, n uintptr) error {
 	_, _, errno := unix.Syscall6(unix.SYS_IO_URING_REGISTER, uintptr(r.fd), op, uintptr(arg), n, 0, 0)

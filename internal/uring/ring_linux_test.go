@@ -132,7 +132,8 @@ func TestCompletionOverflow(t *testing.T) {
 		r.PrepCancel(1<<40+uint64(i), uint64(i)) // matches nothing: each completes at once
 	}
 	require.NoError(t, r.Submit())
-	assert.NotZero(t, *r.sqFlags&sqCQOverflow, "the completion queue did not overflow")
+	assert.True(t, r.Overflowed(), "the completion queue did not overflow")
+	assert.True(t, r.Pending())
 	seen := make(map[uint64]bool)
 	for _, c := range collect(t, r, n) {
 		assert.Zero(t, c.Res, "cancelled count")
@@ -140,6 +141,8 @@ func TestCompletionOverflow(t *testing.T) {
 		seen[c.UserData] = true
 	}
 	assert.Len(t, seen, n)
+	assert.False(t, r.Overflowed())
+	assert.False(t, r.Pending())
 }
 
 // PeekCQEs shows the ready completions without consuming them, and

@@ -150,8 +150,11 @@ func (r *Ring) PrepTimeout(d time.Duration, userData uint64) *SQE {
 		r.timeouts = make([]kernelTimespec, len(r.sqes))
 	}
 	s := r.prep(opTimeout, -1, nil, 1, userData)
+	if s == &r.spare {
+		return s // it goes nowhere (see next)
+	}
 	// The slot the entry went into, whose duration the kernel reads when
-	// it takes the entry; a spare entry (see next) goes nowhere.
+	// it takes the entry.
 	ts := &r.timeouts[(r.tail-1)&r.sqMask]
 	*ts = kernelTimespec{sec: int64(d / time.Second), nsec: int64(d % time.Second)}
 	s.addr = uint64(uintptr(unsafe.Pointer(ts)))
