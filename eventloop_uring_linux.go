@@ -67,17 +67,18 @@ func userData(kind opKind, gen uint32, fd int) uint64 {
 }
 
 func splitUserData(ud uint64) (kind opKind, gen uint32, fd int) {
-	return opKind(ud >> 56), uint32(ud>>32) & (1<<24 - 1), int(uint32(ud))
+	return opKind(ud >> 56), uint32(ud>>32) & genMask, int(uint32(ud))
 }
 
 // armed is what a connection or listener has in flight on the ring.
 type armed uint8
 
 const (
-	armedRead   armed = 1 << iota // a multishot receive or accept
-	armedCancel                   // and its cancellation
-	armedWrite                    // a poll for writable
-	armedSend                     // a send whose result is still to come
+	armedRead    armed = 1 << iota // a multishot receive or accept
+	armedCancel                    // and its cancellation
+	armedWrite                     // a poll for writable
+	armedSend                      // a send whose result is still to come
+	armedStarved                   // a receive that found no buffer, queued to be armed again
 )
 
 // ringSlot is the ring's record of a connection or listener, kept in it so
@@ -108,7 +109,8 @@ type ring struct {
 	idleAt    int64    // when, received nothing since, the loop's buffers go back; zero: they have
 	idleTimer bool     // the timer for idleAt is armed
 	releases  bool     // whether idle buffers may go back (releaseIdle)
-	starved   []*conn  // receives that found no buffer, to arm again
+	starved   []*conn  // receives that found no buffer, to arm again from fed on
+	fed       int      // how many of starved are armed again
 	feed      int      // how many of them to arm again a turn
 	first     func(uring.CQE)
 	rest      func(uring.CQE)
@@ -165,6 +167,7 @@ func (l *eventloop) openRing() {
 func (l *eventloop) serveRing() {
 	rg := l.ring
 	for !l.draining || l.count.Load() > 0 {
+		l.releaseIdle()
 		timeout := l.sleep()
 		err := rg.r.SubmitAndWait(1, timeout)
 		l.awake()
@@ -208,28 +211,32 @@ func (rg *ring) received(now int64) {
 	}
 }
 
-// idleExpired handles the ring's timer: the loop's buffers go back if it has
-// received nothing since the timer was armed, or the timer is armed again
-// for when they will be due.
+// idleExpired handles the ring's timer: the timer is armed again for when
+// the buffers will be due if the loop has received since it was armed.
+// Otherwise they are due, and releaseIdle gives them back before the loop
+// next waits; not here, in the middle of a turn, where a receive later in
+// the same batch may name a buffer the kernel has already filled.
 func (l *eventloop) idleExpired() {
 	rg := l.ring
 	rg.idleTimer = false
-	if rg.idleAt == 0 {
-		return
-	}
-	if now := l.now(); now < rg.idleAt {
+	if now := l.now(); rg.idleAt != 0 && now < rg.idleAt {
 		rg.idleTimer = true
 		rg.r.PrepTimeout(time.Duration(rg.idleAt-now), userData(opIdle, 0, 0))
-		return
 	}
-	l.releaseIdle()
 }
 
 // releaseIdle gives back the memory of the loop's receive buffers, and
-// lets go of grown output buffers. Every buffer is recycled by the end of
-// a turn, so none is held here.
+// lets go of grown output buffers, once they are due. It runs between
+// turns, when every buffer handed over has been recycled, and only with no
+// completion waiting to be consumed, since one could be a receive into a
+// buffer the kernel has filled (receives still to run take their buffers
+// after this, in the loop's own next io_uring_enter), and no send of the
+// turn waiting to be submitted from an output buffer.
 func (l *eventloop) releaseIdle() {
 	rg := l.ring
+	if rg.idleAt == 0 || rg.idleTimer || rg.r.Pending() || len(rg.sends[rg.turn&1]) > 0 {
+		return
+	}
 	rg.idleAt = 0
 	if err := rg.bufs.Release(); err != nil {
 		l.eng.opts.logger.Warn("sluice: releasing idle io_uring buffers failed", "loop", l.idx, "err", err)
@@ -237,8 +244,17 @@ func (l *eventloop) releaseIdle() {
 	size := l.eng.opts.readBufferCap
 	for i, out := range rg.out {
 		if cap(out) > size {
+			l.dropOutput(out)
 			rg.out[i] = make([]byte, 0, size)
 		}
+	}
+	rg.outgrown = false // the turn's buffer was let go, not outgrown
+}
+
+// dropOutput lets go of an output buffer, wiped first WithWipeBuffers.
+func (l *eventloop) dropOutput(out []byte) {
+	if l.eng.opts.wipe {
+		clear(out[:cap(out)])
 	}
 }
 
@@ -249,20 +265,41 @@ func (l *eventloop) releaseIdle() {
 // send directly again.
 func (l *eventloop) turn() {
 	rg := l.ring
-	if last := &rg.out[rg.turn&1]; rg.outgrown && cap(*last) < maxTurnOutput {
-		*last = make([]byte, 0, min(2*cap(*last), maxTurnOutput))
-	}
-	rg.outgrown = false
 	rg.turn++
 	out := &rg.out[rg.turn&1]
 	if l.eng.opts.wipe {
 		clear((*out)[:cap(*out)])
 	}
 	l.wbuf = (*out)[:0]
-	rg.peeked = rg.r.PeekCQEs(rg.first)
-	rg.settle(&rg.sends[(rg.turn-1)&1])
-	rg.r.ForEachCQE(rg.rest)
+	if rg.r.Overflowed() {
+		l.overflowTurn()
+	} else {
+		rg.peeked = rg.r.PeekCQEs(rg.first)
+		l.settle()
+		rg.r.ForEachCQE(rg.rest)
+	}
 	l.rearmStarved()
+}
+
+// overflowTurn handles a turn that began with completions held back by
+// the kernel, the queue having been full: a send's failure may be among
+// them, out of the first pass's sight. Every completion is handled in
+// order, the held-back ones moved in as room is made, and only then are
+// the last turn's sends settled. Callbacks meanwhile find their
+// connection's send unsettled and queue behind it, as they may.
+func (l *eventloop) overflowTurn() {
+	rg := l.ring
+	rg.peeked = 0
+	for {
+		rg.r.ForEachCQE(rg.rest)
+		if !rg.r.Overflowed() {
+			break
+		}
+		if err := rg.r.Submit(); err != nil {
+			break // the next wait reports it
+		}
+	}
+	l.settle()
 }
 
 // rearmStarved arms again, oldest first, receives that ended for want of
@@ -272,16 +309,33 @@ func (l *eventloop) turn() {
 // end again, and the loop would spend its turns re-arming: measured with
 // 32 buffers and 1,000 busy connections, 23 failed receives for each that
 // brought bytes and 60% of the throughput, where armed this way it is 0.2
-// and all of it.
+// and all of it. Only receives armed count: one that closed since, or is
+// not read for now (it is armed again when it is), is passed over, so that
+// while any is left one is armed, whose bytes wake the loop for the next.
 func (l *eventloop) rearmStarved() {
 	rg := l.ring
-	n := min(len(rg.starved), rg.feed)
-	for _, c := range rg.starved[:n] {
+	armed := 0
+	for ; rg.fed < len(rg.starved) && armed < rg.feed; rg.fed++ {
+		c := rg.starved[rg.fed]
+		rg.starved[rg.fed] = nil
+		c.rs.armed &^= armedStarved
 		if c.state != stateClosed && c.events&poller.Readable != 0 {
 			l.pollModify(c.fd, c.events, c.events)
+			armed++
 		}
 	}
-	rg.starved = slices.Delete(rg.starved, 0, n)
+	if rg.fed == len(rg.starved) {
+		rg.starved, rg.fed = rg.starved[:0], 0
+	}
+}
+
+// starve queues c, whose receive ended for want of a buffer, to be armed
+// again by rearmStarved, unless it is queued already.
+func (rg *ring) starve(c *conn) {
+	if c.rs.armed&armedStarved == 0 {
+		c.rs.armed |= armedStarved
+		rg.starved = append(rg.starved, c)
+	}
 }
 
 // maxTurnOutput bounds how far a turn's output buffer grows.
@@ -289,8 +343,8 @@ const maxTurnOutput = 2 * ringBufBytes
 
 // sendResult handles a completion if it is a send's.
 func (l *eventloop) sendResult(e uring.CQE) {
-	if kind, _, _ := splitUserData(e.UserData); kind == opSend || kind == opSendOdd {
-		l.complete(e)
+	if kind, gen, fd := splitUserData(e.UserData); kind == opSend || kind == opSendOdd {
+		l.sendFailed(fd, gen, int(kind-opSend), e)
 	}
 }
 
@@ -305,21 +359,35 @@ func (l *eventloop) completeRest(e uring.CQE) {
 	l.complete(e)
 }
 
-// settle ends a turn's sends, whose results are in, and empties its list.
-// A list that grew large in a burst is let go rather than kept at its
-// peak for good.
-func (rg *ring) settle(list *[]pendingSend) {
+// settle ends the last turn's sends, whose results are in, and empties
+// their list, wiping their bytes WithWipeBuffers (some may lie in arrays
+// of their own, where the turn outgrew its buffer). A list that grew large
+// in a burst is let go once a turn uses little of it, rather than kept at
+// its peak for good, or dropped every turn of a steady load. The last
+// turn's output buffer, free now, grows if the turn outgrew it.
+func (l *eventloop) settle() {
+	rg := l.ring
+	list := &rg.sends[(rg.turn-1)&1]
+	n := len(*list)
 	for _, s := range *list {
 		s.c.rs.armed &^= armedSend
+		if l.eng.opts.wipe {
+			clear(s.p)
+		}
 	}
 	clear(*list)
 	*list = (*list)[:0]
-	if cap(*list) > maxKeptSends {
+	if cap(*list) > maxKeptSends && n < cap(*list)/4 {
 		*list = nil
 	}
+	if last := &rg.out[(rg.turn-1)&1]; rg.outgrown && cap(*last) < maxTurnOutput {
+		l.dropOutput(*last)
+		*last = make([]byte, 0, min(2*cap(*last), maxTurnOutput))
+	}
+	rg.outgrown = false
 }
 
-// maxKeptSends is the most entries a turn's send list keeps between turns.
+// maxKeptSends is the most entries a turn's send list keeps for good.
 const maxKeptSends = 1024
 
 // closeRing submits what the last turn queued, closes among it, and closes
@@ -660,11 +728,10 @@ func (l *eventloop) ringReceive(fd int, gen uint32, e uring.CQE, p []byte) {
 		l.closeGraceful(c)
 		return
 	case err == unix.ENOBUFS:
+		// It ended the receive; rearmStarved arms it again.
 		l.counts.add(countRingBuffersExhausted)
-		if !e.More() {
-			l.ring.starved = append(l.ring.starved, c)
-			return
-		}
+		l.ring.starve(c)
+		return
 	case err == unix.ECANCELED:
 	default:
 		l.closeConn(c, err)

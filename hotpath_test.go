@@ -1,6 +1,7 @@
 package sluice
 
 import (
+	"bytes"
 	"fmt"
 	"math"
 	"net/netip"
@@ -160,6 +161,9 @@ func TestManyLargeEchoesAllocateNothing(t *testing.T) {
 				}
 				for _, c := range cs {
 					c.receive(t)
+					if !bytes.Equal(c.msg, c.got) {
+						t.Fatal("an echo came back changed")
+					}
 				}
 			}
 			for range 20 {
