@@ -198,6 +198,6 @@ func (l *eventloop) tick() {
 	delay, a := l.onTick()
 	l.tickAt = l.now() + int64(delay)
 	if a == Shutdown {
-		l.eng.shutdown()
+		l.eng.shutdownAsked()
 	}
 }

@@ -142,3 +142,31 @@ func TestRestartOnTheSameAddress(t *testing.T) {
 		})
 	}
 }
+
+// A stop the handler asks for, by returning Shutdown, is bounded by
+// WithShutdownTimeout: a peer that never reads what it has queued is
+// reset once the timeout passes, and the engine stops.
+func TestShutdownActionTimeout(t *testing.T) {
+	h := shutdownCount{newLifetimes(), make(chan int, 1)}
+	flood := make([]byte, 32<<20) // far more than any socket buffer takes
+	h.traffic = func(c Conn) Action {
+		c.Discard(-1)
+		c.Write(flood)
+		return Shutdown
+	}
+	const timeout = 200 * time.Millisecond
+	_, addr := serve(t, h, WithNumEventLoop(1), WithSocketSendBuffer(32<<10), WithShutdownTimeout(timeout))
+	c := dial(t, addr)
+	c.(*net.TCPConn).SetReadBuffer(4 << 10)
+	id := h.next(t)
+	_, err := c.Write([]byte("stop"))
+	require.NoError(t, err)
+	select {
+	case <-h.closedAtShutdown:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the engine did not stop: a peer that never reads held it")
+	}
+	after, err := h.waitClosed(t, id)
+	require.ErrorIs(t, err, ErrEngineStopped)
+	assert.GreaterOrEqual(t, after, timeout, "reset before the timeout")
+}

@@ -131,6 +131,11 @@ type engine struct {
 	outPool  bytebufferpool.Pool
 	stopOnce sync.Once
 	done     chan struct{}
+
+	// force resets what is left of a stop the handler asked for once
+	// WithShutdownTimeout has passed; set once, by the first to ask.
+	forceOnce sync.Once
+	force     *time.Timer
 }
 
 // Run listens on addr, calls OnBoot, and serves connections with the
@@ -169,9 +174,12 @@ func Run(handler EventHandler, addr string, opts ...Option) error {
 	defer close(e.done)
 	e.serve(func() {
 		if handler.OnBoot(Engine{e}) == Shutdown {
-			e.shutdown()
+			e.shutdownAsked()
 		}
 	})
+	if e.force != nil {
+		e.force.Stop()
+	}
 	handler.OnShutdown(Engine{e})
 	return nil
 }
@@ -244,6 +252,18 @@ func (e *engine) release() {
 // shutdown asks every loop to stop gracefully; it does not wait.
 func (e *engine) shutdown() {
 	e.stopOnce.Do(func() { e.post(taskStop) })
+}
+
+// shutdownAsked stops the engine as the handler asked, by returning
+// Shutdown: gracefully, as Stop does, for at most WithShutdownTimeout,
+// after which what is left is reset, as when Stop's context ends.
+func (e *engine) shutdownAsked() {
+	e.shutdown()
+	if d := e.opts.shutdownTimeout; d > 0 {
+		e.forceOnce.Do(func() {
+			e.force = time.AfterFunc(d, func() { e.post(taskForce) })
+		})
+	}
 }
 
 // post sends a task of the kind to every loop still running.

@@ -442,7 +442,7 @@ func (l *eventloop) finish(c *conn, a Action) {
 	case Close:
 		l.closeGraceful(c)
 	case Shutdown:
-		l.eng.shutdown()
+		l.eng.shutdownAsked()
 	}
 }
 
@@ -595,7 +595,7 @@ func (l *eventloop) closeConn(c *conn, err error) {
 // notifyClose tells the handler c has closed, and why.
 func (l *eventloop) notifyClose(c *conn, err error) {
 	if l.onClose(c, err) == Shutdown {
-		l.eng.shutdown()
+		l.eng.shutdownAsked()
 	}
 }
 

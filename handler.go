@@ -10,10 +10,9 @@ const (
 	None Action = iota
 	// Close closes the connection once its queued output is flushed.
 	Close
-	// Shutdown stops the whole engine gracefully, as Engine.Stop does, but
-	// with no deadline: a peer that never reads holds its connection, and
-	// so the stop, open until a write timeout (WithWriteTimeout) closes it.
-	// Call Engine.Stop with a context from another goroutine to bound it.
+	// Shutdown stops the whole engine gracefully, as Engine.Stop does,
+	// for at most WithShutdownTimeout (30 seconds by default), after which
+	// connections still sending what they have queued are reset.
 	Shutdown
 )
 

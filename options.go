@@ -89,6 +89,8 @@ type options struct {
 	readTimeout  time.Duration
 	writeTimeout time.Duration
 
+	shutdownTimeout time.Duration // bounds a stop the handler asks for
+
 	maxConns          int // zero: the descriptor limit, at most maxTableSlots
 	maxConnsPerSource int // zero: no limit
 	maxInbound        int // zero: no limit
@@ -109,6 +111,8 @@ func defaultOptions() options {
 		noDelay:       true,
 		logger:        slog.Default(),
 		maxInbound:    DefaultMaxInboundBuffered,
+
+		shutdownTimeout: DefaultShutdownTimeout,
 	}
 }
 
@@ -246,6 +250,22 @@ func WithReadTimeout(d time.Duration) Option {
 // ErrWriteTimeout. Zero, the default, means no write timeout.
 func WithWriteTimeout(d time.Duration) Option {
 	return func(o *options) { o.writeTimeout = max(d, 0) }
+}
+
+// DefaultShutdownTimeout is how long a stop the handler asks for waits for
+// connections to send what they have queued, unless WithShutdownTimeout
+// says otherwise: the grace period process managers such as Kubernetes
+// give by default.
+const DefaultShutdownTimeout = 30 * time.Second
+
+// WithShutdownTimeout bounds a stop the handler asks for by returning
+// Shutdown, which is graceful: once d has passed, connections still
+// sending what they have queued, such as one whose peer stopped reading,
+// are reset (OnClose receives ErrEngineStopped), as when Engine.Stop's
+// context ends. Zero or less waits without a bound. Engine.Stop is
+// bounded by its context instead.
+func WithShutdownTimeout(d time.Duration) Option {
+	return func(o *options) { o.shutdownTimeout = d }
 }
 
 // WithMaxConnections bounds how many connections the engine holds at once.
