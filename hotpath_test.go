@@ -82,10 +82,15 @@ func (c *rawClient) send(t testing.TB) {
 	}
 }
 
-// receive reads until the message has come back.
+// receive reads until the message has come back. A read interrupted by a
+// signal (the runtime's preemption) is tried again: with a read timeout
+// set (readTimeout), the kernel does not restart it.
 func (c *rawClient) receive(t testing.TB) {
 	for n := 0; n < len(c.got); {
 		m, err := unix.Read(c.fd, c.got[n:])
+		if err == unix.EINTR {
+			continue
+		}
 		if err != nil || m <= 0 {
 			t.Fatalf("read: %d, %v", m, err)
 		}
