@@ -227,13 +227,14 @@ func (h *openHandler) OnOpen(c Conn) ([]byte, Action) {
 	return nil, None
 }
 
-// A starved receive is armed again even when every one queued ahead of it
-// closed meanwhile: otherwise a turn could arm none, and with nothing else
-// in flight the loop would sleep with the receive's bytes unread. Three
-// hundred connections meet 16 buffers; once every one has received or
-// starved, every starved one but the last closes, which (nothing armed)
-// posts no completion to wake the loop.
-func TestRingStarvedBehindClosedConnections(t *testing.T) {
+// A starved receive is armed again even when none queued ahead of it is
+// armed by the queue: they closed meanwhile, or were armed again another
+// way (output queued for them). Otherwise a turn could arm none, and with
+// nothing else in flight the loop would sleep with the receive's bytes
+// unread. Three hundred connections meet 16 buffers; once every one has
+// received or starved, the queued ones ahead of the last are written to
+// or closed.
+func TestRingStarvedBehindOthers(t *testing.T) {
 	skipWithoutRing(t)
 	const conns = 300
 	h := &gateHandler{open: make(chan struct{})}
@@ -248,8 +249,9 @@ func TestRingStarvedBehindClosedConnections(t *testing.T) {
 	waitFor(t, 5*time.Second, func() bool { return l.count.Load() == conns }, func() string { return "not all open" })
 	// The callback, on the loop, waits a turn at a time until two turns
 	// have passed with no receive starving (each has received or starved,
-	// and only the queued ones are left to arm), then closes every queued
-	// connection but the last.
+	// and only the queued ones are left to arm). Then the first three
+	// turns' worth of the queue get output, which arms their receives,
+	// and the rest but the last close.
 	survivor := make(chan int, 1)
 	var sc Conn
 	for _, c := range l.conns {
@@ -259,34 +261,39 @@ func TestRingStarvedBehindClosedConnections(t *testing.T) {
 		}
 	}
 	turns, calm, exhausted := 0, 0, uint64(0)
-	var closeAllButLast AsyncCallback
-	closeAllButLast = func(c Conn, _ error) {
+	var crowd AsyncCallback
+	crowd = func(c Conn, _ error) {
 		queued := l.ring.starved[l.ring.fed:]
 		if n := l.counts[countRingBuffersExhausted].Load(); n != exhausted {
 			exhausted, calm = n, 0
 		} else {
 			calm++
 		}
-		if calm < 2 || len(queued) <= 2*l.ring.feed {
-			if turns++; turns < 100 && c.Wake(closeAllButLast) == nil {
+		written := 3 * l.ring.feed
+		if calm < 2 || len(queued) <= written+1 {
+			if turns++; turns < 100 && c.Wake(crowd) == nil {
 				return
 			}
 			survivor <- -1
 			return
 		}
 		keep := queued[len(queued)-1]
-		for _, c := range queued[:len(queued)-1] {
-			l.closeConn(c, nil)
+		for i, q := range queued[:len(queued)-1] {
+			if i < written {
+				q.Write([]byte("x")) // from another's callback: watched, so armed
+			} else {
+				l.closeConn(q, nil)
+			}
 		}
 		survivor <- int(keep.remote.Port())
 	}
-	require.NoError(t, sc.Wake(closeAllButLast))
 	for _, c := range cs {
 		c.send(t)
 	}
+	require.NoError(t, sc.Wake(crowd))
 	close(h.open)
 	port := <-survivor
-	require.Positive(t, port, "the first turn starved too few receives to test anything")
+	require.Positive(t, port, "too few receives starved to test anything")
 	for _, c := range cs {
 		sa, err := unix.Getsockname(c.fd)
 		require.NoError(t, err)
