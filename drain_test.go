@@ -148,12 +148,8 @@ func TestRestartOnTheSameAddress(t *testing.T) {
 // reset once the timeout passes, and the engine stops.
 func TestShutdownActionTimeout(t *testing.T) {
 	h := shutdownCount{newLifetimes(), make(chan int, 1)}
-	flood := make([]byte, 32<<20) // far more than any socket buffer takes
-	h.traffic = func(c Conn) Action {
-		c.Discard(-1)
-		c.Write(flood)
-		return Shutdown
-	}
+	asked := make(chan time.Time, 1)
+	h.traffic = flood(Shutdown, asked)
 	const timeout = 200 * time.Millisecond
 	_, addr := serve(t, h, WithNumEventLoop(1), WithSocketSendBuffer(32<<10), WithShutdownTimeout(timeout))
 	c := dial(t, addr)
@@ -166,7 +162,53 @@ func TestShutdownActionTimeout(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("the engine did not stop: a peer that never reads held it")
 	}
-	after, err := h.waitClosed(t, id)
+	_, err = h.waitClosed(t, id)
 	require.ErrorIs(t, err, ErrEngineStopped)
-	assert.GreaterOrEqual(t, after, timeout, "reset before the timeout")
+	cl, _ := h.closing(id)
+	assert.GreaterOrEqual(t, cl.at.Sub(<-asked), timeout, "reset before the timeout")
+}
+
+// flood is an OnTraffic that queues far more than any socket buffer takes,
+// notes when the first time, and returns a.
+func flood(a Action, at chan<- time.Time) func(Conn) Action {
+	p := make([]byte, 32<<20)
+	return func(c Conn) Action {
+		c.Discard(-1)
+		c.Write(p)
+		select {
+		case at <- time.Now():
+		default:
+		}
+		return a
+	}
+}
+
+// shutdownOnClose asks to stop the engine whenever a connection closes.
+type shutdownOnClose struct{ *lifetimes }
+
+func (h shutdownOnClose) OnClose(c Conn, err error) Action {
+	h.lifetimes.OnClose(c, err)
+	return Shutdown
+}
+
+// A stop begun by Engine.Stop keeps its context's bound when a callback
+// returns Shutdown during it: WithShutdownTimeout bounds only a stop the
+// handler begins.
+func TestShutdownActionDuringStop(t *testing.T) {
+	h := shutdownOnClose{newLifetimes()}
+	h.traffic = flood(None, make(chan time.Time, 1))
+	eng, addr := serve(t, h, WithNumEventLoop(1), WithSocketSendBuffer(32<<10), WithShutdownTimeout(50*time.Millisecond))
+	flooded := dial(t, addr)
+	flooded.(*net.TCPConn).SetReadBuffer(4 << 10)
+	h.next(t)
+	_, err := flooded.Write([]byte("flood me"))
+	require.NoError(t, err)
+	dial(t, addr) // idle: it closes at once when the stop begins, and its OnClose returns Shutdown
+	h.next(t)
+	const bound = 500 * time.Millisecond
+	ctx, cancel := context.WithTimeout(context.Background(), bound)
+	defer cancel()
+	start := time.Now()
+	require.ErrorIs(t, eng.Stop(ctx), context.DeadlineExceeded, "the stop ended before its context")
+	assert.GreaterOrEqual(t, time.Since(start), bound)
 }

@@ -131,11 +131,7 @@ type engine struct {
 	outPool  bytebufferpool.Pool
 	stopOnce sync.Once
 	done     chan struct{}
-
-	// force resets what is left of a stop the handler asked for once
-	// WithShutdownTimeout has passed; set once, by the first to ask.
-	forceOnce sync.Once
-	force     *time.Timer
+	force    *time.Timer // resets what a stop the handler asked for left (shutdownAsked)
 }
 
 // Run listens on addr, calls OnBoot, and serves connections with the
@@ -256,14 +252,15 @@ func (e *engine) shutdown() {
 
 // shutdownAsked stops the engine as the handler asked, by returning
 // Shutdown: gracefully, as Stop does, for at most WithShutdownTimeout,
-// after which what is left is reset, as when Stop's context ends.
+// after which what is left is reset, as when Stop's context ends. A stop
+// already under way, which Stop's context bounds, keeps its bound.
 func (e *engine) shutdownAsked() {
-	e.shutdown()
-	if d := e.opts.shutdownTimeout; d > 0 {
-		e.forceOnce.Do(func() {
+	e.stopOnce.Do(func() {
+		e.post(taskStop)
+		if d := e.opts.shutdownTimeout; d > 0 {
 			e.force = time.AfterFunc(d, func() { e.post(taskForce) })
-		})
-	}
+		}
+	})
 }
 
 // post sends a task of the kind to every loop still running.

@@ -262,8 +262,9 @@ const DefaultShutdownTimeout = 30 * time.Second
 // Shutdown, which is graceful: once d has passed, connections still
 // sending what they have queued, such as one whose peer stopped reading,
 // are reset (OnClose receives ErrEngineStopped), as when Engine.Stop's
-// context ends. Zero or less waits without a bound. Engine.Stop is
-// bounded by its context instead.
+// context ends. Zero or less waits without a bound. A stop Engine.Stop
+// began is bounded by its context instead, even if a callback returns
+// Shutdown during it.
 func WithShutdownTimeout(d time.Duration) Option {
 	return func(o *options) { o.shutdownTimeout = d }
 }
