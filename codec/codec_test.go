@@ -252,7 +252,7 @@ type benchCase struct {
 func benchCases() []benchCase {
 	payload := strings.Repeat("x", 64)
 	return []benchCase{
-		{"LengthField", func() codec.Decoder { return codec.LengthField{Strip: 4} }, []byte("\x00\x00\x00\x40" + payload)},
+		{"LengthField", func() codec.Decoder { return codec.LengthField{} }, []byte("\x00\x00\x00\x40" + payload)},
 		{"Line", func() codec.Decoder { return codec.Line{} }, []byte(payload + "\r\n")},
 		{"Delimiter", func() codec.Decoder { return codec.Delimiter{Delim: []byte("\r\n\r\n")} }, []byte(payload + "\r\n\r\n")},
 		{"Fixed", func() codec.Decoder { return codec.Fixed{Size: 64} }, []byte(payload)},

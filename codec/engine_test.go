@@ -79,9 +79,9 @@ const (
 
 func families() []family {
 	return []family{
-		codecFamily("LengthField", codec.LengthField{Strip: 4}, binaryAlphabet, 0),
+		codecFamily("LengthField", codec.LengthField{}, binaryAlphabet, 0),
 		codecFamily("LengthField 2-byte little-endian counting its header",
-			codec.LengthField{Size: 2, LittleEndian: true, IncludesHeader: true, Strip: 2}, binaryAlphabet, 0),
+			codec.LengthField{Size: 2, LittleEndian: true, IncludesHeader: true}, binaryAlphabet, 0),
 		codecFamily("Line", codec.Line{}, textAlphabet, 0),
 		codecFamily("Delimiter", codec.Delimiter{Delim: []byte("||")}, textAlphabet, 0),
 		codecFamily("Fixed", codec.Fixed{Size: 16}, binaryAlphabet, 16),
@@ -218,7 +218,7 @@ func TestEngineEcho(t *testing.T) {
 // frame loses its connection as soon as the header arrives, while another
 // connection on the same loop carries on.
 func TestEngineHugeFrameAnnounced(t *testing.T) {
-	f := codecFamily("LengthField", codec.LengthField{Size: 8, Strip: 8}, binaryAlphabet, 0)
+	f := codecFamily("LengthField", codec.LengthField{Size: 8}, binaryAlphabet, 0)
 	srv := &echoServer{f: f, errs: make(chan error, 1)}
 	addr := serve(t, srv)
 	good, hostile := enginetest.Dial(t, addr), enginetest.Dial(t, addr)

@@ -9,7 +9,7 @@ import (
 // A sluice handler passes its Conn where this passes a Buffer.
 func Example() {
 	var conn codec.Buffer
-	lf := codec.LengthField{Strip: 4} // a 4-byte length, then the payload
+	var lf codec.LengthField // a 4-byte length, then the payload
 	_ = lf.Encode(&conn, []byte("hello"))
 	_ = lf.Encode(&conn, []byte("world"))
 	_, _ = conn.Write([]byte{0, 0}) // the start of a frame still arriving

@@ -13,13 +13,26 @@ import (
 //
 // and, with the length field read as an unsigned integer L, it spans
 // Offset + Size + L + Adjust bytes in all, or L + Adjust bytes in all when
-// IncludesHeader is set. Decode returns the frame without its first Strip
-// bytes. The zero value frames messages by a 4-byte big-endian length
-// that counts only the bytes after it.
+// IncludesHeader is set.
+//
+// Encode inserts the length field after the first Offset bytes of the
+// frame it is given. Decode cuts the first Strip bytes from each frame, by
+// default the header up to the end of the length field, Offset + Size
+// bytes. So when Offset is zero, as usual, Decode returns exactly what
+// Encode was given; with an Offset, it returns what followed the length
+// field. The zero value frames messages by a 4-byte big-endian length that
+// counts only the bytes after it:
+//
+//	var lf codec.LengthField
+//	lf.Encode(w, []byte("hi")) // writes "\x00\x00\x00\x02hi"
+//	lf.Decode(in)              // returns "hi"
 //
 // In Netty's terms: lengthFieldOffset is Offset, lengthFieldLength is Size,
-// lengthAdjustment is Adjust, initialBytesToStrip is Strip, maxFrameLength
-// is MaxFrameSize.
+// lengthAdjustment is Adjust, initialBytesToStrip is Strip and
+// maxFrameLength is MaxFrameSize, with one difference. Netty strips
+// nothing by default, so its decoder hands back the length its prepender
+// added; a LengthField left to its default strips the header. Netty's
+// initialBytesToStrip of 0 is KeepHeader here.
 type LengthField struct {
 	// Size is the length field's width in bytes: 1, 2, 3, 4 or 8.
 	// Zero means 4.
@@ -36,9 +49,16 @@ type LengthField struct {
 	// rest of the frame, as when the length counts a trailer too.
 	Adjust int
 
-	// Strip is how many bytes Decode cuts from the front of each frame:
-	// Offset + Size strips the whole header.
+	// Strip is how many bytes Decode cuts from the front of each frame.
+	// Zero means Offset + Size, the whole header; set KeepHeader to cut
+	// nothing.
 	Strip int
+
+	// KeepHeader makes Decode return each frame whole, header and all, as
+	// it arrived. Encode still takes frames without their length field,
+	// so what Decode returns is then not what Encode was given. Strip must
+	// be zero.
+	KeepHeader bool
 
 	// IncludesHeader says the length counts the whole header, Offset and
 	// Size included, and not only the bytes after the length field.
@@ -49,7 +69,8 @@ type LengthField struct {
 	MaxFrameSize int
 }
 
-// Decode returns the next frame less its first Strip bytes.
+// Decode returns the next frame less its first Strip bytes: without its
+// header, unless Strip or KeepHeader say otherwise.
 func (f LengthField) Decode(in Inbound) ([]byte, error) {
 	hdr, err := f.header()
 	if err != nil {
@@ -62,14 +83,15 @@ func (f LengthField) Decode(in Inbound) ([]byte, error) {
 	if len(buf) < hdr {
 		return nil, ErrIncomplete
 	}
-	n, err := f.frameLen(f.read(buf[f.Offset:hdr]), hdr)
+	strip := f.strip(hdr)
+	n, err := f.frameLen(f.read(buf[f.Offset:hdr]), hdr, strip)
 	if err != nil {
 		return nil, err
 	}
 	if len(buf) < n {
 		return nil, ErrIncomplete
 	}
-	return take(in, buf, f.Strip, n, n)
+	return take(in, buf, strip, n, n)
 }
 
 // Encode writes frame with its length field inserted after its first
@@ -116,7 +138,22 @@ func (f LengthField) header() (int, error) {
 	if size := f.size(); (size > 4 && size != 8) || f.Offset < 0 || f.Strip < 0 {
 		return 0, fmt.Errorf("codec: length field of %d bytes at offset %d, strip %d: %w", f.Size, f.Offset, f.Strip, ErrBadConfig)
 	}
+	if f.KeepHeader && f.Strip != 0 {
+		return 0, fmt.Errorf("codec: length field: KeepHeader with strip %d: %w", f.Strip, ErrBadConfig)
+	}
 	return f.Offset + f.size(), nil
+}
+
+// strip returns how many bytes Decode cuts from the front of a frame
+// whose header, up to the end of the length field, is hdr bytes.
+func (f LengthField) strip(hdr int) int {
+	switch {
+	case f.KeepHeader:
+		return 0
+	case f.Strip == 0:
+		return hdr
+	}
+	return f.Strip
 }
 
 // adjust returns what to add to the length field's value, beyond the
@@ -129,8 +166,9 @@ func (f LengthField) adjust(hdr int) int {
 }
 
 // frameLen returns the length on the wire of the frame whose length field
-// holds v, checking it against the limits.
-func (f LengthField) frameLen(v uint64, hdr int) (int, error) {
+// holds v, checking it against the limits and against strip, the bytes
+// Decode will cut from it.
+func (f LengthField) frameLen(v uint64, hdr, strip int) (int, error) {
 	limit := orDefault(f.MaxFrameSize, DefaultMaxFrameSize)
 	if v > 1<<62 { // beyond any limit, and would overflow below
 		return 0, fmt.Errorf("codec: length field: length %d: %w", v, ErrFrameTooLarge)
@@ -143,8 +181,8 @@ func (f LengthField) frameLen(v uint64, hdr int) (int, error) {
 	if n > int64(limit) {
 		return 0, fmt.Errorf("codec: length field: %d-byte frame over %d: %w", n, limit, ErrFrameTooLarge)
 	}
-	if n < int64(f.Strip) {
-		return 0, fmt.Errorf("codec: length field: %d-byte frame shorter than strip %d: %w", n, f.Strip, ErrInvalid)
+	if n < int64(strip) {
+		return 0, fmt.Errorf("codec: length field: %d-byte frame shorter than strip %d: %w", n, strip, ErrInvalid)
 	}
 	return int(n), nil
 }

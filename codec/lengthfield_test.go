@@ -12,15 +12,33 @@ import (
 // lengthFields are configurations that cover every option.
 var lengthFields = []codec.LengthField{
 	{},
+	{KeepHeader: true},
 	{Size: 1, Strip: 1},
 	{Size: 2, LittleEndian: true, Strip: 2},
-	{Size: 3, Strip: 3},
-	{Size: 8, LittleEndian: true},
-	{Size: 2, Offset: 2, Strip: 4},
+	{Size: 3},
+	{Size: 8, LittleEndian: true, KeepHeader: true},
+	{Size: 2, Offset: 2},
+	{Size: 2, Offset: 2, Strip: 1},
 	{Size: 4, IncludesHeader: true, Strip: 4},
 	{Size: 2, Offset: 1, Adjust: 2, IncludesHeader: true, Strip: 1},
+	{Size: 2, Adjust: -3, KeepHeader: true},
 	{Size: 2, Adjust: -3},
 	{Size: 3, LittleEndian: true, Adjust: 5, Strip: 5},
+}
+
+// strip returns how many bytes lf's Decode cuts from each frame: Strip,
+// or the header up to the end of the length field if Strip is left zero,
+// or none with KeepHeader.
+func strip(lf codec.LengthField) int {
+	switch {
+	case lf.KeepHeader:
+		return 0
+	case lf.Strip != 0:
+		return lf.Strip
+	case lf.Size == 0:
+		return lf.Offset + 4
+	}
+	return lf.Offset + lf.Size
 }
 
 func TestLengthFieldRoundTrip(t *testing.T) {
@@ -34,7 +52,7 @@ func TestLengthFieldRoundTrip(t *testing.T) {
 				var wire codec.Buffer
 				require.NoError(t, lf.Encode(&wire, frame))
 				b, _ := wire.Peek(0)
-				want = append(want, string(b[lf.Strip:]))
+				want = append(want, string(b[strip(lf):]))
 				_, _ = stream.Write(b)
 			}
 			all, _ := stream.Peek(0)
@@ -68,6 +86,32 @@ func TestLengthFieldWire(t *testing.T) {
 	}
 }
 
+// TestLengthFieldStrip checks what Decode cuts from a frame: by default
+// the header up to the end of the length field, so that with no Offset it
+// returns what Encode was given; Strip bytes when Strip is set; and
+// nothing with KeepHeader.
+func TestLengthFieldStrip(t *testing.T) {
+	tests := []struct {
+		lf    codec.LengthField
+		frame string // as Encode is given it
+		want  string // as Decode returns it
+	}{
+		{codec.LengthField{}, "hi", "hi"},
+		{codec.LengthField{Size: 2, LittleEndian: true, IncludesHeader: true}, "hi", "hi"},
+		{codec.LengthField{Size: 1, Adjust: -1}, "hi", "hi"},
+		{codec.LengthField{Size: 1, Offset: 1}, "Thi", "hi"},
+		{codec.LengthField{Size: 1, Offset: 1, Strip: 1}, "Thi", "\x02hi"},
+		{codec.LengthField{Size: 1, Adjust: 1, Strip: 2}, "hi!", "i!"},
+		{codec.LengthField{KeepHeader: true}, "hi", "\x00\x00\x00\x02hi"},
+		{codec.LengthField{Size: 1, Offset: 1, KeepHeader: true}, "Thi", "T\x02hi"},
+	}
+	for _, tc := range tests {
+		t.Run(fmt.Sprintf("%+v", tc.lf), func(t *testing.T) {
+			checkRoundTrip(t, tc.lf, []byte(tc.frame), []byte(tc.want))
+		})
+	}
+}
+
 func TestLengthFieldEncodeErrors(t *testing.T) {
 	tests := []struct {
 		name  string
@@ -82,6 +126,7 @@ func TestLengthFieldEncodeErrors(t *testing.T) {
 		{"bad size", codec.LengthField{Size: 5}, "ab", codec.ErrBadConfig},
 		{"bad offset", codec.LengthField{Offset: -1}, "ab", codec.ErrBadConfig},
 		{"bad strip", codec.LengthField{Strip: -1}, "ab", codec.ErrBadConfig},
+		{"strip and keep the header", codec.LengthField{Strip: 4, KeepHeader: true}, "ab", codec.ErrBadConfig},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -100,6 +145,7 @@ func TestLengthFieldHostile(t *testing.T) {
 		{"negative with header", codec.LengthField{IncludesHeader: true}, "\x00\x00\x00\x03abc", codec.ErrNegativeLength},
 		{"shorter than strip", codec.LengthField{Size: 1, Strip: 4}, "\x01a", codec.ErrInvalid},
 		{"bad size", codec.LengthField{Size: 7}, "\x01a", codec.ErrBadConfig},
+		{"strip and keep the header", codec.LengthField{Strip: 1, KeepHeader: true}, "\x01a", codec.ErrBadConfig},
 	})
 }
 
@@ -117,11 +163,13 @@ func FuzzLengthField(f *testing.F) {
 	f.Add([]byte("T\x04hiT\xff"), uint8(1), uint8(1), uint8(0), int8(0), false, true)
 	f.Add([]byte("\x00\x00\x03abc"), uint8(3), uint8(0), uint8(3), int8(-4), false, false)
 	f.Add([]byte("\xff\xff\xff\xff\xff\xff\xff\xff"), uint8(8), uint8(0), uint8(0), int8(0), true, false)
-	f.Fuzz(func(t *testing.T, data []byte, size, offset, strip uint8, adjust int8, little, incl bool) {
+	f.Fuzz(func(t *testing.T, data []byte, size, offset, cut uint8, adjust int8, little, incl bool) {
 		lf := codec.LengthField{
-			Size:           []int{1, 2, 3, 4, 8}[size%5],
-			Offset:         int(offset % 4),
-			Strip:          int(strip % 16),
+			Size:   []int{1, 2, 3, 4, 8}[size%5],
+			Offset: int(offset % 4),
+			Strip:  int(cut % 16),
+			// A cut of 16, 32, ... keeps the header; one of 0 strips it.
+			KeepHeader:     cut%16 == 0 && cut >= 16,
 			Adjust:         int(adjust),
 			LittleEndian:   little,
 			IncludesHeader: incl,
@@ -130,8 +178,8 @@ func FuzzLengthField(f *testing.F) {
 		checkFuzz(t, func() codec.Decoder { return lf }, asFrame, data, lf.MaxFrameSize)
 		var wire codec.Buffer
 		if lf.Encode(&wire, data) == nil {
-			if b, _ := wire.Peek(0); lf.Strip <= len(b) {
-				checkRoundTrip(t, lf, data, b[lf.Strip:])
+			if b, _ := wire.Peek(0); strip(lf) <= len(b) {
+				checkRoundTrip(t, lf, data, b[strip(lf):])
 			}
 		}
 	})
