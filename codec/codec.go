@@ -33,6 +33,21 @@ type Encoder interface {
 	Encode(w io.Writer, frame []byte) error
 }
 
+// AppendEncoder is an Encoder that can also frame into a byte slice, for
+// code that has bytes to send but no io.Writer to send them through: a
+// pool worker builds its reply in a buffer of its own, to hand to
+// Conn.AsyncWrite, and several frames can share one buffer and one write.
+// LengthField, Line, Delimiter and Fixed implement it.
+type AppendEncoder interface {
+	Encoder
+
+	// AppendEncode appends to dst the bytes Encode would write for frame
+	// and returns the extended slice. It allocates only when dst lacks the
+	// room. On error it returns dst unchanged, with the error Encode would
+	// return, so frames already in dst stay whole.
+	AppendEncode(dst, frame []byte) ([]byte, error)
+}
+
 // Codec both decodes and encodes one framing.
 type Codec interface {
 	Decoder

@@ -2,6 +2,7 @@ package codec_test
 
 import (
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"strconv"
 	"strings"
@@ -19,6 +20,11 @@ var (
 	_ codec.Codec   = codec.Delimiter{}
 	_ codec.Codec   = codec.Fixed{}
 	_ codec.Decoder = (*codec.RESP)(nil)
+
+	_ codec.AppendEncoder = codec.LengthField{}
+	_ codec.AppendEncoder = codec.Line{}
+	_ codec.AppendEncoder = codec.Delimiter{}
+	_ codec.AppendEncoder = codec.Fixed{}
 )
 
 // render turns what a decoder returned into a string to compare.
@@ -156,16 +162,39 @@ func checkFuzz(t *testing.T, newDec func() codec.Decoder, show render, data []by
 }
 
 // checkRoundTrip checks that frame, encoded and decoded, comes back as want,
-// if the codec accepts it.
+// if the codec accepts it, and that AppendEncode, if it has one, agrees
+// with Encode.
 func checkRoundTrip(t *testing.T, c codec.Codec, frame, want []byte) {
+	t.Helper()
 	var in codec.Buffer
-	if c.Encode(&in, frame) != nil {
+	err := c.Encode(&in, frame)
+	wire, _ := in.Peek(0)
+	if a, ok := c.(codec.AppendEncoder); ok {
+		checkAppend(t, a, frame, wire, err)
+	}
+	if err != nil {
 		return
 	}
 	got, err := c.Decode(&in)
 	require.NoError(t, err)
 	require.Equal(t, want, got)
 	require.Zero(t, in.Len())
+}
+
+// checkAppend checks that AppendEncode appends to a slice already holding
+// bytes what Encode wrote for frame, wire, or else fails as Encode did,
+// with encodeErr, and leaves the slice as it was.
+func checkAppend(t *testing.T, c codec.AppendEncoder, frame, wire []byte, encodeErr error) {
+	t.Helper()
+	const before = "earlier frames"
+	dst := []byte(before)
+	got, err := c.AppendEncode(dst[:len(dst):len(dst)], frame)
+	require.Equal(t, fmt.Sprint(encodeErr), fmt.Sprint(err))
+	if err != nil {
+		require.Equal(t, before, string(got))
+		return
+	}
+	require.Equal(t, before+string(wire), string(got))
 }
 
 // randomBytes returns n random bytes drawn from alphabet.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"slices"
 )
 
 // Delimiter frames messages that each end with Delim, such as "\r\n\r\n".
@@ -38,13 +39,18 @@ func (d Delimiter) Decode(in Inbound) ([]byte, error) {
 // or ends with part of it so that the delimiter appears early, as "a|" does
 // before "||", would not be read back whole, so it is refused.
 func (d Delimiter) Encode(w io.Writer, frame []byte) error {
-	if err := d.check(); err != nil {
+	if err := d.checkFrame(frame); err != nil {
 		return err
 	}
-	if holdsDelim(frame, d.Delim) {
-		return fmt.Errorf("codec: frame would end before its delimiter: %w", ErrInvalid)
+	return writeTerminated(w, frame, d.Delim)
+}
+
+// AppendEncode appends to dst what Encode would write; see AppendEncoder.
+func (d Delimiter) AppendEncode(dst, frame []byte) ([]byte, error) {
+	if err := d.checkFrame(frame); err != nil {
+		return dst, err
 	}
-	return writeTerminated(w, frame, d.Delim, orDefault(d.MaxFrameSize, DefaultMaxLineSize))
+	return appendTerminated(dst, frame, d.Delim), nil
 }
 
 // check reports whether d is configured.
@@ -53,6 +59,17 @@ func (d Delimiter) check() error {
 		return fmt.Errorf("codec: empty delimiter: %w", ErrBadConfig)
 	}
 	return nil
+}
+
+// checkFrame reports why frame cannot be sent, if it cannot.
+func (d Delimiter) checkFrame(frame []byte) error {
+	if err := d.check(); err != nil {
+		return err
+	}
+	if holdsDelim(frame, d.Delim) {
+		return fmt.Errorf("codec: frame would end before its delimiter: %w", ErrInvalid)
+	}
+	return checkLen(frame, orDefault(d.MaxFrameSize, DefaultMaxLineSize))
 }
 
 // holdsDelim reports whether delim occurs in frame followed by delim
@@ -86,14 +103,27 @@ func index(buf, delim []byte, limit int) (int, error) {
 	return 0, ErrIncomplete
 }
 
-// writeTerminated writes frame and then term, refusing a frame over limit.
-func writeTerminated(w io.Writer, frame, term []byte, limit int) error {
+// checkLen refuses a frame over limit.
+func checkLen(frame []byte, limit int) error {
 	if len(frame) > limit {
 		return fmt.Errorf("codec: %d-byte frame over %d: %w", len(frame), limit, ErrFrameTooLarge)
 	}
+	return nil
+}
+
+// writeTerminated writes frame and then term.
+func writeTerminated(w io.Writer, frame, term []byte) error {
 	if _, err := w.Write(frame); err != nil {
 		return err
 	}
 	_, err := w.Write(term)
 	return err
+}
+
+// appendTerminated appends frame and then term to dst, growing it at most
+// once.
+func appendTerminated(dst, frame, term []byte) []byte {
+	dst = slices.Grow(dst, len(frame)+len(term))
+	dst = append(dst, frame...)
+	return append(dst, term...)
 }

@@ -28,6 +28,10 @@
 //		return sluice.None
 //	}
 //
+// Where there is no io.Writer to encode to, as on a goroutine that answers
+// with Conn.AsyncWrite, AppendEncode frames into a byte slice instead:
+// every Encoder here is also an AppendEncoder.
+//
 // A RESP server answers with the Append functions, which append a reply to
 // a byte slice, allocating only when it must grow; aggregate headers are
 // followed by their elements, appended in turn. Those marked RESP3 are for

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/sluicenet/sluice/codec"
+	"github.com/sluicenet/sluice/pool"
 )
 
 // A sluice handler passes its Conn where this passes a Buffer.
@@ -23,6 +24,29 @@ func Example() {
 	// hello
 	// world
 	// <nil> 2
+}
+
+// A pool worker has no io.Writer to give Encode, so it frames its reply
+// into a pooled buffer and sends that with Conn.AsyncWrite. The buffer
+// goes back to the pool once the loop has queued its bytes, or at once if
+// AsyncWrite fails, as it then never calls back:
+//
+//	err := c.AsyncWrite(b.B, func(sluice.Conn, error) { pool.PutBuffer(b) })
+//	if err != nil {
+//		pool.PutBuffer(b)
+//	}
+func ExampleAppendEncoder() {
+	var framing codec.LengthField
+	reply := []byte("HELLO") // the worker's answer
+
+	b := pool.GetBuffer()
+	var err error
+	if b.B, err = framing.AppendEncode(b.B, reply); err != nil {
+		panic(err) // a reply the framing cannot carry, such as one too large
+	}
+	fmt.Printf("%q\n", b.B) // what AsyncWrite would send
+	pool.PutBuffer(b)
+	// Output: "\x00\x00\x00\x05HELLO"
 }
 
 func ExampleRESP() {

@@ -30,20 +30,37 @@ func (f Fixed) Decode(in Inbound) ([]byte, error) {
 
 // Encode writes frame, which must be exactly Size bytes.
 func (f Fixed) Encode(w io.Writer, frame []byte) error {
-	if err := f.check(); err != nil {
+	if err := f.checkFrame(frame); err != nil {
 		return err
-	}
-	if len(frame) != f.Size {
-		return fmt.Errorf("codec: %d-byte frame, want %d: %w", len(frame), f.Size, ErrInvalid)
 	}
 	_, err := w.Write(frame)
 	return err
+}
+
+// AppendEncode appends to dst what Encode would write, frame itself; see
+// AppendEncoder.
+func (f Fixed) AppendEncode(dst, frame []byte) ([]byte, error) {
+	if err := f.checkFrame(frame); err != nil {
+		return dst, err
+	}
+	return append(dst, frame...), nil
 }
 
 // check reports whether f is configured.
 func (f Fixed) check() error {
 	if f.Size <= 0 {
 		return fmt.Errorf("codec: fixed size %d: %w", f.Size, ErrBadConfig)
+	}
+	return nil
+}
+
+// checkFrame reports why frame cannot be sent, if it cannot.
+func (f Fixed) checkFrame(frame []byte) error {
+	if err := f.check(); err != nil {
+		return err
+	}
+	if len(frame) != f.Size {
+		return fmt.Errorf("codec: %d-byte frame, want %d: %w", len(frame), f.Size, ErrInvalid)
 	}
 	return nil
 }

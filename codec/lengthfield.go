@@ -3,6 +3,7 @@ package codec
 import (
 	"fmt"
 	"io"
+	"slices"
 )
 
 // LengthField frames messages by a length field in a header, with the
@@ -98,23 +99,8 @@ func (f LengthField) Decode(in Inbound) ([]byte, error) {
 // Offset bytes, which are the rest of the header. When Offset is zero, as
 // usual, that is frame preceded by its length.
 func (f LengthField) Encode(w io.Writer, frame []byte) error {
-	hdr, err := f.header()
+	field, err := f.field(frame)
 	if err != nil {
-		return err
-	}
-	if len(frame) < f.Offset {
-		return fmt.Errorf("codec: length field: %d-byte frame shorter than offset %d: %w", len(frame), f.Offset, ErrInvalid)
-	}
-	n := len(frame) + f.size()
-	if limit := orDefault(f.MaxFrameSize, DefaultMaxFrameSize); n > limit {
-		return fmt.Errorf("codec: length field: %d-byte frame over %d: %w", n, limit, ErrFrameTooLarge)
-	}
-	v := n - hdr - f.adjust(hdr)
-	if v < 0 {
-		return fmt.Errorf("codec: length field: length %d: %w", v, ErrNegativeLength)
-	}
-	var field [8]byte
-	if err := f.write(field[:f.size()], uint64(v)); err != nil {
 		return err
 	}
 	if f.Offset > 0 {
@@ -127,6 +113,43 @@ func (f LengthField) Encode(w io.Writer, frame []byte) error {
 	}
 	_, err = w.Write(frame[f.Offset:])
 	return err
+}
+
+// AppendEncode appends to dst what Encode would write; see AppendEncoder.
+func (f LengthField) AppendEncode(dst, frame []byte) ([]byte, error) {
+	field, err := f.field(frame)
+	if err != nil {
+		return dst, err
+	}
+	dst = slices.Grow(dst, len(frame)+f.size())
+	dst = append(dst, frame[:f.Offset]...)
+	dst = append(dst, field[:f.size()]...)
+	return append(dst, frame[f.Offset:]...), nil
+}
+
+// field checks that frame can be encoded and returns its length field,
+// in the first size() bytes.
+func (f LengthField) field(frame []byte) ([8]byte, error) {
+	var field [8]byte
+	hdr, err := f.header()
+	if err != nil {
+		return field, err
+	}
+	if len(frame) < f.Offset {
+		return field, fmt.Errorf("codec: length field: %d-byte frame shorter than offset %d: %w", len(frame), f.Offset, ErrInvalid)
+	}
+	n := len(frame) + f.size()
+	if limit := orDefault(f.MaxFrameSize, DefaultMaxFrameSize); n > limit {
+		return field, fmt.Errorf("codec: length field: %d-byte frame over %d: %w", n, limit, ErrFrameTooLarge)
+	}
+	v := n - hdr - f.adjust(hdr)
+	if v < 0 {
+		return field, fmt.Errorf("codec: length field: length %d: %w", v, ErrNegativeLength)
+	}
+	if err := f.write(field[:f.size()], uint64(v)); err != nil {
+		return field, err
+	}
+	return field, nil
 }
 
 // size returns the length field's width.

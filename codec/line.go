@@ -42,8 +42,24 @@ func (l Line) Decode(in Inbound) ([]byte, error) {
 // Encode writes frame and "\r\n". A frame that holds a "\n" would be read
 // back as two lines, so it is refused.
 func (l Line) Encode(w io.Writer, frame []byte) error {
+	if err := l.check(frame); err != nil {
+		return err
+	}
+	return writeTerminated(w, frame, crlf)
+}
+
+// AppendEncode appends to dst what Encode would write; see AppendEncoder.
+func (l Line) AppendEncode(dst, frame []byte) ([]byte, error) {
+	if err := l.check(frame); err != nil {
+		return dst, err
+	}
+	return appendTerminated(dst, frame, crlf), nil
+}
+
+// check reports why frame cannot be sent as a line, if it cannot.
+func (l Line) check(frame []byte) error {
 	if bytes.IndexByte(frame, '\n') >= 0 {
 		return fmt.Errorf("codec: line holds a newline: %w", ErrInvalid)
 	}
-	return writeTerminated(w, frame, crlf, orDefault(l.MaxFrameSize, DefaultMaxLineSize))
+	return checkLen(frame, orDefault(l.MaxFrameSize, DefaultMaxLineSize))
 }

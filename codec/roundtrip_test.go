@@ -67,8 +67,31 @@ func TestZeroValueUnusable(t *testing.T) {
 		var in codec.Buffer
 		err := c.Encode(&in, []byte("abcd"))
 		require.ErrorIs(t, err, codec.ErrBadConfig)
+		checkAppend(t, c.(codec.AppendEncoder), []byte("abcd"), nil, err)
 		_, _ = in.Write([]byte("abcd"))
 		_, err = c.Decode(&in)
 		require.ErrorIs(t, err, codec.ErrBadConfig)
+	}
+}
+
+// TestAppendEncodeAllocs checks that AppendEncode allocates nothing when
+// dst has room for the frame.
+func TestAppendEncodeAllocs(t *testing.T) {
+	payload := []byte(strings.Repeat("x", 64))
+	for _, c := range []codec.AppendEncoder{
+		codec.LengthField{},
+		codec.LengthField{Size: 2, Offset: 2},
+		codec.Line{},
+		codec.Delimiter{Delim: []byte("\r\n\r\n")},
+		codec.Fixed{Size: len(payload)},
+	} {
+		dst := make([]byte, 0, 2*len(payload))
+		allocs := testing.AllocsPerRun(100, func() {
+			out, err := c.AppendEncode(dst, payload)
+			if err != nil || len(out) < len(payload) {
+				t.Fatalf("%T: %q, %v", c, out, err)
+			}
+		})
+		require.Zero(t, allocs, "%+v", c)
 	}
 }
