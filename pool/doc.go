@@ -29,4 +29,17 @@
 // Submit never blocks: when every worker is busy it returns
 // ErrPoolOverload at once, and the handler decides what to shed, rather
 // than the loop stalling on a full pool.
+//
+// Workers finish in any order, so when a client pipelines, sending
+// requests without waiting for answers, replies sent with AsyncWrite can
+// overtake each other. Where order matters, either
+//
+//   - work on one request of a connection at a time: while one is out,
+//     OnTraffic leaves the rest unread (sluice.WithMaxInboundBuffered
+//     bounds them), and the reply's AsyncWrite callback, which runs on the
+//     loop, calls c.Wake to have OnTraffic decode the next; or
+//   - number the requests as OnTraffic decodes them, and have each worker
+//     hand its reply to the loop in the callback of c.Wake, which holds a
+//     reply that finished early in a per-connection slice and writes the
+//     replies that are next.
 package pool

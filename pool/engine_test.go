@@ -136,3 +136,120 @@ func TestOverloadAnsweredFromLoop(t *testing.T) {
 	close(unblock)
 	assert.Equal(t, "d", read(t, c, 1), "the first task answers once unblocked")
 }
+
+// jitter is how long a worker takes over request b: long enough, and
+// different enough from one request to the next, that workers finish out
+// of order.
+func jitter(b byte) time.Duration { return time.Duration(b%7) * 200 * time.Microsecond }
+
+// oneAtATime answers each byte with itself from a worker, one request of a
+// connection at a time, as the package documentation's first way to keep
+// replies in order has it.
+type oneAtATime struct {
+	sluice.BuiltinEventEngine
+	pool *pool.Pool
+}
+
+func (h *oneAtATime) OnTraffic(c sluice.Conn) sluice.Action {
+	if c.Context() != nil {
+		return sluice.None // a request is out: the next waits unread
+	}
+	req, err := c.Next(1)
+	if err != nil {
+		return sluice.None // nothing buffered
+	}
+	b := req[0]
+	c.SetContext(b)
+	err = h.pool.Submit(func() {
+		time.Sleep(jitter(b))
+		_ = c.AsyncWrite([]byte{b}, func(c sluice.Conn, _ error) {
+			c.SetContext(nil)
+			_ = c.Wake(nil)
+		})
+	})
+	if err != nil {
+		return sluice.Close
+	}
+	return sluice.None
+}
+
+// numbered answers each byte with itself from a worker, every request of a
+// connection at once, and puts the replies back in order on the loop, as
+// the package documentation's second way has it.
+type numbered struct {
+	sluice.BuiltinEventEngine
+	pool *pool.Pool
+}
+
+// order is a connection's count of requests and its replies held back.
+type order struct {
+	issued  int      // requests handed to workers
+	written int      // replies written
+	held    [][]byte // replies from the next to write on, nil where not done
+}
+
+func (h *numbered) OnOpen(c sluice.Conn) ([]byte, sluice.Action) {
+	c.SetContext(new(order))
+	return nil, sluice.None
+}
+
+func (h *numbered) OnTraffic(c sluice.Conn) sluice.Action {
+	o := c.Context().(*order)
+	in, _ := c.Next(-1)
+	for _, b := range in {
+		seq := o.issued
+		o.issued++
+		err := h.pool.Submit(func() {
+			time.Sleep(jitter(b))
+			_ = c.Wake(func(c sluice.Conn, err error) {
+				if err == nil {
+					o.finish(c, seq, []byte{b})
+				}
+			})
+		})
+		if err != nil {
+			return sluice.Close
+		}
+	}
+	return sluice.None
+}
+
+// finish, on the loop, holds reply to request seq until the replies before
+// it are written, and writes those that are next.
+func (o *order) finish(c sluice.Conn, seq int, reply []byte) {
+	for len(o.held) <= seq-o.written {
+		o.held = append(o.held, nil)
+	}
+	o.held[seq-o.written] = reply
+	for len(o.held) > 0 && o.held[0] != nil {
+		_, _ = c.Write(o.held[0])
+		o.held = o.held[1:]
+		o.written++
+	}
+}
+
+// TestPipelinedRepliesInOrder checks both ways the package documentation
+// gives to keep the replies to a pipelining client in order, although the
+// workers that answer them finish in any order.
+func TestPipelinedRepliesInOrder(t *testing.T) {
+	const requests = 500
+	tests := []struct {
+		name    string
+		handler func(p *pool.Pool) sluice.EventHandler
+	}{
+		{"one at a time", func(p *pool.Pool) sluice.EventHandler { return &oneAtATime{pool: p} }},
+		{"numbered", func(p *pool.Pool) sluice.EventHandler { return &numbered{pool: p} }},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			c := enginetest.Dial(t, serveOne(t, tc.handler(newPool(t, pool.WithSize(requests)))))
+			sent := make([]byte, requests)
+			for i := range sent {
+				sent[i] = byte(i)
+			}
+			_, err := c.Write(sent)
+			require.NoError(t, err)
+			require.Equal(t, string(sent), read(t, c, requests))
+		})
+	}
+}
