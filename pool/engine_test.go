@@ -5,7 +5,6 @@ import (
 	"errors"
 	"io"
 	"net"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -70,22 +69,17 @@ func read(t *testing.T, c net.Conn, n int) string {
 
 // TestLoopResponsiveWhileTasksBlock checks that an event loop whose
 // handler has handed 1,000 blocking tasks to the pool goes on serving
-// another connection at once, while the tasks block and while they all
-// answer together.
+// another connection while every task blocks, and while they all answer
+// together. The tasks block until the test lets them go, so a loop that
+// waited on one would never answer the echo in between.
 func TestLoopResponsiveWhileTasksBlock(t *testing.T) {
 	const (
-		tasks    = 1000
-		blocking = 100 * time.Millisecond
-		// A generous bound, for -race on a shared 2-core machine: a loop
-		// that waited on a task would take blocking.
-		bound = 50 * time.Millisecond
+		tasks  = 1000
+		echoes = 20 // while the tasks block
 	)
 	p := newPool(t, pool.WithSize(tasks))
-	var finished atomic.Int64
-	addr := serveOne(t, &offloader{pool: p, work: func() {
-		time.Sleep(blocking)
-		finished.Add(1)
-	}})
+	gate := make(chan struct{})
+	addr := serveOne(t, &offloader{pool: p, work: func() { <-gate }})
 	busy, idle := enginetest.Dial(t, addr), enginetest.Dial(t, addr)
 
 	_, err := busy.Write(bytes.Repeat([]byte("t"), tasks))
@@ -97,30 +91,28 @@ func TestLoopResponsiveWhileTasksBlock(t *testing.T) {
 		assert.NoError(t, err)
 		answers <- string(b)
 	}()
-	// Submitting 1,000 tasks holds the loop for as long as starting 1,000
-	// goroutines takes; what is measured is what comes after.
 	require.Eventually(t, func() bool { return p.Running() == tasks }, deadline, time.Millisecond,
 		"every task is running")
 
-	// Round trips while every task blocks, then while they finish and
-	// their answers come back through the loop.
-	var rounds [2]int
-	var worst [2]time.Duration
-	for len(answers) == 0 {
+	echo := func() time.Duration {
 		start := time.Now()
+		idle.SetDeadline(start.Add(deadline))
 		_, err := idle.Write([]byte("e"))
 		require.NoError(t, err)
-		require.Equal(t, "e", read(t, idle, 1))
-		phase := min(finished.Load(), 1)
-		rounds[phase]++
-		worst[phase] = max(worst[phase], time.Since(start))
+		require.Equal(t, "e", read(t, idle, 1), "the loop answers while the tasks block")
+		return time.Since(start)
+	}
+	var blocked, answering time.Duration
+	for range echoes {
+		blocked = max(blocked, echo())
+	}
+	close(gate)
+	for len(answers) == 0 {
+		answering = max(answering, echo())
 	}
 	assert.Equal(t, string(bytes.Repeat(answerDone, tasks)), <-answers, "every task answered, none shed")
-	t.Logf("worst echo round trip while %d tasks blocked: %v of %d; while they answered: %v of %d",
-		tasks, worst[0], rounds[0], worst[1], rounds[1])
-	assert.GreaterOrEqual(t, rounds[0], 10, "the echoes overlapped the blocking tasks")
-	assert.Less(t, worst[0], bound, "while the tasks blocked")
-	assert.Less(t, worst[1], bound, "while the tasks answered")
+	t.Logf("worst echo round trip while %d tasks blocked: %v of %d; while they answered: %v",
+		tasks, blocked, echoes, answering)
 }
 
 // TestOverloadAnsweredFromLoop checks that Submit to a full pool fails at
