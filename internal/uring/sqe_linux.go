@@ -81,8 +81,16 @@ func (r *Ring) PrepAcceptMultishot(fd int, userData uint64) *SQE {
 // caller; when b runs dry the receive ends with ENOBUFS and must be
 // prepared again after buffers are recycled.
 func (r *Ring) PrepRecvMultishot(fd int, b *BufRing, userData uint64) *SQE {
-	s := r.prep(opRecv, fd, nil, 0, userData)
+	s := r.PrepRecv(fd, b, userData)
 	s.ioprio = recvMultishot
+	return s
+}
+
+// PrepRecv queues one receive on the socket fd into a buffer of b: it
+// completes once, as a multishot receive's first completion would, and
+// so never brings more than one buffer's worth.
+func (r *Ring) PrepRecv(fd int, b *BufRing, userData uint64) *SQE {
+	s := r.prep(opRecv, fd, nil, 0, userData)
 	s.flags = sqeBufferSelect
 	s.bufGroup = b.group
 	return s
