@@ -55,3 +55,8 @@ func newSocket(family int) (int, error) {
 	}
 	return fd, nil
 }
+
+// Settled reports whether closing fd now is sure to lose nothing. The BSDs
+// are not asked: it reports false, so a graceful close always lingers
+// until the peer's end of stream, or its bound.
+func Settled(fd int) bool { return false }

@@ -34,3 +34,15 @@ func newSocket(family int) (int, error) {
 	fd, err := unix.Socket(family, unix.SOCK_STREAM|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, 0)
 	return fd, os.NewSyscallError("socket", err)
 }
+
+// Settled reports whether fd holds no unread input and no output its peer
+// has yet to acknowledge, so that closing it can neither send a reset nor
+// lose a byte already written. It costs two system calls.
+func Settled(fd int) bool {
+	in, err := unix.IoctlGetInt(fd, unix.SIOCINQ)
+	if err != nil || in > 0 {
+		return false
+	}
+	out, err := unix.IoctlGetInt(fd, unix.SIOCOUTQ)
+	return err == nil && out == 0
+}
