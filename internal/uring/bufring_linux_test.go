@@ -72,3 +72,32 @@ func TestBufRingRelease(t *testing.T) {
 	echo("after")
 	assert.Equal(t, 1, resident(t, bufs))
 }
+
+// A multishot receive capped with SetRecvLimit ends once it has taken that
+// many bytes, with the socket's backlog left for the next one.
+func TestRecvLimit(t *testing.T) {
+	r := newTestRing(t, 8, 256)
+	bufs, err := NewBufRing(r, 1, 64, 4096)
+	require.NoError(t, err)
+	if !RecvLimitWorks(r, bufs) {
+		t.Skip("this kernel does not cap multishot receives")
+	}
+	a, b := socketPair(t)
+	require.NoError(t, unix.SetsockoptInt(a, unix.SOL_SOCKET, unix.SO_SNDBUF, 1<<20))
+	for range 4 {
+		_, err := unix.Write(a, make([]byte, 64<<10))
+		require.NoError(t, err)
+	}
+	r.PrepRecvMultishot(b, bufs, 1).SetRecvLimit(16 << 10)
+	total := 0
+	for more := true; more; {
+		for _, c := range collect(t, r, 1) {
+			if id, ok := c.Buffer(); ok {
+				bufs.Recycle(id)
+			}
+			total += int(c.Res)
+			more = c.More()
+		}
+	}
+	assert.Equal(t, 16<<10, total)
+}

@@ -187,3 +187,11 @@ func (r *Ring) PrepPollMultishot(fd int, events uint32, userData uint64) *SQE {
 	s.len = pollMultishot
 	return s
 }
+
+// SetRecvLimit caps the bytes a multishot receive takes, over all its
+// completions: once it has received n, its last completion has More
+// false, and it must be prepared again for more. Without a cap, a
+// multishot receive on a socket with a backlog fills every free buffer of
+// its ring before the caller sees its first completion. Kernels that
+// predate the cap fail such a receive with EINVAL (see RecvLimitWorks).
+func (s *SQE) SetRecvLimit(n uint32) { s.fileIndex = n }
