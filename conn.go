@@ -90,7 +90,9 @@ type Conn interface {
 	AsyncWritev(bs [][]byte, cb AsyncCallback) error
 	// Wake runs OnTraffic for the connection on its loop, then cb.
 	Wake(cb AsyncCallback) error
-	// Close closes the connection once its queued output is sent.
+	// Close closes the connection gracefully, as the Close action does:
+	// once its queued output is sent, and the peer's end of stream read
+	// or WithLingeringClose's bound reached.
 	Close() error
 }
 
@@ -98,9 +100,34 @@ type connState uint8
 
 const (
 	stateOpen    connState = iota
-	stateClosing           // sending what is queued, then closing
+	stateClosing           // sending what is queued, then lingering
 	stateClosed
 	stateHeader // reading its PROXY header; the handler has not seen it
+	stateLinger // all sent and the write side shut down: discarding input until the peer's FIN
+)
+
+// connFlags are a connection's yes-or-no facts.
+type connFlags uint8
+
+const (
+	// flagSourced: counted against its source's limit.
+	flagSourced connFlags = 1 << iota
+	// flagEOF: the peer has finished sending.
+	flagEOF
+	// flagHeld: it holds inbound bytes the handler has yet to be offered
+	// in full since it was last paused. On io_uring its receive is not
+	// armed again until the loop has handed them over (handOver), so the
+	// kernel is never asked for more while the engine still holds some.
+	flagHeld
+	// flagResumed: queued for the handover (eventloop.resumed).
+	flagResumed
+	// flagThrottled: it has been paused for its output. On io_uring it
+	// receives one buffer per arming from then on, rather than with a
+	// multishot receive, which, where the kernel cannot cap it, drains
+	// the socket into every free buffer of the loop before a cancellation
+	// can take effect: a connection paused holds at most one receive's
+	// worth it has not handed over.
+	flagThrottled
 )
 
 // conn is kept small and flat: an idle connection holds no buffer, only
@@ -111,14 +138,14 @@ type conn struct {
 	rs      ringSlot // its record on the loop's io_uring, if it has one
 	state   connState
 	events  poller.Event // what the poller watches for
-	sourced bool         // counted against its source's limit
+	flags   connFlags
 	loop    *eventloop
 	id      uint64         // its kill.ConnID
 	remote  netip.AddrPort // zero for a unix socket
 	in      *bytebufferpool.ByteBuffer
 	buf     []byte // unread inbound: a view of the loop's read buffer or of in
 	out     *bytebufferpool.ByteBuffer
-	outHead int // out.B[outHead:] is unsent
+	outHead int // out.B[outHead:] is unsent; lingering, with out nil, the bytes discarded
 	ctx     any
 	proxy   *proxyproto.Header // the PROXY header it began with, if any
 
@@ -168,7 +195,7 @@ func (c *conn) Discard(n int) (int, error) {
 func (c *conn) InboundBuffered() int { return len(c.buf) }
 
 func (c *conn) Write(p []byte) (int, error) {
-	if c.state == stateClosed {
+	if c.done() {
 		return 0, ErrConnClosed
 	}
 	l := c.loop
@@ -200,11 +227,11 @@ func (c *conn) Writev(bs [][]byte) (int, error) {
 }
 
 func (c *conn) Flush() error {
-	if c.state == stateClosed {
+	if c.done() {
 		return ErrConnClosed
 	}
 	c.loop.flush(c)
-	if c.state == stateClosed {
+	if c.done() {
 		return ErrConnClosed
 	}
 	return nil
@@ -227,7 +254,7 @@ func (c *conn) Fd() int          { return c.fd }
 func (c *conn) ID() uint64       { return c.id }
 
 func (c *conn) SetIdleTimeout(d time.Duration) {
-	if c.state != stateClosed {
+	if !c.done() {
 		c.loop.setIdleTimeout(c, d)
 	}
 }
@@ -276,6 +303,10 @@ func (c *conn) Close() error {
 	return c.loop.post(newTask(taskClose, c))
 }
 
+// done reports whether c takes no more output: it has closed, or sent all
+// it will and shut its write side down (stateLinger).
+func (c *conn) done() bool { return c.state == stateClosed || c.state == stateLinger }
+
 // queue appends p to the connection's own outbound buffer.
 func (c *conn) queue(p []byte) {
 	if c.out == nil {
@@ -292,18 +323,28 @@ func (c *conn) pending() int {
 }
 
 // feed makes p, just read, the unread inbound bytes, behind any kept from
-// earlier events.
+// earlier events. Kept bytes are the tail of c.in.B: what the handler
+// consumed since is still in front of them, and goes now if it is at
+// least as long as they are, so that each byte moved is paid for by a
+// byte consumed, and the buffer holds at most twice what is unread.
 func (c *conn) feed(p []byte) {
 	if c.in == nil {
 		c.buf = p
 		return
 	}
+	kept := len(c.buf)
+	if consumed := len(c.in.B) - kept; consumed > 0 && consumed >= kept {
+		c.in.B = c.in.B[:copy(c.in.B, c.buf)]
+	}
 	c.in.B = append(c.in.B, p...)
-	c.buf = c.in.B[:len(c.in.B):len(c.in.B)]
+	c.buf = c.in.B[len(c.in.B)-kept-len(p) : len(c.in.B) : len(c.in.B)]
 }
 
 // keepUnread moves what the handler left unread out of the loop's read
 // buffer into the connection's own, and gives that back once it is empty.
+// What the handler consumed from the connection's own buffer stays in
+// front of the rest until the next feed: moving the rest forward after
+// every callback made a handler that takes one frame per call quadratic.
 func (c *conn) keepUnread() {
 	switch {
 	case len(c.buf) == 0:
@@ -315,9 +356,6 @@ func (c *conn) keepUnread() {
 	case c.in == nil:
 		c.in = c.loop.eng.inPool.Get()
 		c.in.B = append(c.in.B[:0], c.buf...)
-		c.buf = c.in.B[:len(c.in.B):len(c.in.B)]
-	case len(c.buf) < len(c.in.B):
-		c.in.B = c.in.B[:copy(c.in.B, c.buf)]
 		c.buf = c.in.B[:len(c.in.B):len(c.in.B)]
 	}
 }

@@ -362,6 +362,9 @@ func TestCloseFromAnotherGoroutine(t *testing.T) {
 	got, err := io.ReadAll(client)
 	require.NoError(t, err)
 	require.Equal(t, "bye", string(got), "queued output is sent before the close")
+	// The server lingers until the client, having read the end of the
+	// stream, closes too.
+	client.Close()
 	require.NoError(t, h.closeErr(t))
 }
 

@@ -3,6 +3,7 @@ package sluice
 import (
 	"time"
 
+	"github.com/sluicenet/sluice/poller"
 	"github.com/sluicenet/sluice/wheel"
 )
 
@@ -27,8 +28,9 @@ const (
 	timerRead
 	timerWrite
 	timerHeader // the wait for a PROXY header, kept in readTimer (proxy.go)
+	timerLinger // a lingering close's bound, kept in readTimer
 
-	timerKindBits = 2
+	timerKindBits = 3
 )
 
 // noTimer is the zero Timer, which stands for a deadline not set.
@@ -126,6 +128,9 @@ func (l *eventloop) checkUnread(c *conn, consumed bool) {
 	d := l.eng.opts.readTimeout
 	switch {
 	case d <= 0 || n == 0:
+	case c.events&poller.Readable == 0:
+		// Paused for its output (watch): not the peer's delay.
+		l.disarm(&c.readTimer)
 	case c.readTimer == noTimer:
 		l.arm(c, &c.readTimer, timerRead, d)
 	case consumed:
@@ -166,6 +171,8 @@ func (l *eventloop) expire(handle uint64) {
 		c.readTimer = noTimer
 		l.headerTimeout(c)
 		return
+	case timerLinger:
+		c.readTimer = noTimer // the close goes on as asked: the peer only kept it waiting
 	}
 	l.closeConn(c, err)
 }

@@ -25,9 +25,10 @@ type Engine struct {
 }
 
 // Stop stops the engine gracefully: it stops accepting at once, closes
-// the connections with no output queued (work still running in a pool for
-// one is cut off: its AsyncWrite fails), lets the others send what they
-// have queued and closes them, calls OnShutdown and returns. A peer that
+// every connection as the Close action does (work still running in a pool
+// for one is cut off: its AsyncWrite fails), calls OnShutdown and returns.
+// A connection sends what it has queued first, and, unless it is idle,
+// lingers until its peer's end of stream (WithLingeringClose). A peer that
 // never reads holds a connection open until ctx ends, or until a write
 // timeout (WithWriteTimeout) closes it. When ctx ends first it resets what is
 // left (its peers see a TCP reset, OnClose gets ErrEngineStopped), waits

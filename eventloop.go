@@ -33,6 +33,7 @@ type eventloop struct {
 	cur       *conn        // whose callback is running
 	late      *conn        // closed inside its own callback; OnClose waits for it to return
 	lateErr   error
+	resumed   []*conn // read again with bytes held from while it was not: handOver's queue
 	tasks     taskQueue
 	sleeping  atomic.Bool
 	draining  bool
@@ -103,6 +104,7 @@ func (l *eventloop) serve() {
 			l.dispatch(r)
 		}
 		l.runTasks(l.tasks.take())
+		l.handOverAll()
 		l.runTimers()
 		l.tick()
 		l.resumeAccepts()
@@ -140,7 +142,7 @@ func (l *eventloop) sleep() time.Duration {
 		l.yield()
 	}
 	l.sleeping.Store(true)
-	if l.tasks.pending() {
+	if l.tasks.pending() || len(l.resumed) > 0 {
 		l.sleeping.Store(false)
 		timeout = 0
 	}
@@ -211,6 +213,8 @@ func (l *eventloop) dispatch(r poller.Ready) {
 			l.readable(c)
 		case stateHeader:
 			l.readHeader(c)
+		case stateLinger:
+			l.discard(c)
 		}
 	}
 }
@@ -377,23 +381,61 @@ func (l *eventloop) read(c *conn) []byte {
 	case n > 0:
 		return l.buf[:n:n]
 	case err == nil:
-		l.closeGraceful(c)
+		l.peerClosed(c)
 	case err != unix.EAGAIN:
-		l.closeConn(c, err)
+		l.readFailed(c, err)
 	}
 	return nil
+}
+
+// readFailed closes c after a read failed. Lingering, c has sent all it
+// had and its close was asked for, so the error only ends the wait.
+func (l *eventloop) readFailed(c *conn, err error) {
+	if c.state == stateLinger {
+		err = nil
+	}
+	l.closeConn(c, err)
+}
+
+// peerClosed handles the end of c's stream: its peer sends no more. It
+// closes c gracefully, unless c is paused holding bytes the handler has yet
+// to be offered in full, which only io_uring receives ahead of the
+// handler: then c closes once they are handed over (handOver), as on epoll,
+// which reads the end of the stream only after them.
+func (l *eventloop) peerClosed(c *conn) {
+	c.flags |= flagEOF
+	switch {
+	case c.state == stateLinger:
+		l.closeConn(c, nil)
+	case !l.holding(c):
+		l.closeGraceful(c)
+	}
+}
+
+// holding reports whether c is open and paused with inbound bytes kept.
+func (l *eventloop) holding(c *conn) bool {
+	return c.state == stateOpen && c.events&poller.Readable == 0 && len(c.buf) > 0
 }
 
 // traffic calls OnTraffic for the inbound bytes c holds, and applies the
 // bounds on what the handler left unread. While the handler consumes some
 // bytes but leaves others, and c is still read, it is called again: a
 // handler may stop early to bound the output one call makes (a pipeline
-// of GETs of a large value), and no new bytes may ever come to call it.
+// of GETs of a large value), or take one frame per call, and no new bytes
+// may ever come to call it. The output of calls made in a row is sent
+// together, once it passes the high-water mark or the handler stops
+// consuming, so a handler that answers one frame per call costs one write
+// per mark's worth of answers, not one per frame.
 func (l *eventloop) traffic(c *conn) {
+	high := l.eng.opts.writeBufCap
 	for {
 		fed := len(c.buf)
 		l.cur = c
 		a := l.onTraffic(c)
+		for last := fed; a == None && c.state == stateOpen && 0 < len(c.buf) && len(c.buf) < last && c.OutboundBuffered() <= high; {
+			last = len(c.buf)
+			a = l.onTraffic(c)
+		}
 		consumed := len(c.buf) < fed
 		l.finish(c, a)
 		if c.state == stateClosed {
@@ -408,18 +450,62 @@ func (l *eventloop) traffic(c *conn) {
 
 func (l *eventloop) writable(c *conn) {
 	l.flushOut(c)
-	switch {
-	case c.state == stateClosed:
-	case c.state == stateClosing && c.out == nil:
-		l.closeConn(c, nil)
+	switch c.state {
+	case stateClosed:
+	case stateClosing:
+		l.closeSent(c)
 	default:
-		paused := c.events&poller.Readable == 0
 		l.watch(c)
-		if paused && c.events&poller.Readable != 0 && len(c.buf) > 0 {
-			// Reading resumes with bytes the handler left while its output
-			// was backed up; they may be all the peer sends until answered.
-			l.traffic(c)
+	}
+}
+
+// handOverAll runs at the end of each iteration of the loop, for the
+// connections whose reading resumed in it.
+func (l *eventloop) handOverAll() {
+	for i := 0; i < len(l.resumed); i++ { // handOver may queue more
+		c := l.resumed[i]
+		l.resumed[i] = nil
+		c.flags &^= flagResumed
+		if c.state == stateOpen {
+			l.handOver(c)
 		}
+	}
+	l.resumed = l.resumed[:0]
+}
+
+// handOver offers the handler the inbound bytes c kept while it was not
+// read, one read buffer's worth at a time for as long as it stays read,
+// as a read would have brought them, and keeps the rest for the next
+// time it resumes. They are bytes the handler left unread, which may be
+// all the peer sends until they are answered, and on io_uring bytes that
+// arrived before the cancellation of its receive took effect. Only then is
+// the kernel asked for more, or c closed if its peer had finished.
+func (l *eventloop) handOver(c *conn) {
+	if c.events&poller.Readable == 0 {
+		return // paused again meanwhile: queued again when it resumes
+	}
+	held, p := c.in, c.buf
+	c.in, c.buf = nil, nil
+	for len(p) > 0 && c.state == stateOpen && c.events&poller.Readable != 0 {
+		n := min(len(p), l.eng.opts.readBufferCap)
+		l.received(c, p[:n])
+		p = p[n:]
+	}
+	if len(p) == 0 {
+		c.flags &^= flagHeld
+	} else if c.state != stateClosed {
+		c.feed(p)
+		c.keepUnread()
+	}
+	if held != nil {
+		l.eng.recycle(&l.eng.inPool, held)
+	}
+	switch {
+	case c.state != stateOpen || l.holding(c):
+	case c.flags&flagEOF != 0:
+		l.closeGraceful(c)
+	case c.flags&flagHeld == 0:
+		l.receiveAgain(c)
 	}
 }
 
@@ -522,7 +608,10 @@ func (l *eventloop) flushOut(c *conn) {
 // watch sets what the poller watches c for. Writable while output is
 // queued. Readable unless c is closing or holds more unsent output than
 // the high-water mark, and then not again until it drains below half of
-// it: a peer that does not read stops being read.
+// it: a peer that does not read stops being read. While it is paused so,
+// its read deadline is off: a peer that does not read is the write
+// deadline's to bound. When it is read again holding inbound bytes, it is
+// queued to have them handed over at the end of the loop's iteration.
 func (l *eventloop) watch(c *conn) {
 	n := c.pending()
 	l.watchOutput(c, n > 0)
@@ -540,6 +629,15 @@ func (l *eventloop) watch(c *conn) {
 	if want == c.events {
 		return
 	}
+	if c.state == stateOpen {
+		switch was := c.events & poller.Readable; {
+		case was != 0 && want&poller.Readable == 0:
+			c.flags |= flagThrottled
+			l.disarm(&c.readTimer)
+		case was == 0 && want&poller.Readable != 0 && (len(c.buf) > 0 || c.flags&flagHeld != 0):
+			l.resume(c)
+		}
+	}
 	if err := l.pollModify(c.fd, c.events, want); err != nil {
 		l.closeConn(c, err)
 		return
@@ -547,17 +645,100 @@ func (l *eventloop) watch(c *conn) {
 	c.events = want
 }
 
-// closeGraceful closes c once its queued output is sent.
+// resume queues c, read again with inbound bytes kept, for handOver.
+func (l *eventloop) resume(c *conn) {
+	c.flags |= flagHeld
+	if c.flags&flagResumed == 0 {
+		c.flags |= flagResumed
+		l.resumed = append(l.resumed, c)
+	}
+}
+
+// The close sequence, one for both pollers. A graceful close (the Close
+// action, Conn.Close, the peer's end of stream, a graceful stop) stops
+// offering c's input to the handler and sends what c has queued; then,
+// unless the peer has finished sending or nothing is in flight either
+// way, it shuts down c's write side and lingers: it reads and discards
+// input until the peer's FIN, for at most WithLingeringClose's time and
+// bytes. Closing a socket that holds unread input, or receives more
+// after, makes the kernel answer with a reset, which throws away what it
+// has yet to send: the tail of the last reply. Then OnClose runs, with
+// every Conn accessor still true, and only after it the descriptor closes
+// and c's slot in the engine's table goes back (release). Kill, the
+// deadlines, errors and a stop's deadline skip to that last step.
+
+// closeGraceful begins c's close sequence; one still reading its PROXY
+// header closes at once, unseen.
 func (l *eventloop) closeGraceful(c *conn) {
-	if c.state == stateClosed {
+	switch c.state {
+	case stateHeader:
+		l.closeConn(c, nil)
+	case stateOpen:
+		c.state = stateClosing
+		c.flags &^= flagHeld
+		l.disarm(&c.readTimer)
+		l.closeSent(c)
+	}
+}
+
+// closeSent lingers once c, closing, has sent all it had queued, and till
+// then watches it drain.
+func (l *eventloop) closeSent(c *conn) {
+	if c.pending() > 0 || l.awaitSent(c) {
+		l.watch(c)
 		return
 	}
-	if c.pending() == 0 && !l.awaitSent(c) {
+	l.linger(c)
+}
+
+// linger shuts down the write side of c, whose output the kernel now holds
+// whole, and waits for its peer's FIN, reading and discarding what comes
+// first. c closes at once instead when the peer has finished; and in a
+// graceful stop, when it holds no unread input and no output the peer has
+// yet to acknowledge, so that a stop need not wait for idle peers. Only
+// there: a peer may still be sending what has yet to arrive, and a close
+// before it does answers it with a reset, which the peer reads as an error
+// after the reply rather than its end.
+func (l *eventloop) linger(c *conn) {
+	o := &l.eng.opts
+	if c.flags&flagEOF != 0 || o.lingerTimeout <= 0 || l.draining && socket.Settled(c.fd) {
 		l.closeConn(c, nil)
 		return
 	}
-	c.state = stateClosing
+	if err := unix.Shutdown(c.fd, unix.SHUT_WR); err != nil {
+		l.closeConn(c, nil) // the peer is gone
+		return
+	}
+	c.state = stateLinger
+	c.outHead = 0 // counts the bytes discarded from now on
+	l.stopTimers(c)
+	l.arm(c, &c.readTimer, timerLinger, o.lingerTimeout)
 	l.watch(c)
+}
+
+// discard reads from c, lingering, and drops what it read.
+func (l *eventloop) discard(c *conn) {
+	n, err := socket.Read(c.fd, l.buf)
+	switch {
+	case n > 0:
+		l.discarded(c, l.buf[:n])
+	case err == nil:
+		l.peerClosed(c)
+	case err != unix.EAGAIN:
+		l.readFailed(c, err)
+	}
+}
+
+// discarded counts p, read from c while lingering, against the bound on
+// what a lingering close reads, and closes c past it.
+func (l *eventloop) discarded(c *conn, p []byte) {
+	if l.eng.opts.wipe {
+		clear(p)
+	}
+	c.outHead += len(p)
+	if c.outHead > l.eng.opts.lingerBytes {
+		l.closeConn(c, nil)
+	}
 }
 
 // closeConn closes c at once and tells the handler why, if the handler
@@ -569,19 +750,18 @@ func (l *eventloop) closeConn(c *conn, err error) {
 	opened := c.state != stateHeader
 	c.state = stateClosed
 	l.conns[c.fd] = nil
-	l.count.Add(-1)
+	// Engine.Kill fails for c from now on, though its slot is held until
+	// OnClose has returned.
+	l.eng.table.Kill(kill.ConnID(c.id))
 	inCallback := l.cur == c
 	if inCallback {
 		l.cur = nil
 		l.resetWbuf()
 	}
 	l.stopTimers(c)
-	// Closing the descriptor also removes it from the poller.
-	l.closeSocket(c)
-	c.releaseBuffers()
-	l.eng.forget(c)
 	switch {
 	case !opened:
+		l.release(c)
 	case inCallback:
 		// Closed from inside one of c's callbacks (a Flush that failed):
 		// OnClose waits until that callback has returned, so a handler
@@ -592,9 +772,22 @@ func (l *eventloop) closeConn(c *conn, err error) {
 	}
 }
 
-// notifyClose tells the handler c has closed, and why.
+// release lets go of c, closed, once OnClose has returned: its descriptor,
+// which also leaves the poller, its buffers, and its slot in the engine's
+// table and its source's count, so that the handler never holds more
+// connections than the limits allow.
+func (l *eventloop) release(c *conn) {
+	l.closeSocket(c)
+	c.releaseBuffers()
+	l.count.Add(-1)
+	l.eng.forget(c)
+}
+
+// notifyClose tells the handler c has closed, and why, then releases c.
 func (l *eventloop) notifyClose(c *conn, err error) {
-	if l.onClose(c, err) == Shutdown {
+	a := l.onClose(c, err)
+	l.release(c)
+	if a == Shutdown {
 		l.eng.shutdownAsked()
 	}
 }
@@ -692,7 +885,7 @@ func (l *eventloop) runTask(t *task) {
 		l.kill(t.fd, t.id)
 		return
 	}
-	if c.state == stateClosed {
+	if c.done() {
 		if t.cb != nil {
 			l.callback(c, t.cb, ErrConnClosed)
 		}
@@ -722,7 +915,7 @@ func (l *eventloop) runTask(t *task) {
 
 // callback runs cb on the loop, sending whatever it writes.
 func (l *eventloop) callback(c *conn, cb AsyncCallback, err error) {
-	open := c.state != stateClosed
+	open := !c.done()
 	if open {
 		l.cur = c
 	}

@@ -4,7 +4,6 @@ import (
 	"slices"
 	"time"
 
-	"github.com/valyala/bytebufferpool"
 	"golang.org/x/sys/unix"
 
 	"github.com/sluicenet/sluice/internal/uring"
@@ -32,6 +31,14 @@ const (
 	ringCQEntries = 8192
 	ringBufBytes  = 4 << 20
 )
+
+// recvLimitBufs is how many read buffers' worth a multishot receive takes
+// before it must be armed again, where the kernel can cap it: all that a
+// connection paused for its output can have received before the pause
+// took effect, which without the cap is every free buffer of the loop.
+// Armed again about once per 128 KiB received, it costs a submission entry
+// each time, and no system call.
+const recvLimitBufs = 2
 
 // ringBufCount is how many buffers of size make about ringBufBytes: a power
 // of two from 16 to the kernel's 32768.
@@ -109,6 +116,7 @@ type ring struct {
 	idleAt    int64    // when, received nothing since, the loop's buffers go back; zero: they have
 	idleTimer bool     // the timer for idleAt is armed
 	releases  bool     // whether idle buffers may go back (releaseIdle)
+	recvLimit uint32   // what one multishot receive takes at most; zero where the kernel cannot cap it
 	starved   []*conn  // receives that found no buffer, to arm again from fed on
 	fed       int      // how many of starved are armed again
 	feed      int      // how many of them to arm again a turn
@@ -149,6 +157,9 @@ func (l *eventloop) openRing() {
 		return
 	}
 	l.ring = &ring{r: r, bufs: bufs, turn: 1, feed: ringBufCount(size) / 4}
+	if uring.RecvLimitWorks(r, bufs) {
+		l.ring.recvLimit = uint32(recvLimitBufs * size)
+	}
 	// Receives run inside the loop's own io_uring_enter only with deferred
 	// task work; otherwise the kernel might write a buffer as it is let go.
 	l.ring.releases = r.Setup()&uring.SetupDeferTaskrun != 0
@@ -182,6 +193,7 @@ func (l *eventloop) serveRing() {
 		}
 		l.turn()
 		l.runTasks(l.tasks.take())
+		l.handOverAll()
 		l.runTimers()
 		l.tick()
 		l.resumeAccepts()
@@ -481,6 +493,9 @@ func (l *eventloop) pollModify(fd int, old, ev poller.Event) error {
 	ud := userData(kind, st.gen, fd)
 	switch {
 	case ev&poller.Readable != 0 && st.armed&armedRead == 0:
+		if kind == opRecv && l.conns[fd].flags&(flagHeld|flagEOF) != 0 {
+			break // handOver arms it once what is held is handed over
+		}
 		st.armed |= armedRead
 		if kind == opAccept {
 			rg.r.PrepAcceptMultishot(fd, ud)
@@ -488,7 +503,14 @@ func (l *eventloop) pollModify(fd int, old, ev poller.Event) error {
 				rg.accepts = append(rg.accepts, ud)
 			}
 		} else {
-			rg.r.PrepRecvMultishot(fd, rg.bufs, ud)
+			switch {
+			case l.conns[fd].flags&flagThrottled != 0:
+				rg.r.PrepRecv(fd, rg.bufs, ud)
+			case rg.recvLimit > 0:
+				rg.r.PrepRecvMultishot(fd, rg.bufs, ud).SetRecvLimit(rg.recvLimit)
+			default:
+				rg.r.PrepRecvMultishot(fd, rg.bufs, ud)
+			}
 		}
 	case ev&poller.Readable == 0 && st.armed&(armedRead|armedCancel) == armedRead:
 		st.armed |= armedCancel
@@ -498,6 +520,14 @@ func (l *eventloop) pollModify(fd int, old, ev poller.Event) error {
 		rg.armWrite(fd, st)
 	}
 	return nil
+}
+
+// receiveAgain arms c's receive if c is read and has none armed; epoll
+// needs nothing of the kind.
+func (l *eventloop) receiveAgain(c *conn) {
+	if l.ring != nil {
+		l.pollModify(c.fd, c.events, c.events)
+	}
 }
 
 // armWrite asks to hear when fd, held by st's owner, may take more output,
@@ -706,17 +736,16 @@ func (l *eventloop) ringAccepted(fd int, gen uint32, e uring.CQE) {
 }
 
 // ringAccept takes a socket a multishot accept made. The ring does not
-// report the peer's address, so it costs a getpeername.
+// report the peer's address, so it costs a getpeername. That fails for a
+// connection the peer reset before it was accepted; it is opened all the
+// same, with no remote address, as accept4 on epoll opens it (with one),
+// so that both count it and tell the handler of the reset.
 func (l *eventloop) ringAccept(ln *listener, fd int) {
 	if ln == nil {
 		unix.Close(fd) // accepted by a listener since closed
 		return
 	}
-	sa, err := unix.Getpeername(fd)
-	if err != nil {
-		unix.Close(fd)
-		return
-	}
+	sa, _ := unix.Getpeername(fd)
 	l.accepted(ln, fd, sa)
 }
 
@@ -744,7 +773,7 @@ func (l *eventloop) ringReceive(fd int, gen uint32, e uring.CQE, p []byte) {
 	case e.Res > 0:
 		l.ringDeliver(c, p)
 	case e.Res == 0:
-		l.closeGraceful(c)
+		l.peerClosed(c)
 		return
 	case err == unix.ENOBUFS:
 		// It ended the receive; rearmStarved arms it again.
@@ -753,7 +782,7 @@ func (l *eventloop) ringReceive(fd int, gen uint32, e uring.CQE, p []byte) {
 		return
 	case err == unix.ECANCELED:
 	default:
-		l.closeConn(c, err)
+		l.readFailed(c, err)
 		return
 	}
 	if c.state != stateClosed && !e.More() && c.events&poller.Readable != 0 {
@@ -763,20 +792,39 @@ func (l *eventloop) ringReceive(fd int, gen uint32, e uring.CQE, p []byte) {
 
 // ringDeliver hands c the bytes p a receive brought. Bytes that arrive
 // after the loop stopped reading c, before the cancellation took effect,
-// are kept for when it reads again, as the kernel would have kept them.
+// are held for when it reads again, as the kernel would have kept them;
+// a connection closing takes no more input, and one lingering drops it.
 func (l *eventloop) ringDeliver(c *conn, p []byte) {
 	switch {
 	case c.state == stateHeader:
 		l.headerReceived(c, p)
+	case c.state == stateLinger:
+		l.discarded(c, p)
 	case c.state != stateOpen:
-	case c.events&poller.Readable == 0:
-		c.feed(p)
-		c.keepUnread()
 		if l.eng.opts.wipe {
 			clear(p)
 		}
+	case c.events&poller.Readable == 0:
+		l.hold(c, p)
 	default:
 		l.received(c, p)
+	}
+}
+
+// hold keeps p, received for c while c is not read, until handOver. A
+// multishot receive can bring several buffers' worth in the turn that
+// paused c; nothing more is received until they are handed over, and they
+// count against WithMaxInboundBuffered like any byte the engine holds.
+func (l *eventloop) hold(c *conn, p []byte) {
+	c.feed(p)
+	c.keepUnread()
+	c.flags |= flagHeld
+	if l.eng.opts.wipe {
+		clear(p)
+	}
+	if limit := l.eng.opts.maxInbound; limit > 0 && len(c.buf) > limit {
+		l.counts.add(countInboundTooLarge)
+		l.closeConn(c, ErrInboundTooLarge)
 	}
 }
 
@@ -792,48 +840,13 @@ func (l *eventloop) ringWritable(fd int, gen uint32) {
 		return
 	case c.out == nil:
 		if c.state == stateClosing {
-			l.closeConn(c, nil) // its last send went whole
+			l.closeSent(c) // its last send went whole
 		}
 		return
 	}
-	held := l.holdUnread(c)
 	l.writable(c)
-	l.refeed(c, held)
 	if c.state != stateClosed && c.events&poller.Writable != 0 {
 		// Still more to send: the poll was one-shot.
 		l.pollModify(fd, c.events, c.events)
 	}
-}
-
-// holdUnread takes the inbound bytes of c, which is not being read, out of
-// it while its output drains. A multishot receive may bring many reads'
-// worth in the turn before its cancellation takes effect; were they all
-// handed over when reading resumes, the handler could answer all of them
-// at once and queue far past the high-water mark.
-func (l *eventloop) holdUnread(c *conn) *bytebufferpool.ByteBuffer {
-	in := c.in
-	if c.events&poller.Readable != 0 || in == nil {
-		return nil
-	}
-	c.in, c.buf = nil, nil
-	return in
-}
-
-// refeed hands c the bytes held from it, one read's worth at a time while
-// it is read, as epoll would have read them, and keeps the rest in c.
-func (l *eventloop) refeed(c *conn, held *bytebufferpool.ByteBuffer) {
-	if held == nil {
-		return
-	}
-	p := held.B
-	for len(p) > 0 && c.state == stateOpen && c.events&poller.Readable != 0 {
-		n := min(len(p), l.eng.opts.readBufferCap)
-		l.received(c, p[:n])
-		p = p[n:]
-	}
-	if len(p) > 0 && c.state != stateClosed {
-		c.feed(p)
-		c.keepUnread()
-	}
-	l.eng.recycle(&l.eng.inPool, held)
 }

@@ -43,4 +43,6 @@ func (l *eventloop) flush(c *conn) { l.send(c) }
 
 func (l *eventloop) awaitSent(c *conn) bool { return false }
 
+func (l *eventloop) receiveAgain(c *conn) {}
+
 func (rg *ring) spent(l *eventloop) {}

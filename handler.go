@@ -8,7 +8,11 @@ type Action int
 const (
 	// None continues as normal.
 	None Action = iota
-	// Close closes the connection once its queued output is flushed.
+	// Close closes the connection gracefully: its queued output is sent,
+	// its write side shut down, and input the peer still sends is read
+	// and discarded until the peer's end of stream, within
+	// WithLingeringClose's bounds, so that the peer receives every byte
+	// written; then OnClose runs.
 	Close
 	// Shutdown stops the whole engine gracefully, as Engine.Stop does,
 	// for at most WithShutdownTimeout (30 seconds by default), after which
@@ -39,12 +43,19 @@ type EventHandler interface {
 	// handler leaves unread are kept and offered again with the next event.
 	OnTraffic(c Conn) Action
 
-	// OnClose runs after c is closed, if OnOpen ran for it: a connection
+	// OnClose runs once c has closed, if OnOpen ran for it: a connection
 	// refused by a limit or for its PROXY header closes unseen. err says
 	// why: nil for a clean close by either side, otherwise an error that
 	// errors.Is can test, such as syscall.ECONNRESET, ErrIdleTimeout,
 	// ErrReadTimeout, ErrWriteTimeout, ErrInboundTooLarge, ErrKilled,
 	// ErrEngineStopped or ErrHandlerPanic.
+	//
+	// c is still whole inside OnClose: its descriptor is closed, and its
+	// place under WithMaxConnections and WithMaxConnectionsPerSource given
+	// back, only after OnClose returns, so LocalAddr, Fd and the rest tell
+	// the truth and the handler never holds more connections than the
+	// limits allow. Writes to c fail with ErrConnClosed, and so does
+	// Engine.Kill of its ID.
 	OnClose(c Conn, err error) Action
 
 	// OnTick runs on the first event loop when the engine was started

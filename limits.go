@@ -71,7 +71,7 @@ func (e *engine) acquireSource(c *conn) bool {
 	if !e.sources.Acquire(kill.SourceKey(c.remote.Addr()), e.opts.maxConnsPerSource) {
 		return false
 	}
-	c.sourced = true
+	c.flags |= flagSourced
 	return true
 }
 
@@ -79,8 +79,8 @@ func (e *engine) acquireSource(c *conn) bool {
 // source may open another connection.
 func (e *engine) forget(c *conn) {
 	e.table.Release(kill.ConnID(c.id))
-	if c.sourced {
+	if c.flags&flagSourced != 0 {
 		e.sources.Release(kill.SourceKey(c.remote.Addr()))
-		c.sourced = false
+		c.flags &^= flagSourced
 	}
 }

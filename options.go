@@ -90,6 +90,8 @@ type options struct {
 	writeTimeout time.Duration
 
 	shutdownTimeout time.Duration // bounds a stop the handler asks for
+	lingerTimeout   time.Duration // bounds a lingering close; zero or less: none
+	lingerBytes     int
 
 	maxConns          int // zero: the descriptor limit, at most maxTableSlots
 	maxConnsPerSource int // zero: no limit
@@ -113,6 +115,8 @@ func defaultOptions() options {
 		maxInbound:    DefaultMaxInboundBuffered,
 
 		shutdownTimeout: DefaultShutdownTimeout,
+		lingerTimeout:   DefaultLingerTimeout,
+		lingerBytes:     DefaultLingerBytes,
 	}
 }
 
@@ -269,6 +273,40 @@ func WithShutdownTimeout(d time.Duration) Option {
 	return func(o *options) { o.shutdownTimeout = d }
 }
 
+// Defaults for WithLingeringClose: nginx's lingering_timeout, and as much
+// as a peer on loopback sends in about a millisecond.
+const (
+	DefaultLingerTimeout = 5 * time.Second
+	DefaultLingerBytes   = 1 << 20
+)
+
+// WithLingeringClose bounds the last step of a graceful close, which the
+// Close action, Conn.Close, the peer's end of stream and a graceful stop
+// all take. Once a connection has sent all it had queued, the engine
+// shuts down its write side, so the peer reads the end of the stream, and
+// then reads and discards what the peer still sends until the peer's own
+// end of stream, for at most timeout and maxBytes; then OnClose runs and
+// the descriptor closes. A socket closed with unread input answers the
+// peer with a TCP reset, which throws away whatever of the last reply the
+// kernel had yet to deliver; lingering so is what nginx's lingering close
+// and net/http do against it.
+//
+// A connection whose peer has already finished sending closes at once,
+// and so does one closed by a graceful stop that holds no unread input and
+// no output its peer has yet to acknowledge: a stop does not wait for idle
+// peers. A
+// timeout of zero or less turns lingering off: connections close as soon
+// as their output is sent. OnClose receives nil for a close that lingered,
+// however it ended. Engine.Kill, the deadlines and a stop whose time is up
+// never linger. The defaults are DefaultLingerTimeout and
+// DefaultLingerBytes.
+func WithLingeringClose(timeout time.Duration, maxBytes int) Option {
+	return func(o *options) {
+		o.lingerTimeout = timeout
+		o.lingerBytes = max(maxBytes, 0)
+	}
+}
+
 // WithMaxConnections bounds how many connections the engine holds at once.
 // Past the bound, a new connection is accepted and closed at once, without
 // OnOpen, and counted in Stats.RejectedMaxConns.
@@ -302,11 +340,17 @@ func WithMaxConnectionsPerSource(n int) Option {
 // header and the read after it always fit.
 const DefaultMaxInboundBuffered = 128 << 20
 
-// WithMaxInboundBuffered bounds the inbound bytes a handler may leave
-// unread on a connection. A peer that sends more than the handler consumes
-// is closed once OnTraffic returns with more than n bytes buffered, rather
-// than growing the server's memory; OnClose receives ErrInboundTooLarge and
-// Stats.InboundTooLarge counts it. Zero or less means no bound. The default
+// WithMaxInboundBuffered bounds the inbound bytes the engine holds for a
+// connection: those the handler leaves unread, and on io_uring those a
+// receive brought after reading was paused, which wait for the handler
+// until it resumes. A peer that sends more than the handler consumes is
+// closed once OnTraffic returns with more than n bytes buffered, or once
+// held bytes pass n, rather than growing the server's memory; OnClose
+// receives ErrInboundTooLarge and Stats.InboundTooLarge counts it. On
+// io_uring a paused connection holds at most two read buffers' worth
+// (WithReadBufferCap) where the kernel can cap a multishot receive; where
+// it cannot, a connection's first pause may hold up to the loop's 4 MiB of
+// receive buffers. Keep n well above that. Zero or less means no bound. The default
 // is DefaultMaxInboundBuffered.
 func WithMaxInboundBuffered(n int) Option {
 	return func(o *options) { o.maxInbound = max(n, 0) }

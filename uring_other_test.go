@@ -1,0 +1,10 @@
+//go:build !linux
+
+package sluice
+
+import "testing"
+
+func skipWithoutRing(t testing.TB) {
+	t.Helper()
+	t.Skip("io_uring is Linux's")
+}
