@@ -828,3 +828,56 @@ func TestPeerBehaviours(t *testing.T) {
 		})
 	}
 }
+
+// closer echoes, and closes after answering when close is set.
+type closer struct {
+	BuiltinEventEngine
+	close bool
+}
+
+func (h closer) OnTraffic(c Conn) Action {
+	b, _ := c.Next(-1)
+	c.Write(b)
+	if h.close {
+		return Close
+	}
+	return None
+}
+
+// BenchmarkConnectEchoClose is B-1's shape in one process: connect, one
+// 64-byte round trip, close, with the client closing first or the server,
+// and the lingering close on (the default) and off: what lingering costs a
+// connection that lives for one request.
+func BenchmarkConnectEchoClose(b *testing.B) {
+	msg := make([]byte, 64)
+	for _, k := range pollerNames {
+		for _, serverCloses := range []bool{false, true} {
+			for _, linger := range []time.Duration{DefaultLingerTimeout, 0} {
+				name := fmt.Sprintf("%s/server-closes=%v/linger=%v", k, serverCloses, linger)
+				b.Run(name, func(b *testing.B) {
+					if k == poller.IOUring {
+						skipWithoutRing(b)
+					}
+					_, addr := serve(b, closer{close: serverCloses}, WithPoller(k), WithNumEventLoop(1),
+						WithLingeringClose(linger, DefaultLingerBytes))
+					got := make([]byte, 64)
+					for b.Loop() {
+						fd, err := connectRaw(addr)
+						require.NoError(b, err)
+						_, err = unix.Write(fd, msg)
+						require.NoError(b, err)
+						for n := 0; n < len(got); {
+							m, err := unix.Read(fd, got[n:])
+							if err == unix.EINTR {
+								continue
+							}
+							require.Positive(b, m, "read: %v", err)
+							n += m
+						}
+						unix.Close(fd)
+					}
+				})
+			}
+		}
+	}
+}
