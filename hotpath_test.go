@@ -85,9 +85,26 @@ func (c *rawClient) roundTrip(t testing.TB) {
 
 // send sends the client's message.
 func (c *rawClient) send(t testing.TB) {
-	if _, err := unix.Write(c.fd, c.msg); err != nil {
+	if err := writeAll(c.fd, c.msg); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// writeAll writes all of p to the blocking socket fd. A write that a
+// signal (the runtime's preemption) interrupts after sending some bytes
+// returns their count and no error, so one call may send only part.
+func writeAll(fd int, p []byte) error {
+	for len(p) > 0 {
+		n, err := unix.Write(fd, p)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		p = p[n:]
+	}
+	return nil
 }
 
 // receive reads until the message has come back. A read interrupted by a

@@ -233,7 +233,8 @@ func heapGrowth(t testing.TB, f func()) (heap, resident uint64) {
 // reads at about 32 MB/s, and returns by how much the heap and resident
 // memory grew.
 func slowEcho(t testing.TB, p Option, total int) (heap, resident uint64) {
-	payload := make([]byte, total)
+	// Written to, so that its pages are resident before the count starts.
+	payload := bytes.Repeat([]byte{'s'}, total)
 	h := newLifetimes()
 	_, addr := serve(t, h, p, WithNumEventLoop(1), WithMaxInboundBuffered(16<<20))
 	c := dialSmall(t, addr)
@@ -618,10 +619,7 @@ func (h frames) OnTraffic(c Conn) Action {
 // echoFrames sends n bytes of 16-byte frames through c and reads them back.
 func echoFrames(t testing.TB, c *rawClient, msg []byte) {
 	done := make(chan error, 1)
-	go func() {
-		_, err := unix.Write(c.fd, msg)
-		done <- err
-	}()
+	go func() { done <- writeAll(c.fd, msg) }()
 	got := make([]byte, len(msg))
 	for n := 0; n < len(got); {
 		m, err := unix.Read(c.fd, got[n:])
