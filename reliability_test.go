@@ -714,6 +714,11 @@ func comparable(s Stats) Stats {
 // and what the engine counts must be the same on both.
 func TestPeerBehaviours(t *testing.T) {
 	bulk := bytes.Repeat([]byte{'b'}, 8<<20)
+	answerBulk := func(c Conn) Action {
+		c.Discard(-1)
+		c.Write(bulk)
+		return None
+	}
 	tests := []struct {
 		name string
 		opts []Option
@@ -749,17 +754,14 @@ func TestPeerBehaviours(t *testing.T) {
 			require.NoError(t, err)
 			return len(got)
 		}, 1},
-		{"never reads", []Option{WithWriteTimeout(200 * time.Millisecond)}, func(c Conn) Action {
-			c.Discard(-1)
-			c.Write(bulk)
-			return None
-		}, func(t *testing.T, _ Engine, addr string, h *lifetimes) int {
-			c := dialSmall(t, addr)
-			_, err := c.Write([]byte("go"))
-			require.NoError(t, err)
-			h.waitClosed(t, h.next(t))
-			return 0
-		}, 1},
+		{"never reads", []Option{WithWriteTimeout(200 * time.Millisecond)}, answerBulk,
+			func(t *testing.T, _ Engine, addr string, h *lifetimes) int {
+				c := dialSmall(t, addr)
+				_, err := c.Write([]byte("go"))
+				require.NoError(t, err)
+				h.waitClosed(t, h.next(t))
+				return 0
+			}, 1},
 		{"sends more than is read", []Option{WithMaxInboundBuffered(64 << 10)}, func(c Conn) Action { return None },
 			func(t *testing.T, _ Engine, addr string, h *lifetimes) int {
 				c := dial(t, addr)
@@ -788,22 +790,19 @@ func TestPeerBehaviours(t *testing.T) {
 					func() string { return "the connection is still counted" })
 				return n
 			}, 0},
-		{"is killed while it streams", nil, func(c Conn) Action {
-			c.Discard(-1)
-			c.Write(bulk)
-			return None
-		}, func(t *testing.T, eng Engine, addr string, h *lifetimes) int {
-			c := dialSmall(t, addr)
-			_, err := c.Write([]byte("go"))
-			require.NoError(t, err)
-			first := make([]byte, 1)
-			_, err = io.ReadFull(c, first)
-			require.NoError(t, err)
-			require.NoError(t, eng.Kill(h.next(t)))
-			_, err = readSlowly(c, 64<<10, 0)
-			require.ErrorIs(t, err, syscall.ECONNRESET)
-			return 0
-		}, 1},
+		{"is killed while it streams", nil, answerBulk,
+			func(t *testing.T, eng Engine, addr string, h *lifetimes) int {
+				c := dialSmall(t, addr)
+				_, err := c.Write([]byte("go"))
+				require.NoError(t, err)
+				first := make([]byte, 1)
+				_, err = io.ReadFull(c, first)
+				require.NoError(t, err)
+				require.NoError(t, eng.Kill(h.next(t)))
+				_, err = readSlowly(c, 64<<10, 0)
+				require.ErrorIs(t, err, syscall.ECONNRESET)
+				return 0
+			}, 1},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
