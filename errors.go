@@ -1,6 +1,10 @@
 package sluice
 
-import "errors"
+import (
+	"errors"
+	"net"
+	"os"
+)
 
 var (
 	// ErrEngineStopped is returned for work posted to an engine that has
@@ -10,8 +14,9 @@ var (
 
 	// ErrConnClosed is returned for work posted to a connection that has
 	// already closed, and by Engine.Kill for an ID that names no live
-	// connection.
-	ErrConnClosed = errors.New("sluice: connection closed")
+	// connection. errors.Is matches it with net.ErrClosed too, as it does
+	// the errors of a closed net.Conn.
+	ErrConnClosed error = closedError{}
 
 	// ErrHandlerPanic is what OnClose receives for a connection whose
 	// callback panicked. The panic value and stack are logged.
@@ -30,21 +35,39 @@ var (
 
 	// ErrIdleTimeout is what OnClose receives for a connection that moved
 	// no bytes either way for its idle timeout (WithIdleTimeout,
-	// Conn.SetIdleTimeout).
-	ErrIdleTimeout = errors.New("sluice: idle timeout")
+	// Conn.SetIdleTimeout). Like ErrReadTimeout and ErrWriteTimeout, it
+	// matches os.ErrDeadlineExceeded under errors.Is and is a net.Error
+	// whose Timeout method reports true, as a net.Conn's deadline errors
+	// are.
+	ErrIdleTimeout error = timeoutError("sluice: idle timeout")
 
 	// ErrReadTimeout is what OnClose receives for a connection whose
 	// partial frame did not complete within the read timeout
 	// (WithReadTimeout).
-	ErrReadTimeout = errors.New("sluice: read timeout")
+	ErrReadTimeout error = timeoutError("sluice: read timeout")
 
 	// ErrWriteTimeout is what OnClose receives for a connection whose
 	// queued output made no progress for the write timeout
 	// (WithWriteTimeout).
-	ErrWriteTimeout = errors.New("sluice: write timeout")
+	ErrWriteTimeout error = timeoutError("sluice: write timeout")
 
 	// ErrInboundTooLarge is what OnClose receives for a connection whose
 	// peer sent more than the handler consumed, past the bound set by
 	// WithMaxInboundBuffered.
 	ErrInboundTooLarge = errors.New("sluice: too much unread inbound data")
 )
+
+// closedError is ErrConnClosed's type: it matches net.ErrClosed.
+type closedError struct{}
+
+func (closedError) Error() string        { return "sluice: connection closed" }
+func (closedError) Is(target error) bool { return target == net.ErrClosed }
+
+// timeoutError is the type of the deadline errors: they match
+// os.ErrDeadlineExceeded, and are net.Errors that time out.
+type timeoutError string
+
+func (e timeoutError) Error() string      { return string(e) }
+func (timeoutError) Timeout() bool        { return true }
+func (timeoutError) Temporary() bool      { return false }
+func (timeoutError) Is(target error) bool { return target == os.ErrDeadlineExceeded }

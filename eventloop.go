@@ -2,6 +2,7 @@ package sluice
 
 import (
 	"fmt"
+	"os"
 	"runtime"
 	"runtime/debug"
 	"slices"
@@ -388,13 +389,16 @@ func (l *eventloop) read(c *conn) []byte {
 	return nil
 }
 
-// readFailed closes c after a read failed. Lingering, c has sent all it
-// had and its close was asked for, so the error only ends the wait.
+// readFailed closes c after a read failed, with the error wrapped as the
+// standard library wraps it (an *os.SyscallError of "read"). Lingering, c
+// has sent all it had and its close was asked for, so the error only ends
+// the wait.
 func (l *eventloop) readFailed(c *conn, err error) {
 	if c.state == stateLinger {
-		err = nil
+		l.closeConn(c, nil)
+		return
 	}
-	l.closeConn(c, err)
+	l.closeConn(c, os.NewSyscallError("read", err))
 }
 
 // peerClosed handles the end of c's stream: its peer sends no more. It
@@ -559,7 +563,7 @@ func (l *eventloop) send(c *conn) {
 func (l *eventloop) write(c *conn, p []byte) int {
 	n, err := socket.Write(c.fd, p)
 	if err != nil && err != unix.EAGAIN {
-		l.closeConn(c, err)
+		l.closeConn(c, os.NewSyscallError("write", err))
 		return -1
 	}
 	if n > 0 {

@@ -1,6 +1,7 @@
 package sluice
 
 import (
+	"os"
 	"slices"
 	"time"
 
@@ -635,7 +636,7 @@ func (l *eventloop) sendFailed(fd int, gen uint32, odd int, e uring.CQE) {
 		n = int(e.Res)
 	case unix.EAGAIN, unix.EINTR:
 	default:
-		l.closeConn(c, err)
+		l.closeConn(c, os.NewSyscallError("write", err))
 		return
 	}
 	rest := list[c.rs.send].p[n:]

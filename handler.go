@@ -48,7 +48,10 @@ type EventHandler interface {
 	// why: nil for a clean close by either side, otherwise an error that
 	// errors.Is can test, such as syscall.ECONNRESET, ErrIdleTimeout,
 	// ErrReadTimeout, ErrWriteTimeout, ErrInboundTooLarge, ErrKilled,
-	// ErrEngineStopped or ErrHandlerPanic.
+	// ErrEngineStopped or ErrHandlerPanic. A failed read or write comes
+	// as the standard library gives it, an *os.SyscallError naming
+	// "read" or "write", and the deadlines' errors match
+	// os.ErrDeadlineExceeded too.
 	//
 	// c is still whole inside OnClose: its descriptor is closed, and its
 	// place under WithMaxConnections and WithMaxConnectionsPerSource given
