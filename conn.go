@@ -309,6 +309,9 @@ func (c *conn) done() bool { return c.state == stateClosed || c.state == stateLi
 
 // queue appends p to the connection's own outbound buffer.
 func (c *conn) queue(p []byte) {
+	if len(p) == 0 {
+		return // an empty write holds no buffer
+	}
 	if c.out == nil {
 		c.out = c.loop.eng.outPool.Get()
 	}

@@ -411,7 +411,11 @@ func (l *eventloop) peerClosed(c *conn) {
 	switch {
 	case c.state == stateLinger:
 		l.closeConn(c, nil)
-	case !l.holding(c):
+	case l.holding(c):
+		// Whatever the handler does with the bytes meanwhile, resuming
+		// hands over what is left and closes c (watch, handOver).
+		c.flags |= flagHeld
+	default:
 		l.closeGraceful(c)
 	}
 }
@@ -492,7 +496,7 @@ func (l *eventloop) handOver(c *conn) {
 	c.in, c.buf = nil, nil
 	for len(p) > 0 && c.state == stateOpen && c.events&poller.Readable != 0 {
 		n := min(len(p), l.eng.opts.readBufferCap)
-		l.received(c, p[:n])
+		l.received(c, p[:n:n])
 		p = p[n:]
 	}
 	if len(p) == 0 {
@@ -634,11 +638,18 @@ func (l *eventloop) watch(c *conn) {
 		return
 	}
 	if c.state == stateOpen {
-		switch was := c.events & poller.Readable; {
+		was := c.events & poller.Readable
+		kept := len(c.buf) > 0 || c.flags&flagHeld != 0
+		switch {
 		case was != 0 && want&poller.Readable == 0:
 			c.flags |= flagThrottled
 			l.disarm(&c.readTimer)
-		case was == 0 && want&poller.Readable != 0 && (len(c.buf) > 0 || c.flags&flagHeld != 0):
+		case was == 0 && want&poller.Readable != 0 && kept:
+			l.resume(c)
+		case c.events&poller.Writable != 0 && want&poller.Writable == 0 && kept:
+			// Its output drained with bytes kept: a handler that stopped
+			// early for its own bound on output, below the high-water
+			// mark, is waiting to be called again.
 			l.resume(c)
 		}
 	}
@@ -714,10 +725,17 @@ func (l *eventloop) linger(c *conn) {
 		return
 	}
 	c.state = stateLinger
+	if c.out != nil { // empty: all sent
+		l.eng.recycle(&l.eng.outPool, c.out)
+		c.out = nil
+	}
 	c.outHead = 0 // counts the bytes discarded from now on
 	l.stopTimers(c)
 	l.arm(c, &c.readTimer, timerLinger, o.lingerTimeout)
 	l.watch(c)
+	// On io_uring c may have been read with no receive armed, one waiting
+	// for bytes held to be handed over: lingering needs one.
+	l.receiveAgain(c)
 }
 
 // discard reads from c, lingering, and drops what it read.
@@ -903,7 +921,9 @@ func (l *eventloop) runTask(t *task) {
 	case taskWritev:
 		c.Writev(t.bufs)
 	case taskWake:
-		a = l.onTraffic(c)
+		if c.state == stateOpen { // a closing connection is offered no more input
+			a = l.onTraffic(c)
+		}
 	case taskClose:
 		a = Close
 	}

@@ -739,14 +739,18 @@ func (l *eventloop) ringAccepted(fd int, gen uint32, e uring.CQE) {
 // ringAccept takes a socket a multishot accept made. The ring does not
 // report the peer's address, so it costs a getpeername. That fails for a
 // connection the peer reset before it was accepted; it is opened all the
-// same, with no remote address, as accept4 on epoll opens it (with one),
-// so that both count it and tell the handler of the reset.
+// same, with the unspecified address as its remote one, as accept4 on
+// epoll opens it (with its address), so that both count it and tell the
+// handler of the reset.
 func (l *eventloop) ringAccept(ln *listener, fd int) {
 	if ln == nil {
 		unix.Close(fd) // accepted by a listener since closed
 		return
 	}
-	sa, _ := unix.Getpeername(fd)
+	sa, err := unix.Getpeername(fd)
+	if err != nil && !ln.unix {
+		sa = &unix.SockaddrInet6{} // "[::]:0": the address is lost with the connection
+	}
 	l.accepted(ln, fd, sa)
 }
 

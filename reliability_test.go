@@ -142,11 +142,23 @@ func dialReadBuffer(addr string, size int) (*net.TCPConn, error) {
 // output drains.
 type pipeliner struct {
 	*lifetimes
-	reply []byte
+	reply    []byte
+	limit    int          // the output it stops at; zero: a megabyte
+	uncapped atomic.Int64 // calls offered a view with room past its end
+}
+
+func (h *pipeliner) bound() int {
+	if h.limit == 0 {
+		return 1 << 20
+	}
+	return h.limit
 }
 
 func (h *pipeliner) OnTraffic(c Conn) Action {
-	for c.OutboundBuffered() < 1<<20 {
+	if b, _ := c.Peek(-1); cap(b) != len(b) {
+		h.uncapped.Add(1)
+	}
+	for c.OutboundBuffered() < h.bound() {
 		if _, err := c.Next(1); err != nil {
 			break
 		}
@@ -163,6 +175,15 @@ func TestEndOfStreamWhilePaused(t *testing.T) {
 		payload := randomBytes(rand.New(rand.NewPCG(1, 2)), 8<<20)
 		onEachPoller(t, func(t *testing.T, p Option) outcome {
 			h := newLifetimes()
+			var uncapped atomic.Int64 // views with room past their end, over which an append writes
+			h.traffic = func(c Conn) Action {
+				b, _ := c.Next(-1)
+				if cap(b) != len(b) {
+					uncapped.Add(1)
+				}
+				c.Write(b)
+				return None
+			}
 			_, addr := serve(t, h, p, WithNumEventLoop(1))
 			c := dialSmall(t, addr)
 			id := h.next(t)
@@ -174,13 +195,14 @@ func TestEndOfStreamWhilePaused(t *testing.T) {
 			require.NoError(t, err)
 			require.Equal(t, len(payload), len(got))
 			require.True(t, bytes.Equal(payload, got), "echo differs at byte %d", firstDiff(got, payload))
+			assert.Zero(t, uncapped.Load(), "views with room past their end")
 			return outcome{Delivered: []int{len(got)}, Closed: h.closedErrs(t, id)}
 		})
 	})
 	t.Run("pipeline", func(t *testing.T) {
 		const requests, size = 40, 256 << 10
 		onEachPoller(t, func(t *testing.T, p Option) outcome {
-			h := &pipeliner{newLifetimes(), bytes.Repeat([]byte{'r'}, size)}
+			h := &pipeliner{lifetimes: newLifetimes(), reply: bytes.Repeat([]byte{'r'}, size)}
 			_, addr := serve(t, h, p, WithNumEventLoop(1))
 			c := dialSmall(t, addr)
 			id := h.next(t)
@@ -190,6 +212,7 @@ func TestEndOfStreamWhilePaused(t *testing.T) {
 			got, err := readSlowly(c, 16<<10, 200*time.Microsecond)
 			require.NoError(t, err)
 			require.Equal(t, requests*size, len(got), "%d of %d answers", len(got)/size, requests)
+			assert.Zero(t, h.uncapped.Load(), "views with room past their end, over which an append writes")
 			return outcome{Delivered: []int{len(got)}, Closed: h.closedErrs(t, id)}
 		})
 	})
@@ -537,7 +560,7 @@ func TestMaxConnectionsAsTheHandlerSeesThem(t *testing.T) {
 func TestReadTimeoutSparesEnginePause(t *testing.T) {
 	const requests, size = 40, 256 << 10
 	onEachPoller(t, func(t *testing.T, p Option) outcome {
-		h := &pipeliner{newLifetimes(), bytes.Repeat([]byte{'r'}, size)}
+		h := &pipeliner{lifetimes: newLifetimes(), reply: bytes.Repeat([]byte{'r'}, size)}
 		eng, addr := serve(t, h, p, WithNumEventLoop(1), WithReadTimeout(300*time.Millisecond))
 		c := dialSmall(t, addr)
 		id := h.next(t)
@@ -877,4 +900,139 @@ func BenchmarkConnectEchoClose(b *testing.B) {
 			}
 		}
 	}
+}
+
+// A handler that bounds its own output below the high-water mark, and so
+// is never paused, is called again once that output has drained.
+func TestHandlerBoundBelowTheMarkIsCalledAgain(t *testing.T) {
+	const requests, size = 50, 4 << 10
+	onEachPoller(t, func(t *testing.T, p Option) outcome {
+		h := &pipeliner{lifetimes: newLifetimes(), reply: bytes.Repeat([]byte{'r'}, size), limit: 16 << 10}
+		_, addr := serve(t, h, p, WithNumEventLoop(1))
+		c := dialSmall(t, addr)
+		_, err := c.Write(bytes.Repeat([]byte{'q'}, requests))
+		require.NoError(t, err)
+		c.SetReadDeadline(time.Now().Add(10 * time.Second))
+		got := make([]byte, requests*size)
+		n, err := io.ReadFull(c, got)
+		require.NoError(t, err, "%d of %d answers", n/size, requests)
+		return outcome{Delivered: []int{n}}
+	})
+}
+
+// twoStep answers a 'B' with a megabyte, flushed at once so that reading
+// pauses, and leaves what follows; a 'Q' it is offered later closes.
+type twoStep struct{ *lifetimes }
+
+func (h twoStep) OnTraffic(c Conn) Action {
+	b, _ := c.Peek(1)
+	switch {
+	case len(b) == 1 && b[0] == 'B':
+		c.Discard(1)
+		c.Write(make([]byte, 1<<20))
+		c.Flush()
+	case len(b) == 1 && b[0] == 'Q':
+		c.Discard(1)
+		return Close
+	}
+	return None
+}
+
+// A connection that closes after its held bytes were handed over lingers
+// with a receive armed: the peer's FIN ends the close at once, not the
+// linger bound.
+func TestLingerAfterHandOver(t *testing.T) {
+	const linger = 3 * time.Second
+	onEachPoller(t, func(t *testing.T, p Option) outcome {
+		h := twoStep{newLifetimes()}
+		_, addr := serve(t, h, p, WithNumEventLoop(1), WithLingeringClose(linger, 1<<20), WithSocketSendBuffer(32<<10))
+		c := dialSmall(t, addr)
+		id := h.next(t)
+		_, err := c.Write([]byte("BQ"))
+		require.NoError(t, err)
+		got, err := readSlowly(c, 64<<10, 0)
+		require.NoError(t, err)
+		require.Equal(t, 1<<20, len(got))
+		c.Close()
+		closedAt := time.Now()
+		h.waitClosed(t, id)
+		h.mu.Lock()
+		took := h.closed[id].at.Sub(closedAt)
+		h.mu.Unlock()
+		assert.Less(t, took, linger/2, "the peer's FIN went unread: the close waited for its bound")
+		return outcome{}
+	})
+}
+
+// waker answers 'W' with a megabyte, flushed so that reading pauses, and
+// leaves the rest unread until it is woken, when it drops it.
+type waker struct {
+	*lifetimes
+	woken  atomic.Bool
+	paused chan Conn
+}
+
+func (h *waker) OnTraffic(c Conn) Action {
+	if b, _ := c.Peek(1); len(b) == 1 && b[0] == 'W' {
+		c.Discard(1)
+		c.Write(make([]byte, 1<<20))
+		c.Flush()
+		h.paused <- c
+	} else if h.woken.Load() {
+		c.Discard(-1)
+	}
+	return None
+}
+
+// A peer's end of stream that arrives while its connection is paused with
+// unread bytes closes the connection once its output drains, even when
+// the handler took those bytes meanwhile.
+func TestEndOfStreamAfterBytesTakenWhilePaused(t *testing.T) {
+	onEachPoller(t, func(t *testing.T, p Option) outcome {
+		h := &waker{lifetimes: newLifetimes(), paused: make(chan Conn, 1)}
+		sent := make(chan struct{})
+		// OnOpen waits for the peer to have sent its bytes and its end of
+		// stream, so that the first receive finds both.
+		h.onOpen = func(Conn) { <-sent }
+		_, addr := serve(t, h, p, WithNumEventLoop(1), WithSocketSendBuffer(32<<10))
+		c := dialSmall(t, addr)
+		_, err := c.Write([]byte("WPPP"))
+		require.NoError(t, err)
+		require.NoError(t, c.CloseWrite())
+		close(sent)
+		id := h.next(t)
+		sc := <-h.paused
+		h.woken.Store(true)
+		require.NoError(t, sc.Wake(nil))
+		got, err := readSlowly(c, 64<<10, 0)
+		require.NoError(t, err, "after %d bytes", len(got))
+		require.Equal(t, 1<<20, len(got))
+		return outcome{Closed: h.closedErrs(t, id)}
+	})
+}
+
+// An empty write to another connection takes no buffer for it.
+func TestEmptyWriteTakesNoBuffer(t *testing.T) {
+	var other Conn // touched only on the loop
+	seen, empty := make(chan struct{}, 1), make(chan bool, 1)
+	h := newLifetimes()
+	h.traffic = func(c Conn) Action {
+		switch b, _ := c.Next(-1); string(b) {
+		case "x":
+			other = c
+			seen <- struct{}{}
+		case "e":
+			other.Write(nil)
+			empty <- other.(*conn).out == nil
+		}
+		return None
+	}
+	_, addr := serve(t, h, WithNumEventLoop(1))
+	a, b := dial(t, addr), dial(t, addr)
+	_, err := a.Write([]byte("x"))
+	require.NoError(t, err)
+	<-seen
+	_, err = b.Write([]byte("e"))
+	require.NoError(t, err)
+	require.True(t, <-empty)
 }
