@@ -196,8 +196,10 @@ func WithTCPNoDelay(noDelay bool) Option {
 	return func(o *options) { o.noDelay = noDelay }
 }
 
-// WithTCPKeepAlive turns on TCP keep-alive probes with period d on
-// accepted connections (default off).
+// WithTCPKeepAlive turns on TCP keep-alive on accepted connections
+// (default off): after d without traffic the kernel sends a probe every
+// d/5 (at least a second), and declares the peer dead after 5 go
+// unanswered, about 2d after it went quiet, as gnet does.
 func WithTCPKeepAlive(d time.Duration) Option {
 	return func(o *options) { o.keepAlive = d }
 }

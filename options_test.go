@@ -44,6 +44,8 @@ func (h *observer) OnOpen(c Conn) ([]byte, Action) {
 	h.sockopt["nodelay"] = get(unix.IPPROTO_TCP, unix.TCP_NODELAY)
 	h.sockopt["keepalive"] = get(unix.SOL_SOCKET, unix.SO_KEEPALIVE)
 	h.sockopt["keepidle"] = get(unix.IPPROTO_TCP, unix.TCP_KEEPIDLE)
+	h.sockopt["keepintvl"] = get(unix.IPPROTO_TCP, unix.TCP_KEEPINTVL)
+	h.sockopt["keepcnt"] = get(unix.IPPROTO_TCP, unix.TCP_KEEPCNT)
 	h.sockopt["rcvbuf"] = get(unix.SOL_SOCKET, unix.SO_RCVBUF)
 	h.sockopt["sndbuf"] = get(unix.SOL_SOCKET, unix.SO_SNDBUF)
 	h.mu.Unlock()
@@ -143,7 +145,8 @@ func TestSocketOptions(t *testing.T) {
 	}{
 		{"defaults", nil, map[string]int{"nodelay": 1, "keepalive": 0}},
 		{"no delay off", []Option{WithTCPNoDelay(false)}, map[string]int{"nodelay": 0}},
-		{"keep-alive", []Option{WithTCPKeepAlive(7 * time.Second)}, map[string]int{"keepalive": 1, "keepidle": 7}},
+		// Probes every fifth of the idle time, five of them, as gnet sends them.
+		{"keep-alive", []Option{WithTCPKeepAlive(10 * time.Second)}, map[string]int{"keepalive": 1, "keepidle": 10, "keepintvl": 2, "keepcnt": 5}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

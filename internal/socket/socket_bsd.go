@@ -5,7 +5,6 @@ package socket
 import (
 	"os"
 	"syscall"
-	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -29,14 +28,6 @@ func Accept(fd int) (int, unix.Sockaddr, error) {
 		return -1, nil, os.NewSyscallError("fcntl", err)
 	}
 	return nfd, sa, nil
-}
-
-func setKeepAlive(fd int, d time.Duration) error {
-	secs := max(int(d/time.Second), 1)
-	if err := setInt(fd, unix.SOL_SOCKET, unix.SO_KEEPALIVE, 1, "SO_KEEPALIVE"); err != nil {
-		return err
-	}
-	return setInt(fd, unix.IPPROTO_TCP, tcpKeepIdle, secs, "TCP_KEEPIDLE")
 }
 
 func newSocket(family int) (int, error) {

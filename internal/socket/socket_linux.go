@@ -2,7 +2,6 @@ package socket
 
 import (
 	"os"
-	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -19,16 +18,8 @@ func Accept(fd int) (int, unix.Sockaddr, error) {
 	}
 }
 
-func setKeepAlive(fd int, d time.Duration) error {
-	secs := max(int(d/time.Second), 1)
-	if err := setInt(fd, unix.SOL_SOCKET, unix.SO_KEEPALIVE, 1, "SO_KEEPALIVE"); err != nil {
-		return err
-	}
-	if err := setInt(fd, unix.IPPROTO_TCP, unix.TCP_KEEPIDLE, secs, "TCP_KEEPIDLE"); err != nil {
-		return err
-	}
-	return os.NewSyscallError("setsockopt TCP_KEEPINTVL", unix.SetsockoptInt(fd, unix.IPPROTO_TCP, unix.TCP_KEEPINTVL, secs))
-}
+// tcpKeepIdle is the option for the idle time before keep-alive probes.
+const tcpKeepIdle = unix.TCP_KEEPIDLE
 
 func newSocket(family int) (int, error) {
 	fd, err := unix.Socket(family, unix.SOCK_STREAM|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, 0)
