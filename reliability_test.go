@@ -514,7 +514,7 @@ func TestAccessorsInOnClose(t *testing.T) {
 		h.mu.Lock()
 		defer h.mu.Unlock()
 		assert.Empty(t, h.wrong)
-		return outcome{Stats: eng.Stats()}
+		return outcome{Stats: comparable(eng.Stats())}
 	})
 }
 
@@ -579,7 +579,7 @@ func TestReadTimeoutSparesEnginePause(t *testing.T) {
 		c.Close()
 		closed := h.closedErrs(t, id)
 		assert.Equal(t, []string{"nil"}, closed)
-		return outcome{Delivered: []int{n + 1}, Closed: closed, Stats: eng.Stats()}
+		return outcome{Delivered: []int{n + 1}, Closed: closed, Stats: comparable(eng.Stats())}
 	})
 }
 
@@ -614,7 +614,7 @@ func TestResetBeforeAccept(t *testing.T) {
 		closed = append(closed, h.closedErrs(t, first)...)
 		s := eng.Stats()
 		assert.EqualValues(t, 2, s.Accepted)
-		return outcome{Closed: closed, Stats: s}
+		return outcome{Closed: closed, Stats: comparable(s)}
 	})
 }
 
