@@ -514,7 +514,7 @@ func TestAccessorsInOnClose(t *testing.T) {
 		h.mu.Lock()
 		defer h.mu.Unlock()
 		assert.Empty(t, h.wrong)
-		return outcome{Stats: comparable(eng.Stats())}
+		return outcome{Stats: closedStats(t, eng)}
 	})
 }
 
@@ -579,7 +579,7 @@ func TestReadTimeoutSparesEnginePause(t *testing.T) {
 		c.Close()
 		closed := h.closedErrs(t, id)
 		assert.Equal(t, []string{"nil"}, closed)
-		return outcome{Delivered: []int{n + 1}, Closed: closed, Stats: comparable(eng.Stats())}
+		return outcome{Delivered: []int{n + 1}, Closed: closed, Stats: closedStats(t, eng)}
 	})
 }
 
@@ -612,9 +612,9 @@ func TestResetBeforeAccept(t *testing.T) {
 		assert.Equal(t, []string{syscall.ECONNRESET.Error()}, closed)
 		blocker.Close()
 		closed = append(closed, h.closedErrs(t, first)...)
-		s := eng.Stats()
+		s := closedStats(t, eng)
 		assert.EqualValues(t, 2, s.Accepted)
-		return outcome{Closed: closed, Stats: comparable(s)}
+		return outcome{Closed: closed, Stats: s}
 	})
 }
 
@@ -730,6 +730,14 @@ func BenchmarkFramesPerCall(b *testing.B) {
 func comparable(s Stats) Stats {
 	s.RingBuffersExhausted = 0
 	return s
+}
+
+// closedStats waits for every connection of eng to be released, which is
+// after its OnClose returns, and returns the counters both pollers keep.
+func closedStats(t testing.TB, eng Engine) Stats {
+	waitFor(t, 10*time.Second, func() bool { return eng.Stats().Conns == 0 },
+		func() string { return fmt.Sprintf("%d connections still open", eng.Stats().Conns) })
+	return comparable(eng.Stats())
 }
 
 // TestPeerBehaviours runs peers that are legal but unkind, each on both
