@@ -445,7 +445,6 @@ type addrRecorder struct {
 	local  map[uint64]string
 	wrong  []string
 	closed atomic.Int64
-	limit  int // the most connections open at once the handler may see
 	open   atomic.Int64
 	peak   atomic.Int64
 	hold   time.Duration // how long OnClose takes
