@@ -50,30 +50,19 @@ func Write(fd int, p []byte) (int, error) {
 type Options struct {
 	ReusePort bool
 	NoDelay   bool
-	KeepAlive time.Duration // zero leaves keep-alive off
-	RecvBuf   int           // zero keeps the kernel's default
-	SendBuf   int
+	KeepAlive time.Duration // idle time before probes; zero leaves keep-alive off
+	// KeepAliveInterval and KeepAliveCount are SetKeepAlive's; zero
+	// means its defaults.
+	KeepAliveInterval time.Duration
+	KeepAliveCount    int
+	RecvBuf           int // zero keeps the kernel's default
+	SendBuf           int
 }
 
 // keepAliveProbes is how many unanswered keep-alive probes declare a peer
 // dead. Sent every fifth of the idle time, as gnet sends them, they find a
 // dead peer about twice the idle time after it went quiet.
 const keepAliveProbes = 5
-
-// setKeepAlive turns keep-alive on with idle time d.
-func setKeepAlive(fd int, d time.Duration) error {
-	secs := max(int(d/time.Second), 1)
-	if err := setInt(fd, unix.SOL_SOCKET, unix.SO_KEEPALIVE, 1, "SO_KEEPALIVE"); err != nil {
-		return err
-	}
-	if err := setInt(fd, unix.IPPROTO_TCP, tcpKeepIdle, secs, "TCP_KEEPIDLE"); err != nil {
-		return err
-	}
-	if err := setInt(fd, unix.IPPROTO_TCP, unix.TCP_KEEPINTVL, max(secs/5, 1), "TCP_KEEPINTVL"); err != nil {
-		return err
-	}
-	return setInt(fd, unix.IPPROTO_TCP, unix.TCP_KEEPCNT, keepAliveProbes, "TCP_KEEPCNT")
-}
 
 // Listen opens a non-blocking listening socket. network is tcp, tcp4, tcp6
 // or unix. It returns the descriptor and the address it is bound to, which
@@ -139,7 +128,7 @@ func Configure(fd int, unixSocket bool, o Options) error {
 		}
 	}
 	if o.KeepAlive > 0 {
-		return setKeepAlive(fd, o.KeepAlive)
+		return SetKeepAlive(fd, o.KeepAlive, o.KeepAliveInterval, o.KeepAliveCount)
 	}
 	return nil
 }

@@ -3,6 +3,8 @@
 package socket
 
 import (
+	"errors"
+	"fmt"
 	"os"
 	"syscall"
 
@@ -51,3 +53,8 @@ func newSocket(family int) (int, error) {
 // are not asked: it reports false, so a graceful close always lingers
 // until the peer's end of stream, or its bound.
 func Settled(fd int) bool { return false }
+
+// BindToDevice reports that the BSDs have no SO_BINDTODEVICE.
+func BindToDevice(fd int, device string) error {
+	return fmt.Errorf("bind to device %q: %w", device, errors.ErrUnsupported)
+}

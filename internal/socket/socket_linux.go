@@ -37,3 +37,9 @@ func Settled(fd int) bool {
 	out, err := unix.IoctlGetInt(fd, unix.SIOCOUTQ)
 	return err == nil && out == 0
 }
+
+// BindToDevice restricts fd to the network interface named device
+// (SO_BINDTODEVICE), which takes CAP_NET_RAW unless the socket is unbound.
+func BindToDevice(fd int, device string) error {
+	return os.NewSyscallError("setsockopt SO_BINDTODEVICE", unix.BindToDevice(fd, device))
+}

@@ -119,6 +119,7 @@ const (
 	opTimeout     = 11
 	opAccept      = 13
 	opAsyncCancel = 14
+	opConnect     = 16
 	opClose       = 19
 	opRead        = 22
 	opSend        = 26

@@ -40,6 +40,7 @@ var requiredOps = []struct {
 	{opSendmsg, "IORING_OP_SENDMSG"},
 	{opRead, "IORING_OP_READ"},
 	{opAsyncCancel, "IORING_OP_ASYNC_CANCEL"},
+	{opConnect, "IORING_OP_CONNECT"},
 	{opClose, "IORING_OP_CLOSE"},
 	{opSendZC, "IORING_OP_SEND_ZC"},
 }

@@ -125,6 +125,16 @@ func (r *Ring) PrepRead(fd int, p []byte, userData uint64) *SQE {
 	return s
 }
 
+// PrepConnect queues a connect(2) of the socket fd to the address sa
+// points at, n bytes long, which must stay in place until the completion
+// arrives. Res is 0 once connected, or the negated error. A non-blocking
+// socket is fine: the kernel waits for the handshake itself.
+func (r *Ring) PrepConnect(fd int, sa unsafe.Pointer, n uint32, userData uint64) *SQE {
+	s := r.prep(opConnect, fd, sa, 0, userData)
+	s.off = uint64(n) // the address's length goes where a read's offset would
+	return s
+}
+
 // PrepCancel queues the cancellation of every operation in flight that
 // was prepared with the user data target. Each cancelled operation posts a
 // final completion with -ECANCELED; the cancellation's own completion has
