@@ -94,6 +94,59 @@ type Conn interface {
 	// once its queued output is sent, and the peer's end of stream read
 	// or WithLingeringClose's bound reached.
 	Close() error
+
+	// Loop returns the event loop that owns the connection, for
+	// Loop.Dial and Loop.Execute.
+	Loop() Loop
+	// Origin tells whether the connection was accepted, dialed or
+	// enrolled.
+	Origin() Origin
+	// ListenerAddr returns the address of the listener that accepted the
+	// connection, as Engine.Addrs lists it, and nil for one dialed or
+	// enrolled. It makes a system call.
+	ListenerAddr() net.Addr
+
+	// PauseRead stops reading the connection: no OnTraffic runs for it
+	// until ResumeRead, and what its peer sends meanwhile waits in the
+	// kernel's socket buffer, which fills and stops the peer. It composes
+	// with the engine's own pause for unsent output (WithWriteBufferCap):
+	// reading resumes only when neither holds it. Call it, and ResumeRead,
+	// on the connection's loop: in a callback for it or for another
+	// connection of the same loop, or in Loop.Execute.
+	PauseRead() error
+	// ResumeRead undoes PauseRead. Bytes the handler left unread are
+	// offered again before more are read, and a peer that finished
+	// sending while reading was paused is acted on only then.
+	ResumeRead() error
+	// CloseWrite sends what is queued, then shuts down the connection's
+	// write side: the peer reads the end of the stream, and reading goes
+	// on. Writes after it fail with ErrConnClosed. Once the peer has
+	// finished sending too, the connection closes.
+	CloseWrite() error
+	// SetHalfClose says what the peer's end of stream does (WithHalfClose
+	// sets the engine's default): with on false the connection closes once
+	// its queued output is sent; with on true it stays open for writing,
+	// reading stops, and OnHalfClose runs if the handler is a
+	// HalfCloseHandler.
+	SetHalfClose(on bool)
+
+	// SetNoDelay turns Nagle's algorithm off (TCP_NODELAY) when true.
+	SetNoDelay(noDelay bool) error
+	// SetKeepAlive turns TCP keep-alive on: after idle without traffic the
+	// kernel sends a probe every interval (zero: idle/5, at least a
+	// second) and declares the peer dead when count (zero: 5) go
+	// unanswered. An idle time of zero or less turns it off.
+	SetKeepAlive(idle, interval time.Duration, count int) error
+	// SetLinger sets what closing does with output the peer has yet to
+	// take: with sec < 0, the default, it is sent in the background; with
+	// sec == 0 it is dropped and the peer sees a reset. A positive time,
+	// which would block the loop in close, is refused: the engine's
+	// lingering close (WithLingeringClose) waits without blocking.
+	SetLinger(sec int) error
+	// SetReadBuffer and SetWriteBuffer size the socket's kernel buffers
+	// (SO_RCVBUF, SO_SNDBUF).
+	SetReadBuffer(bytes int) error
+	SetWriteBuffer(bytes int) error
 }
 
 type connState uint8
@@ -102,12 +155,13 @@ const (
 	stateOpen    connState = iota
 	stateClosing           // sending what is queued, then lingering
 	stateClosed
-	stateHeader // reading its PROXY header; the handler has not seen it
-	stateLinger // all sent and the write side shut down: discarding input until the peer's FIN
+	stateHeader     // reading its PROXY header; the handler has not seen it
+	stateLinger     // all sent and the write side shut down: discarding input until the peer's FIN
+	stateConnecting // dialed, its connect not yet done: the handler has not seen it; ctx holds its *dialSpec
 )
 
 // connFlags are a connection's yes-or-no facts.
-type connFlags uint8
+type connFlags uint16
 
 const (
 	// flagSourced: counted against its source's limit.
@@ -128,6 +182,28 @@ const (
 	// can take effect: a connection paused holds at most one receive's
 	// worth it has not handed over.
 	flagThrottled
+	// flagDialed and flagEnrolled: its Origin, Accepted when neither.
+	flagDialed
+	flagEnrolled
+	// flagProxyOptional: in its PROXY header phase, plain traffic is
+	// allowed too (ProxyOptional; the listener's mode).
+	flagProxyOptional
+	// flagReadPaused: the handler paused its reading (PauseRead).
+	flagReadPaused
+	// flagWriteClosed: CloseWrite was called; its write side shuts down
+	// once its output is sent, which sets flagWriteShut.
+	flagWriteClosed
+	flagWriteShut
+	// flagHalfClose: the peer's end of stream leaves it open for writing.
+	// flagInputEnded: in that mode, the end has been acted on: every byte
+	// before it offered, reading stopped, OnHalfClose called.
+	flagHalfClose
+	flagInputEnded
+	// flagOverHigh: its unsent output passed the high-water mark; the
+	// handler hears when it drains (OnDrain), which queues it in
+	// eventloop.drained with flagDrainQueued.
+	flagOverHigh
+	flagDrainQueued
 )
 
 // conn is kept small and flat: an idle connection holds no buffer, only
@@ -195,7 +271,7 @@ func (c *conn) Discard(n int) (int, error) {
 func (c *conn) InboundBuffered() int { return len(c.buf) }
 
 func (c *conn) Write(p []byte) (int, error) {
-	if c.done() {
+	if c.done() || c.flags&flagWriteClosed != 0 {
 		return 0, ErrConnClosed
 	}
 	l := c.loop
@@ -302,6 +378,74 @@ func (c *conn) Wake(cb AsyncCallback) error {
 func (c *conn) Close() error {
 	return c.loop.post(newTask(taskClose, c))
 }
+
+func (c *conn) Loop() Loop { return Loop{c.loop} }
+
+func (c *conn) Origin() Origin {
+	switch {
+	case c.flags&flagDialed != 0:
+		return Dialed
+	case c.flags&flagEnrolled != 0:
+		return Enrolled
+	}
+	return Accepted
+}
+
+func (c *conn) ListenerAddr() net.Addr {
+	if c.Origin() != Accepted {
+		return nil
+	}
+	return c.loop.eng.listenerOf(c.LocalAddr())
+}
+
+func (c *conn) PauseRead() error  { return c.pauseRead(true) }
+func (c *conn) ResumeRead() error { return c.pauseRead(false) }
+
+func (c *conn) pauseRead(pause bool) error {
+	if c.state == stateClosed {
+		return ErrConnClosed
+	}
+	if pause {
+		c.flags |= flagReadPaused
+	} else {
+		c.flags &^= flagReadPaused
+	}
+	if c.state == stateOpen {
+		c.loop.watch(c)
+	}
+	return nil
+}
+
+func (c *conn) CloseWrite() error {
+	if c.done() {
+		return ErrConnClosed
+	}
+	c.flags |= flagWriteClosed
+	if c.loop.cur != c {
+		// In c's own callback, finish shuts it down after sending what
+		// the callback wrote.
+		c.loop.shutWrite(c)
+	}
+	return nil
+}
+
+func (c *conn) SetHalfClose(on bool) {
+	if on {
+		c.flags |= flagHalfClose
+	} else {
+		c.flags &^= flagHalfClose
+	}
+}
+
+func (c *conn) SetNoDelay(noDelay bool) error { return socket.SetNoDelay(c.fd, noDelay) }
+
+func (c *conn) SetKeepAlive(idle, interval time.Duration, count int) error {
+	return socket.SetKeepAlive(c.fd, idle, interval, count)
+}
+
+func (c *conn) SetLinger(sec int) error    { return socket.SetLinger(c.fd, sec) }
+func (c *conn) SetReadBuffer(n int) error  { return socket.SetRecvBuffer(c.fd, n) }
+func (c *conn) SetWriteBuffer(n int) error { return socket.SetSendBuffer(c.fd, n) }
 
 // done reports whether c takes no more output: it has closed, or sent all
 // it will and shut its write side down (stateLinger).

@@ -27,8 +27,9 @@ const (
 	timerIdle timerKind = iota
 	timerRead
 	timerWrite
-	timerHeader // the wait for a PROXY header, kept in readTimer (proxy.go)
-	timerLinger // a lingering close's bound, kept in readTimer
+	timerHeader  // the wait for a PROXY header, kept in readTimer (proxy.go)
+	timerLinger  // a lingering close's bound, kept in readTimer
+	timerConnect // a dial's bound, kept in readTimer (dial.go)
 
 	timerKindBits = 3
 )
@@ -173,6 +174,9 @@ func (l *eventloop) expire(handle uint64) {
 		return
 	case timerLinger:
 		c.readTimer = noTimer // the close goes on as asked: the peer only kept it waiting
+	case timerConnect:
+		c.readTimer = noTimer
+		err = ErrDialTimeout
 	}
 	l.closeConn(c, err)
 }

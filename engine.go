@@ -6,8 +6,10 @@ import (
 	"iter"
 	"net"
 	"os"
+	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/valyala/bytebufferpool"
@@ -108,23 +110,24 @@ func (eng Engine) CountConnections() int {
 	return int(n)
 }
 
-// Addrs returns the addresses the engine listens on; with port 0 they tell
-// the port the kernel chose.
+// Addrs returns the addresses the engine listens on, Run's first, then
+// WithListener's in order; with port 0 they tell the port the kernel
+// chose. An engine started with no address lists none.
 func (eng Engine) Addrs() []net.Addr {
 	if eng.e == nil {
 		return nil
 	}
-	return []net.Addr{eng.e.addr}
+	return slices.Clone(eng.e.addrs)
 }
 
 type engine struct {
 	handler  EventHandler
 	opts     options
 	sock     socket.Options
-	addr     net.Addr
+	addrs    []net.Addr   // one per listening address, in order
+	drain    DrainHandler // the handler, if it is one
 	loops    []*eventloop
-	perLoop  bool          // a listener per loop: each keeps what it accepts
-	rr       int           // next loop for RoundRobin; only the accepting loop touches it
+	rr       atomic.Uint32 // next loop for RoundRobin
 	table    *kill.Table   // every admitted connection, by ID
 	sources  *kill.Sources // nil without a per-source limit
 	epoch    time.Time     // the loops' clocks count from here
@@ -139,13 +142,18 @@ type engine struct {
 // handler until the engine stops; it returns when every connection has
 // closed and OnShutdown has returned. addr is "tcp://host:port" (or tcp4,
 // tcp6) or "unix:///path/to.sock"; an address without a scheme is TCP.
-// Port 0 picks a free port, which Engine.Addrs reports.
+// Port 0 picks a free port, which Engine.Addrs reports. WithListener adds
+// more. With addr empty and no WithListener, the engine listens on
+// nothing and serves the connections it dials or is handed
+// (Engine.Dial, Engine.Enroll): a client, or a load generator.
 func Run(handler EventHandler, addr string, opts ...Option) error {
 	e := &engine{handler: handler, opts: defaultOptions(), epoch: time.Now(), done: make(chan struct{})}
+	e.drain, _ = handler.(DrainHandler)
 	for _, opt := range opts {
 		opt(&e.opts)
 	}
 	o := &e.opts
+	specs := o.listen(addr)
 	if err := o.choosePoller(); err != nil {
 		return err
 	}
@@ -160,11 +168,7 @@ func Run(handler EventHandler, addr string, opts ...Option) error {
 		RecvBuf:   o.recvBuf,
 		SendBuf:   o.sendBuf,
 	}
-	network, address, err := parseAddr(addr)
-	if err != nil {
-		return err
-	}
-	if err := e.start(network, address); err != nil {
+	if err := e.start(specs); err != nil {
 		e.release()
 		return err
 	}
@@ -181,9 +185,8 @@ func Run(handler EventHandler, addr string, opts ...Option) error {
 	return nil
 }
 
-// start opens the loops and the listeners: one shared by all loops and
-// owned by the first, or one SO_REUSEPORT listener per loop.
-func (e *engine) start(network, address string) error {
+// start opens the loops and the listeners.
+func (e *engine) start(specs []listenSpec) error {
 	for i := range e.opts.loops {
 		l, err := newEventloop(e, i)
 		if err != nil {
@@ -191,30 +194,72 @@ func (e *engine) start(network, address string) error {
 		}
 		e.loops = append(e.loops, l)
 	}
-	e.perLoop = e.opts.reusePort && network != "unix"
-	if network == "unix" {
-		removeStaleSocket(address)
-	}
-	for _, l := range e.loops {
-		ln, err := listen(network, address, e.sock)
-		if err != nil {
+	for i, s := range specs {
+		if err := e.listen(s, e.loops[i%len(e.loops)]); err != nil {
 			return err
-		}
-		l.listeners = append(l.listeners, ln)
-		if err := l.poll.Add(ln.fd, poller.Readable); err != nil {
-			return err
-		}
-		if e.addr == nil {
-			e.addr = ln.addr
-			// Every further SO_REUSEPORT listener binds the port the first got.
-			address = ln.addr.String()
-		}
-		if !e.perLoop {
-			break
 		}
 	}
 	// The first tick is due at once: its time, zero, is the epoch.
 	e.loops[0].ticking = e.opts.ticker
+	return nil
+}
+
+// listen opens the listener s asks for: one shared by all loops, owned
+// by first, or one SO_REUSEPORT listener per loop.
+func (e *engine) listen(s listenSpec, first *eventloop) error {
+	network, address, err := parseAddr(s.addr)
+	if err != nil {
+		return err
+	}
+	perLoop := e.opts.reusePort && network != "unix"
+	if network == "unix" {
+		removeStaleSocket(address)
+	}
+	loops := []*eventloop{first}
+	if perLoop {
+		loops = e.loops
+	}
+	for _, l := range loops {
+		ln, err := listen(network, address, e.sock)
+		if err != nil {
+			return err
+		}
+		ln.perLoop, ln.proxy = perLoop, s.proxy
+		l.listeners = append(l.listeners, ln)
+		if err := l.poll.Add(ln.fd, poller.Readable); err != nil {
+			return err
+		}
+		if l == loops[0] {
+			e.addrs = append(e.addrs, ln.addr)
+			// Every further SO_REUSEPORT listener binds the port the first got.
+			address = ln.addr.String()
+		}
+	}
+	return nil
+}
+
+// listenerOf returns the address of the listener whose socket has the
+// local address local.
+func (e *engine) listenerOf(local net.Addr) net.Addr {
+	switch la := local.(type) {
+	case *net.TCPAddr:
+		ap := la.AddrPort()
+		for _, a := range e.addrs {
+			ta, ok := a.(*net.TCPAddr)
+			if !ok || ta.AddrPort().Port() != ap.Port() {
+				continue
+			}
+			if ip := ta.AddrPort().Addr(); ip.IsUnspecified() || ip.Unmap() == ap.Addr().Unmap() {
+				return a
+			}
+		}
+	case *net.UnixAddr:
+		for _, a := range e.addrs {
+			if ua, ok := a.(*net.UnixAddr); ok && ua.Name == la.Name {
+				return a
+			}
+		}
+	}
 	return nil
 }
 
@@ -231,8 +276,10 @@ func (e *engine) serve(boot func()) {
 	boot()
 	close(booted)
 	wg.Wait()
-	if u, ok := e.addr.(*net.UnixAddr); ok {
-		os.Remove(u.Name)
+	for _, a := range e.addrs {
+		if u, ok := a.(*net.UnixAddr); ok {
+			os.Remove(u.Name)
+		}
 	}
 }
 
@@ -289,8 +336,7 @@ func (e *engine) pick(c *conn) *eventloop {
 	case SourceAddrHash:
 		return e.loops[hashAddr(c.remote.Addr().As16())%uint32(n)]
 	default:
-		e.rr = (e.rr + 1) % n
-		return e.loops[e.rr]
+		return e.loops[e.rr.Add(1)%uint32(n)]
 	}
 }
 
@@ -337,10 +383,12 @@ func removeStaleSocket(path string) {
 }
 
 type listener struct {
-	fd   int
-	addr net.Addr
-	unix bool
-	rs   ringSlot // its record on the loop's io_uring, if it has one
+	fd      int
+	addr    net.Addr
+	unix    bool
+	perLoop bool      // one of a set, one per loop: each keeps what it accepts
+	proxy   ProxyMode // of the connections it accepts
+	rs      ringSlot  // its record on the loop's io_uring, if it has one
 }
 
 func listen(network, address string, o socket.Options) (*listener, error) {

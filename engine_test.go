@@ -29,6 +29,29 @@ func (b *booter) OnBoot(eng Engine) Action {
 	return a
 }
 
+// The booter passes on the events of the optional handler interfaces, to
+// the handler it wraps if that listens for them.
+
+func (b *booter) OnDialFailed(addr string, ctx any, err error) {
+	if h, ok := b.EventHandler.(DialFailedHandler); ok {
+		h.OnDialFailed(addr, ctx, err)
+	}
+}
+
+func (b *booter) OnHalfClose(c Conn) Action {
+	if h, ok := b.EventHandler.(HalfCloseHandler); ok {
+		return h.OnHalfClose(c)
+	}
+	return None
+}
+
+func (b *booter) OnDrain(c Conn) Action {
+	if h, ok := b.EventHandler.(DrainHandler); ok {
+		return h.OnDrain(c)
+	}
+	return None
+}
+
 // serve starts an engine with h on a free loopback port and returns it and
 // the address to dial. Stopping it, and checking that it leaked no
 // goroutine and no descriptor, is registered as cleanup.

@@ -51,6 +51,17 @@ var (
 	// (WithWriteTimeout).
 	ErrWriteTimeout error = timeoutError("sluice: write timeout")
 
+	// ErrDialTimeout is what OnDialFailed receives, inside a
+	// *net.OpError, for a dial that did not connect within its
+	// DialTimeout. It matches os.ErrDeadlineExceeded, as the deadline
+	// errors do.
+	ErrDialTimeout error = timeoutError("sluice: dial timeout")
+
+	// ErrTooManyConns is what OnDialFailed receives for a dial or an
+	// enrolled connection the engine could not take, holding as many
+	// connections as WithMaxConnections allows.
+	ErrTooManyConns = errors.New("sluice: too many connections")
+
 	// ErrInboundTooLarge is what OnClose receives for a connection whose
 	// peer sent more than the handler consumed, past the bound set by
 	// WithMaxInboundBuffered.

@@ -35,6 +35,8 @@ type eventloop struct {
 	late      *conn        // closed inside its own callback; OnClose waits for it to return
 	lateErr   error
 	resumed   []*conn // read again with bytes held from while it was not: handOver's queue
+	drained   []*conn // output drained below the low-water mark: notifyDrained's queue
+	tid       int     // the thread the loop is locked to, if it is (callerLoop)
 	tasks     taskQueue
 	sleeping  atomic.Bool
 	draining  bool
@@ -77,6 +79,7 @@ func (l *eventloop) run(ready func(), booted <-chan struct{}) {
 		// A ring belongs to the thread that made it.
 		runtime.LockOSThread()
 		defer runtime.UnlockOSThread()
+		l.tid = threadID()
 	}
 	if onRing {
 		l.openRing()
@@ -106,6 +109,7 @@ func (l *eventloop) serve() {
 		}
 		l.runTasks(l.tasks.take())
 		l.handOverAll()
+		l.notifyDrained()
 		l.runTimers()
 		l.tick()
 		l.resumeAccepts()
@@ -143,7 +147,7 @@ func (l *eventloop) sleep() time.Duration {
 		l.yield()
 	}
 	l.sleeping.Store(true)
-	if l.tasks.pending() || len(l.resumed) > 0 {
+	if l.tasks.pending() || len(l.resumed) > 0 || len(l.drained) > 0 {
 		l.sleeping.Store(false)
 		timeout = 0
 	}
@@ -205,12 +209,20 @@ func (l *eventloop) dispatch(r poller.Ready) {
 		return
 	}
 	c := l.conns[r.Fd]
+	if c.state == stateConnecting {
+		l.connectDone(c)
+		return
+	}
 	if r.Events&poller.Writable != 0 && c.out != nil {
 		l.writable(c)
 	}
 	if r.Events&poller.Readable != 0 {
 		switch c.state {
 		case stateOpen:
+			if c.events&poller.Readable == 0 {
+				l.failedWhilePaused(c)
+				break
+			}
 			l.readable(c)
 		case stateHeader:
 			l.readHeader(c)
@@ -244,7 +256,17 @@ func (l *eventloop) acceptFailed(ln *listener, err error) {
 // accepted admits fd, which ln accepted from sa, and opens it on its loop.
 func (l *eventloop) accepted(ln *listener, fd int, sa unix.Sockaddr) {
 	c := &conn{fd: fd, remote: socket.AddrPort(sa), loop: l}
-	if !l.eng.perLoop {
+	switch ln.proxy {
+	case ProxyOptional:
+		c.flags |= flagProxyOptional
+		fallthrough
+	case ProxyRequired:
+		c.state = stateHeader
+	}
+	if l.eng.opts.halfClose {
+		c.flags |= flagHalfClose
+	}
+	if !ln.perLoop {
 		c.loop = l.eng.pick(c)
 	}
 	if !l.admit(c) {
@@ -324,11 +346,7 @@ func (l *eventloop) open(c *conn) {
 		l.drop(c)
 		return
 	}
-	if c.fd >= len(l.conns) {
-		// The table only grows, so what lies past its length is nil.
-		l.conns = slices.Grow(l.conns, c.fd+1-len(l.conns))[:c.fd+1]
-	}
-	l.conns[c.fd] = c
+	l.place(c)
 	if err := l.pollAdd(c.fd, poller.Readable); err != nil {
 		l.conns[c.fd] = nil
 		l.eng.opts.logger.Warn("sluice: registering a connection failed", "err", err)
@@ -337,11 +355,20 @@ func (l *eventloop) open(c *conn) {
 	}
 	c.events = poller.Readable
 	l.count.Add(1)
-	if l.eng.opts.proxy != ProxyOff {
+	if c.state == stateHeader {
 		l.awaitHeader(c)
 		return
 	}
 	l.start(c)
+}
+
+// place puts c in the loop's table of connections by descriptor.
+func (l *eventloop) place(c *conn) {
+	if c.fd >= len(l.conns) {
+		// The table only grows, so what lies past its length is nil.
+		l.conns = slices.Grow(l.conns, c.fd+1-len(l.conns))[:c.fd+1]
+	}
+	l.conns[c.fd] = c
 }
 
 // start arms c's idle timeout and calls OnOpen.
@@ -360,6 +387,16 @@ func (l *eventloop) start(c *conn) {
 func (l *eventloop) readable(c *conn) {
 	if p := l.read(c); p != nil {
 		l.received(c, p)
+	}
+}
+
+// failedWhilePaused handles an error or hang-up the poller reports for c,
+// open but not being read, which it reports whatever c is watched for.
+// An error (a reset) closes c; the bytes and the end of stream a hang-up
+// may bring wait until c is read again.
+func (l *eventloop) failedWhilePaused(c *conn) {
+	if err := socket.PendingError(c.fd); err != nil {
+		l.readFailed(c, err)
 	}
 }
 
@@ -402,21 +439,41 @@ func (l *eventloop) readFailed(c *conn, err error) {
 }
 
 // peerClosed handles the end of c's stream: its peer sends no more. It
-// closes c gracefully, unless c is paused holding bytes the handler has yet
-// to be offered in full, which only io_uring receives ahead of the
-// handler: then c closes once they are handed over (handOver), as on epoll,
-// which reads the end of the stream only after them.
+// acts on it (endOfInput) at once, unless c is paused, which only io_uring
+// reads through, holding bytes it received ahead of the handler or none:
+// then only once c is read again and they are handed over (handOver), as
+// on epoll, which reads the end of the stream only then.
 func (l *eventloop) peerClosed(c *conn) {
 	c.flags |= flagEOF
 	switch {
 	case c.state == stateLinger:
 		l.closeConn(c, nil)
-	case l.holding(c):
+	case c.state == stateOpen && c.events&poller.Readable == 0:
 		// Whatever the handler does with the bytes meanwhile, resuming
-		// hands over what is left and closes c (watch, handOver).
+		// hands over what is left and acts on the end (watch, handOver).
 		c.flags |= flagHeld
 	default:
+		l.endOfInput(c)
+	}
+}
+
+// endOfInput acts on the end of c's stream once every byte before it has
+// been offered to the handler: c closes gracefully, or in half-close mode
+// stops being read and the handler is told. With its own write side shut
+// down too, c is done either way, and closes.
+func (l *eventloop) endOfInput(c *conn) {
+	switch {
+	case c.state != stateOpen || c.flags&flagHalfClose == 0:
 		l.closeGraceful(c)
+	case c.flags&flagWriteShut != 0:
+		l.closeConn(c, nil)
+	default:
+		c.flags |= flagInputEnded
+		l.watch(c) // reading stops
+		if h, ok := l.eng.handler.(HalfCloseHandler); ok && c.state == stateOpen {
+			l.cur = c
+			l.finish(c, l.onHalfClose(h, c))
+		}
 	}
 }
 
@@ -464,6 +521,7 @@ func (l *eventloop) writable(c *conn) {
 		l.closeSent(c)
 	default:
 		l.watch(c)
+		l.shutWrite(c)
 	}
 }
 
@@ -511,7 +569,7 @@ func (l *eventloop) handOver(c *conn) {
 	switch {
 	case c.state != stateOpen || l.holding(c):
 	case c.flags&flagEOF != 0:
-		l.closeGraceful(c)
+		l.endOfInput(c)
 	case c.flags&flagHeld == 0:
 		l.receiveAgain(c)
 	}
@@ -532,6 +590,9 @@ func (l *eventloop) finish(c *conn, a Action) {
 	l.send(c)
 	l.cur = nil
 	l.closedLate()
+	if c.flags&flagWriteClosed != 0 {
+		l.shutWrite(c)
+	}
 	switch a {
 	case Close:
 		l.closeGraceful(c)
@@ -614,24 +675,30 @@ func (l *eventloop) flushOut(c *conn) {
 }
 
 // watch sets what the poller watches c for. Writable while output is
-// queued. Readable unless c is closing or holds more unsent output than
-// the high-water mark, and then not again until it drains below half of
-// it: a peer that does not read stops being read. While it is paused so,
-// its read deadline is off: a peer that does not read is the write
-// deadline's to bound. When it is read again holding inbound bytes, it is
-// queued to have them handed over at the end of the loop's iteration.
+// queued. Readable unless c is closing, the handler paused it, its peer
+// finished sending, or it holds more unsent output than the high-water
+// mark, and then not again until it drains to half of it
+// (WithBackpressure): a peer that does not read stops being read. While
+// it is paused so, its read deadline is off: a peer that does not read is
+// the write deadline's to bound. When it is read again holding inbound
+// bytes, it is queued to have them handed over at the end of the loop's
+// iteration.
 func (l *eventloop) watch(c *conn) {
 	n := c.pending()
 	l.watchOutput(c, n > 0)
 	want := poller.Readable
 	if n > 0 {
 		want |= poller.Writable
-		high := l.eng.opts.writeBufCap
-		if n > high || (c.events&poller.Readable == 0 && n > high/2) {
-			want = poller.Writable
-		}
 	}
-	if c.state == stateClosing {
+	high := l.eng.opts.writeBufCap
+	switch {
+	case n > high:
+		c.flags |= flagOverHigh
+	case n <= high/2 && c.flags&flagOverHigh != 0:
+		c.flags &^= flagOverHigh
+		l.queueDrained(c)
+	}
+	if l.unread(c) {
 		want &^= poller.Readable
 	}
 	if want == c.events {
@@ -658,6 +725,63 @@ func (l *eventloop) watch(c *conn) {
 		return
 	}
 	c.events = want
+}
+
+// unread reports whether c is not to be read now (watch).
+func (l *eventloop) unread(c *conn) bool {
+	switch c.state {
+	case stateClosing:
+		return true
+	case stateOpen:
+		return c.flags&flagOverHigh != 0 && l.eng.opts.backpressure ||
+			c.flags&(flagReadPaused|flagInputEnded) != 0
+	}
+	return false
+}
+
+// queueDrained queues c, whose output has drained below the low-water
+// mark, for OnDrain at the end of the loop's iteration, if the handler
+// listens for it.
+func (l *eventloop) queueDrained(c *conn) {
+	if l.eng.drain != nil && c.flags&flagDrainQueued == 0 {
+		c.flags |= flagDrainQueued
+		l.drained = append(l.drained, c)
+	}
+}
+
+// notifyDrained calls OnDrain for the connections queueDrained queued.
+func (l *eventloop) notifyDrained() {
+	for i := 0; i < len(l.drained); i++ { // OnDrain may queue more
+		c := l.drained[i]
+		l.drained[i] = nil
+		c.flags &^= flagDrainQueued
+		if c.state == stateOpen {
+			l.cur = c
+			l.finish(c, l.onDrain(c))
+		}
+	}
+	l.drained = l.drained[:0]
+}
+
+// shutWrite shuts down c's write side, as CloseWrite asked, once all it
+// queued has gone: on io_uring, once its last send is known to have gone
+// whole (awaitSent asks to hear). With the peer finished too, c closes.
+func (l *eventloop) shutWrite(c *conn) {
+	if c.flags&(flagWriteClosed|flagWriteShut) != flagWriteClosed || c.state != stateOpen {
+		return
+	}
+	if c.pending() > 0 || l.awaitSent(c) {
+		l.watch(c)
+		return
+	}
+	c.flags |= flagWriteShut
+	if err := unix.Shutdown(c.fd, unix.SHUT_WR); err != nil {
+		l.closeConn(c, os.NewSyscallError("shutdown", err))
+		return
+	}
+	if c.flags&flagInputEnded != 0 {
+		l.closeConn(c, nil)
+	}
 }
 
 // resume queues c, read again with inbound bytes kept, for handOver.
@@ -688,6 +812,8 @@ func (l *eventloop) closeGraceful(c *conn) {
 	switch c.state {
 	case stateHeader:
 		l.closeConn(c, nil)
+	case stateConnecting: // only a stop closes one
+		l.closeConn(c, ErrEngineStopped)
 	case stateOpen:
 		c.state = stateClosing
 		c.flags &^= flagHeld
@@ -766,7 +892,11 @@ func (l *eventloop) discarded(c *conn, p []byte) {
 // closeConn closes c at once and tells the handler why, if the handler
 // has seen it: one still reading its PROXY header closes unseen.
 func (l *eventloop) closeConn(c *conn, err error) {
-	if c.state == stateClosed {
+	switch c.state {
+	case stateClosed:
+		return
+	case stateConnecting:
+		l.connectFailed(c, err)
 		return
 	}
 	opened := c.state != stateHeader
@@ -906,6 +1036,12 @@ func (l *eventloop) runTask(t *task) {
 	case taskKill:
 		l.kill(t.fd, t.id)
 		return
+	case taskDial:
+		l.connect(t.dial)
+		return
+	case taskExecute:
+		l.execute(t.fn)
+		return
 	}
 	if c.done() {
 		if t.cb != nil {
@@ -966,6 +1102,16 @@ func (l *eventloop) onTraffic(c *conn) Action {
 func (l *eventloop) onClose(c *conn, err error) Action {
 	defer l.recoverConn(c)
 	return l.eng.handler.OnClose(c, err)
+}
+
+func (l *eventloop) onHalfClose(h HalfCloseHandler, c *conn) Action {
+	defer l.recoverConn(c)
+	return h.OnHalfClose(c)
+}
+
+func (l *eventloop) onDrain(c *conn) Action {
+	defer l.recoverConn(c)
+	return l.eng.drain.OnDrain(c)
 }
 
 func (l *eventloop) onTick() (delay time.Duration, a Action) {

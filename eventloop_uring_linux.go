@@ -7,6 +7,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/sluicenet/sluice/internal/socket"
 	"github.com/sluicenet/sluice/internal/uring"
 	"github.com/sluicenet/sluice/poller"
 )
@@ -64,6 +65,7 @@ const (
 	opSend                  // a send of an even turn came back short, or failed
 	opSendOdd               // the same, of an odd turn
 	opIdle                  // the timer for giving idle buffers back
+	opConnect               // a dial's connect ended
 )
 
 // genMask keeps the bits of a generation that user data carries.
@@ -87,6 +89,7 @@ const (
 	armedWrite                     // a poll for writable
 	armedSend                      // a send whose result is still to come
 	armedStarved                   // a receive that found no buffer, queued to be armed again
+	armedConnect                   // a dial's connect
 )
 
 // ringSlot is the ring's record of a connection or listener, kept in it so
@@ -136,6 +139,10 @@ type ring struct {
 	now      bool   // Conn.Flush is sending: write at once
 	turn     uint64 // turns begun
 }
+
+// ringAddr is where a dial keeps the address its connect on the ring
+// reads, which must stay in place until the connect ends.
+type ringAddr = socket.RawAddr
 
 // probeRing reports whether io_uring can serve the engine here.
 func probeRing() error { return uring.Probe() }
@@ -523,6 +530,40 @@ func (l *eventloop) pollModify(fd int, old, ev poller.Event) error {
 	return nil
 }
 
+// pollConnect starts c's connect to the address d names: a connect(2) that
+// epoll or kqueue hears the end of as writable (connectDone), or an
+// IORING_OP_CONNECT on the ring (ringConnected). A connect that ends at
+// once, as a unix socket's may, opens c at once.
+func (l *eventloop) pollConnect(c *conn, d *dialSpec) {
+	rg := l.ring
+	if rg == nil {
+		l.startConnect(c, d)
+		return
+	}
+	if err := d.raw.Set(d.sa); err != nil {
+		l.closeConn(c, err)
+		return
+	}
+	rg.gens++
+	c.rs = ringSlot{gen: rg.gens, armed: armedConnect}
+	rg.r.PrepConnect(c.fd, d.raw.Pointer(), d.raw.Len(), userData(opConnect, c.rs.gen, c.fd))
+}
+
+// ringConnected handles the end of a dial's connect on the ring.
+func (l *eventloop) ringConnected(fd int, gen uint32, e uring.CQE) {
+	st := l.current(fd, gen)
+	if st == nil || st.armed&armedConnect == 0 {
+		return
+	}
+	st.armed &^= armedConnect
+	c := l.conns[fd]
+	if err := e.Err(); err != nil {
+		l.closeConn(c, os.NewSyscallError("connect", err))
+		return
+	}
+	l.connected(c)
+}
+
 // receiveAgain arms c's receive if c is read and has none armed; epoll
 // needs nothing of the kind.
 func (l *eventloop) receiveAgain(c *conn) {
@@ -673,6 +714,9 @@ func (l *eventloop) closeSocket(c *conn) {
 	if st.armed&armedWrite != 0 {
 		rg.r.PrepCancel(userData(opPollOut, st.gen, c.fd), userData(opIgnore, 0, 0))
 	}
+	if st.armed&armedConnect != 0 {
+		rg.r.PrepCancel(userData(opConnect, st.gen, c.fd), userData(opIgnore, 0, 0))
+	}
 	rg.r.PrepClose(c.fd, userData(opIgnore, 0, 0)).SetFlags(uring.SkipSuccess)
 }
 
@@ -704,6 +748,8 @@ func (l *eventloop) complete(e uring.CQE) {
 		l.sendFailed(fd, gen, int(kind-opSend), e)
 	case opIdle:
 		l.idleExpired()
+	case opConnect:
+		l.ringConnected(fd, gen, e)
 	}
 }
 

@@ -16,6 +16,9 @@ type ring struct{}
 // ringSlot stands for a connection's record on the ring.
 type ringSlot struct{}
 
+// ringAddr stands for the address a connect on the ring reads.
+type ringAddr struct{}
+
 var errNoRing = errors.New("io_uring is Linux's")
 
 // probeRing reports that io_uring cannot serve here.
@@ -44,5 +47,7 @@ func (l *eventloop) flush(c *conn) { l.send(c) }
 func (l *eventloop) awaitSent(c *conn) bool { return false }
 
 func (l *eventloop) receiveAgain(c *conn) {}
+
+func (l *eventloop) pollConnect(c *conn, d *dialSpec) { l.startConnect(c, d) }
 
 func (rg *ring) spent(l *eventloop) {}

@@ -89,3 +89,39 @@ func (BuiltinEventEngine) OnClose(Conn, error) Action { return None }
 
 // OnTick asks to be called again in a second.
 func (BuiltinEventEngine) OnTick() (time.Duration, Action) { return time.Second, None }
+
+// The handler may implement any of the interfaces below for events that
+// only some servers need; the engine checks once for each.
+
+// DialFailedHandler is an EventHandler that hears of dials and
+// enrollments that fail (Engine.Dial, Engine.Enroll).
+type DialFailedHandler interface {
+	// OnDialFailed runs on the loop that tried, with the address and the
+	// context given to Dial (for Enroll, the connection's remote address),
+	// and why, a *net.OpError: errors.Is tells syscall.ECONNREFUSED,
+	// ErrDialTimeout (which matches os.ErrDeadlineExceeded too),
+	// ErrTooManyConns or ErrEngineStopped. No OnOpen or OnClose runs for
+	// the connection.
+	OnDialFailed(addr string, ctx any, err error)
+}
+
+// HalfCloseHandler is an EventHandler that hears when a connection in
+// half-close mode (WithHalfClose, Conn.SetHalfClose) has read its peer's
+// end of stream.
+type HalfCloseHandler interface {
+	// OnHalfClose runs once OnTraffic has been offered every byte the peer
+	// sent; any it left unread are still buffered. c stays open for
+	// writing until the handler closes it, with Close, CloseWrite or an
+	// action, or a deadline does.
+	OnHalfClose(c Conn) Action
+}
+
+// DrainHandler is an EventHandler that hears when a connection's unsent
+// output has drained, to resume reading what feeds it: a proxy pauses one
+// side (Conn.PauseRead) when the other's Conn.OutboundBuffered passes
+// WithWriteBufferCap, and resumes it here.
+type DrainHandler interface {
+	// OnDrain runs when c's unsent output, having passed the high-water
+	// mark (WithWriteBufferCap), has drained to half of it or less.
+	OnDrain(c Conn) Action
+}

@@ -100,6 +100,10 @@ type options struct {
 
 	proxy        ProxyMode
 	proxyTimeout time.Duration
+	listeners    []listenSpec // WithListener's, after Run's own
+
+	halfClose    bool
+	backpressure bool
 
 	poller poller.Kind
 }
@@ -113,6 +117,7 @@ func defaultOptions() options {
 		noDelay:       true,
 		logger:        slog.Default(),
 		maxInbound:    DefaultMaxInboundBuffered,
+		backpressure:  true,
 
 		shutdownTimeout: DefaultShutdownTimeout,
 		lingerTimeout:   DefaultLingerTimeout,
@@ -124,7 +129,15 @@ func defaultOptions() options {
 // every loop needs a timing wheel from the start. A PROXY header's timeout
 // is one.
 func (o *options) timed() bool {
-	return o.idleTimeout > 0 || o.readTimeout > 0 || o.writeTimeout > 0 || o.proxy != ProxyOff
+	if o.idleTimeout > 0 || o.readTimeout > 0 || o.writeTimeout > 0 || o.proxy != ProxyOff {
+		return true
+	}
+	for _, s := range o.listeners {
+		if s.proxy != ProxyOff {
+			return true
+		}
+	}
+	return false
 }
 
 // WithNumEventLoop sets how many event loops run; the default is one per
@@ -181,7 +194,8 @@ func WithReadBufferCap(n int) Option {
 // WithWriteBufferCap sets the high-water mark of a connection's unsent
 // output (default 64 KiB). Past it the loop stops reading the connection
 // until the output drains below half, so a peer that never reads cannot
-// grow the server's memory without bound.
+// grow the server's memory without bound (WithBackpressure), and a
+// DrainHandler hears when it has drained.
 func WithWriteBufferCap(n int) Option {
 	return func(o *options) {
 		if n > 0 {
@@ -403,4 +417,85 @@ func WithProxyProtocol(mode ProxyMode, timeout time.Duration) Option {
 			o.proxyTimeout = DefaultProxyHeaderTimeout
 		}
 	}
+}
+
+// WithHalfClose sets what a peer's end of stream does to a connection,
+// unless Conn.SetHalfClose says otherwise for it. By default (false) the
+// connection closes once its queued output is sent. With true it stays
+// open for writing: reading stops, OnHalfClose runs (HalfCloseHandler),
+// and the handler writes until it closes the connection, or shuts its
+// write side down with Conn.CloseWrite, which then closes it: the
+// behaviour of a TCP relay, or of a server that answers once its client
+// has sent everything.
+func WithHalfClose(halfClose bool) Option {
+	return func(o *options) { o.halfClose = halfClose }
+}
+
+// WithBackpressure sets whether the engine stops reading a connection
+// while its own unsent output is past the high-water mark
+// (WithWriteBufferCap), until it drains to half of it. It does by
+// default: a peer that sends requests but does not read the answers
+// stops being read, and cannot grow the server's memory. A relay turns it
+// off: it pauses each connection by the output of the other one it feeds
+// (Conn.PauseRead, DrainHandler) instead, and pausing a connection for
+// its own output as well would deadlock against a peer that stops
+// reading while its output is full, as most servers do. Off, the handler
+// bounds what it queues; WithWriteTimeout still bounds a peer that never
+// reads.
+func WithBackpressure(on bool) Option {
+	return func(o *options) { o.backpressure = on }
+}
+
+// WithListener adds a listener on addr, given as Run's is, to the one Run
+// opens (or to none, when Run's address is empty): one engine serves
+// several ports, or TCP and a unix socket at once. Engine.Addrs lists
+// every listener, and Conn.ListenerAddr tells which accepted a connection.
+// ListenerOptions set what differs for this listener.
+func WithListener(addr string, opts ...ListenerOption) Option {
+	return func(o *options) {
+		s := listenSpec{addr: addr, proxy: -1}
+		for _, opt := range opts {
+			opt(&s)
+		}
+		o.listeners = append(o.listeners, s)
+	}
+}
+
+// A ListenerOption sets what differs for one listener (WithListener).
+type ListenerOption func(*listenSpec)
+
+// ListenProxyProtocol sets the listener's PROXY protocol mode, in place of
+// WithProxyProtocol's: a public port reads none while an internal one,
+// behind a load balancer, requires it. The header timeout is
+// WithProxyProtocol's, or DefaultProxyHeaderTimeout.
+func ListenProxyProtocol(mode ProxyMode) ListenerOption {
+	return func(s *listenSpec) { s.proxy = mode }
+}
+
+// listen returns the listeners to open: addr, unless empty, then
+// WithListener's, each with its PROXY protocol mode settled. A PROXY
+// header's wait is bounded even where only a listener asks for one.
+func (o *options) listen(addr string) []listenSpec {
+	var specs []listenSpec
+	if addr != "" {
+		specs = append(specs, listenSpec{addr: addr, proxy: o.proxy})
+	}
+	specs = append(specs, o.listeners...)
+	for i := range specs {
+		if specs[i].proxy < 0 {
+			specs[i].proxy = o.proxy
+		}
+	}
+	o.listeners = specs
+	if o.proxyTimeout <= 0 {
+		o.proxyTimeout = DefaultProxyHeaderTimeout
+	}
+	return specs
+}
+
+// listenSpec is one address to listen on and its own options; a proxy
+// mode below zero is the engine's.
+type listenSpec struct {
+	addr  string
+	proxy ProxyMode
 }

@@ -37,6 +37,10 @@ type Stats struct {
 	// load says the ring is too small for it: a loop has about 4 MiB of
 	// buffers of WithReadBufferCap bytes each, and at least 16.
 	RingBuffersExhausted uint64
+	// Dialed counts connections Dial connected, DialFailed the dials and
+	// enrollments that failed (OnDialFailed), and Enrolled the
+	// connections Enroll opened.
+	Dialed, DialFailed, Enrolled uint64
 }
 
 // counter names one of a loop's counters.
@@ -55,6 +59,9 @@ const (
 	countProxyInvalid
 	countProxyMissing
 	countRingBuffersExhausted
+	countDialed
+	countDialFailed
+	countEnrolled
 	numCounters
 )
 
@@ -86,5 +93,8 @@ func (e *engine) stats() Stats {
 		ProxyInvalid:         sum[countProxyInvalid],
 		ProxyMissing:         sum[countProxyMissing],
 		RingBuffersExhausted: sum[countRingBuffersExhausted],
+		Dialed:               sum[countDialed],
+		DialFailed:           sum[countDialFailed],
+		Enrolled:             sum[countEnrolled],
 	}
 }

@@ -8,14 +8,16 @@ import (
 type taskKind uint8
 
 const (
-	taskWrite  taskKind = iota // AsyncWrite
-	taskWritev                 // AsyncWritev
-	taskWake                   // Wake: run OnTraffic
-	taskClose                  // Close: flush, then close
-	taskOpen                   // a connection another loop accepted
-	taskStop                   // graceful stop
-	taskForce                  // stop now
-	taskKill                   // Engine.Kill: reset the connection at fd if it is id
+	taskWrite   taskKind = iota // AsyncWrite
+	taskWritev                  // AsyncWritev
+	taskWake                    // Wake: run OnTraffic
+	taskClose                   // Close: flush, then close
+	taskOpen                    // a connection another loop accepted
+	taskStop                    // graceful stop
+	taskForce                   // stop now
+	taskKill                    // Engine.Kill: reset the connection at fd if it is id
+	taskDial                    // Dial or Enroll: open the connection
+	taskExecute                 // Loop.Execute: run fn
 )
 
 // task is work another goroutine hands to a loop. Tasks are pooled, so
@@ -26,8 +28,10 @@ type task struct {
 	buf  []byte
 	bufs [][]byte
 	cb   AsyncCallback
-	fd   int    // taskKill
-	id   uint64 // taskKill
+	fd   int       // taskKill
+	id   uint64    // taskKill
+	dial *dialSpec // taskDial
+	fn   func()    // taskExecute
 }
 
 var taskPool = sync.Pool{New: func() any { return new(task) }}

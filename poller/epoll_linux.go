@@ -112,6 +112,12 @@ func (p *Poller) Wake() error {
 }
 
 func epollEvents(ev Event) uint32 {
+	if ev == 0 {
+		// The kernel reports an error or hang-up whatever a descriptor is
+		// watched for; edge-triggered, it does so once, rather than on
+		// every wait until the descriptor is watched again.
+		return unix.EPOLLET
+	}
 	var e uint32
 	if ev&Readable != 0 {
 		e |= unix.EPOLLIN

@@ -1,0 +1,540 @@
+package sluice
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"os"
+	"strconv"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/sluicenet/sluice/internal/socket"
+	"github.com/sluicenet/sluice/poller"
+)
+
+// Origin says how a connection came to its engine.
+type Origin uint8
+
+const (
+	// Accepted: one of the engine's listeners accepted it.
+	Accepted Origin = iota
+	// Dialed: the engine connected it, for Engine.Dial or Loop.Dial.
+	Dialed
+	// Enrolled: it was made elsewhere and handed over with Enroll.
+	Enrolled
+)
+
+var origins = [...]string{Accepted: "accepted", Dialed: "dialed", Enrolled: "enrolled"}
+
+// String returns "accepted", "dialed" or "enrolled".
+func (o Origin) String() string {
+	if int(o) >= len(origins) {
+		return "Origin(" + strconv.Itoa(int(o)) + ")"
+	}
+	return origins[o]
+}
+
+// DefaultDialTimeout bounds a dial, name resolution and connect together,
+// unless DialTimeout says otherwise.
+const DefaultDialTimeout = 10 * time.Second
+
+// Loop is one of an engine's event loops. Its methods are safe from any
+// goroutine. A handler reaches the loop of a connection with Conn.Loop, and
+// any loop with Engine.Loop.
+type Loop struct {
+	l *eventloop
+}
+
+// Index returns the loop's number, from zero to Engine.NumLoops()-1.
+func (lp Loop) Index() int { return lp.l.idx }
+
+// Execute runs fn on the loop, where it may use the loop's connections as
+// their own callbacks do: write to them, pause their reading, dial. It
+// returns ErrEngineStopped, and never runs fn, when the loop no longer
+// runs; otherwise fn runs exactly once, even if the engine stops first.
+func (lp Loop) Execute(fn func()) error {
+	t := newTask(taskExecute, nil)
+	t.fn = fn
+	return lp.l.post(t)
+}
+
+// Dial connects to addr from this loop, which then owns the connection;
+// see Engine.Dial.
+func (lp Loop) Dial(addr string, ctx any, opts ...DialOption) error {
+	return lp.l.eng.dial(lp.l, addr, ctx, opts)
+}
+
+// Enroll hands nc to this loop; see Engine.Enroll.
+func (lp Loop) Enroll(nc net.Conn, ctx any, opts ...DialOption) error {
+	return lp.l.eng.enroll(lp.l, nc, ctx, opts)
+}
+
+// NumLoops returns how many event loops the engine runs.
+func (eng Engine) NumLoops() int {
+	if eng.e == nil {
+		return 0
+	}
+	return len(eng.e.loops)
+}
+
+// Loop returns the engine's loop number i; it panics unless
+// 0 <= i < NumLoops().
+func (eng Engine) Loop(i int) Loop { return Loop{eng.e.loops[i]} }
+
+// Dial connects to addr ("tcp://host:port", tcp4, tcp6, "unix:///path";
+// without a scheme, TCP) without blocking: it returns at once, and a loop
+// connects in the background. Called from one of the handler's callbacks
+// it dials from that callback's loop, so that a proxy's two connections
+// share a loop and never cross threads; elsewhere, from the loop with the
+// fewest connections. Loop.Dial picks the loop.
+//
+// Once connected, OnOpen runs for the new connection, whose Origin is
+// Dialed and whose Context is ctx, then the handler serves it as any
+// other. If the dial fails (refused, unreachable, a name that does not
+// resolve, DialTimeout passed, the engine stopping) no OnOpen runs: the
+// handler hears why in OnDialFailed if it implements DialFailedHandler,
+// with an error that errors.Is can test (syscall.ECONNREFUSED,
+// ErrDialTimeout, ErrEngineStopped). Names are resolved off the loops.
+//
+// Dial returns an error itself only for an address it cannot parse or
+// an engine that has stopped; then nothing more is heard of the dial.
+// The connection counts against WithMaxConnections from the start of its
+// connect, and the engine's per-connection options (WithTCPNoDelay,
+// WithTCPKeepAlive, the buffer sizes, WithIdleTimeout, WithHalfClose)
+// apply to it unless a DialOption overrides them.
+func (eng Engine) Dial(addr string, ctx any, opts ...DialOption) error {
+	if eng.e == nil {
+		return ErrEngineStopped
+	}
+	return eng.e.dial(eng.e.callerLoop(), addr, ctx, opts)
+}
+
+// Enroll hands the engine a TCP or unix connection made elsewhere, by
+// net.Dial or a net.Listener, or passed over by another process: the
+// engine takes a copy of its descriptor and closes nc, and a loop opens it
+// as it would a dialed one (Origin Enrolled, Context ctx, OnOpen). The
+// loop is chosen as Dial's is. nc must have no reads or writes under way,
+// and nothing it has read but not handed over is carried across. Socket
+// DialOptions apply; the engine's own apply as to any connection, except
+// keep-alive, which nc keeps as it was unless DialKeepAlive says. If the
+// engine cannot open it (a limit, a stop), it is closed and
+// OnDialFailed hears of it.
+func (eng Engine) Enroll(nc net.Conn, ctx any, opts ...DialOption) error {
+	if eng.e == nil {
+		return ErrEngineStopped
+	}
+	return eng.e.enroll(eng.e.callerLoop(), nc, ctx, opts)
+}
+
+// A DialOption changes how Dial or Enroll sets up one connection.
+type DialOption func(*dialSpec)
+
+// DialTimeout bounds the dial, name resolution and connect together
+// (DefaultDialTimeout without it). Zero or less means the default.
+func DialTimeout(d time.Duration) DialOption {
+	return func(dl *dialSpec) {
+		if d > 0 {
+			dl.timeout = d
+		}
+	}
+}
+
+// DialLocalAddr makes the connection leave from a local address, given as
+// "ip" or "ip:port", as net.Dialer's LocalAddr does.
+func DialLocalAddr(addr string) DialOption {
+	return func(dl *dialSpec) { dl.local = addr }
+}
+
+// DialDevice binds the connection to a network interface, by name
+// (SO_BINDTODEVICE; Linux only, and it may need CAP_NET_RAW).
+func DialDevice(name string) DialOption {
+	return func(dl *dialSpec) { dl.device = name }
+}
+
+// DialNoDelay sets TCP_NODELAY on the connection, overriding
+// WithTCPNoDelay.
+func DialNoDelay(noDelay bool) DialOption {
+	return func(dl *dialSpec) { dl.sock.NoDelay, dl.noDelaySet = noDelay, true }
+}
+
+// DialKeepAlive sets the connection's TCP keep-alive as
+// Conn.SetKeepAlive does, overriding WithTCPKeepAlive.
+func DialKeepAlive(idle, interval time.Duration, count int) DialOption {
+	return func(dl *dialSpec) {
+		dl.sock.KeepAlive, dl.sock.KeepAliveInterval, dl.sock.KeepAliveCount = idle, interval, count
+		dl.keepAliveSet = true
+	}
+}
+
+// DialReadBuffer sets the socket's receive buffer (SO_RCVBUF) before it
+// connects, overriding WithSocketRecvBuffer.
+func DialReadBuffer(n int) DialOption {
+	return func(dl *dialSpec) { dl.sock.RecvBuf = n }
+}
+
+// DialWriteBuffer sets the socket's send buffer (SO_SNDBUF) before it
+// connects, overriding WithSocketSendBuffer.
+func DialWriteBuffer(n int) DialOption {
+	return func(dl *dialSpec) { dl.sock.SendBuf = n }
+}
+
+// dialSpec is one Dial or Enroll on its way to a loop. While its connection
+// connects, the conn's context holds it.
+type dialSpec struct {
+	network string // tcp, tcp4, tcp6 or unix
+	addr    string // as the caller gave it, for errors
+	host    string // to resolve, when addr names a host
+	port    uint16
+	sa      unix.Sockaddr
+	family  int
+	remote  netip.AddrPort
+	ctx     any
+	timeout time.Duration
+	expires time.Time
+	local   string
+	device  string
+	sock    socket.Options
+
+	noDelaySet, keepAliveSet bool
+
+	fd  int   // the descriptor Enroll took; -1 for a dial
+	err error // why it failed before reaching its loop
+	raw ringAddr
+}
+
+func (e *engine) newDial(ctx any, opts []DialOption) *dialSpec {
+	d := &dialSpec{ctx: ctx, timeout: DefaultDialTimeout, sock: e.sock, fd: -1}
+	d.sock.ReusePort = false
+	for _, opt := range opts {
+		opt(d)
+	}
+	d.expires = time.Now().Add(d.timeout)
+	return d
+}
+
+func (e *engine) dial(l *eventloop, addr string, ctx any, opts []DialOption) error {
+	d := e.newDial(ctx, opts)
+	if err := d.parse(addr); err != nil {
+		return err
+	}
+	if d.sa == nil {
+		go func() {
+			d.resolve()
+			l.postDial(d) // a loop that has stopped has no one to tell
+		}()
+		return nil
+	}
+	return l.postDial(d)
+}
+
+// parse reads addr; it leaves sa nil when the host is a name to resolve.
+func (d *dialSpec) parse(addr string) error {
+	network, address, err := parseAddr(addr)
+	if err != nil {
+		return err
+	}
+	d.network, d.addr = network, addr
+	if network == "unix" {
+		d.family, d.sa = unix.AF_UNIX, &unix.SockaddrUnix{Name: address}
+		return nil
+	}
+	host, port, err := net.SplitHostPort(address)
+	if err != nil {
+		return fmt.Errorf("%w: %q: %v", ErrInvalidAddr, addr, err)
+	}
+	p, err := strconv.ParseUint(port, 10, 16)
+	if err != nil {
+		return fmt.Errorf("%w: %q: port %q is not a number", ErrInvalidAddr, addr, port)
+	}
+	d.host, d.port = host, uint16(p)
+	if host == "" {
+		d.host = "localhost" // as net.Dial takes an empty host
+	}
+	if ip, err := netip.ParseAddr(d.host); err == nil {
+		return d.to(ip)
+	}
+	return nil
+}
+
+// to sets the address to connect to.
+func (d *dialSpec) to(ip netip.Addr) error {
+	ip = ip.Unmap()
+	if d.network == "tcp4" && !ip.Is4() || d.network == "tcp6" && !ip.Is6() {
+		return fmt.Errorf("%w: %q: %s is not an address of %s", ErrInvalidAddr, d.addr, ip, d.network)
+	}
+	d.remote = netip.AddrPortFrom(ip, d.port)
+	d.family, d.sa = socket.Sockaddr(d.remote)
+	return nil
+}
+
+// resolve looks the host up, off the loops, within the dial's time.
+func (d *dialSpec) resolve() {
+	ctx, cancel := context.WithDeadline(context.Background(), d.expires)
+	defer cancel()
+	network := map[string]string{"tcp": "ip", "tcp4": "ip4", "tcp6": "ip6"}[d.network]
+	ips, err := net.DefaultResolver.LookupNetIP(ctx, network, d.host)
+	switch {
+	case errors.Is(err, context.DeadlineExceeded):
+		d.err = ErrDialTimeout
+	case err != nil:
+		d.err = err
+	default:
+		d.err = d.to(ips[0])
+	}
+}
+
+func (e *engine) enroll(l *eventloop, nc net.Conn, ctx any, opts []DialOption) error {
+	d := e.newDial(ctx, opts)
+	if err := d.adopt(nc); err != nil {
+		return err
+	}
+	if err := l.postDial(d); err != nil {
+		unix.Close(d.fd)
+		return err
+	}
+	return nil
+}
+
+// adopt takes a copy of nc's descriptor and closes nc.
+func (d *dialSpec) adopt(nc net.Conn) error {
+	sc, ok := nc.(syscall.Conn)
+	network := nc.LocalAddr().Network()
+	if !ok || network != "tcp" && network != "unix" {
+		return fmt.Errorf("sluice: enroll %T over %s: %w", nc, network, errors.ErrUnsupported)
+	}
+	rc, err := sc.SyscallConn()
+	if err != nil {
+		return fmt.Errorf("sluice: enroll: %w", err)
+	}
+	var dupErr error
+	err = rc.Control(func(fd uintptr) { d.fd, dupErr = socket.Dup(int(fd)) })
+	if err = errors.Join(err, dupErr); err != nil {
+		return fmt.Errorf("sluice: enroll: %w", err)
+	}
+	nc.Close()
+	d.network, d.addr = network, nc.RemoteAddr().String()
+	if ta, ok := nc.RemoteAddr().(*net.TCPAddr); ok {
+		d.remote = ta.AddrPort()
+	}
+	return nil
+}
+
+// opError wraps why d failed as the standard library's dials do.
+func (d *dialSpec) opError(err error) error {
+	var addr net.Addr
+	switch sa := d.sa.(type) {
+	case *unix.SockaddrUnix:
+		addr = &net.UnixAddr{Name: sa.Name, Net: "unix"}
+	case nil:
+	default:
+		addr = net.TCPAddrFromAddrPort(d.remote)
+	}
+	op := "dial"
+	if d.fd >= 0 {
+		op = "enroll"
+	}
+	return &net.OpError{Op: op, Net: d.network, Addr: addr, Err: err}
+}
+
+// callerLoop returns the loop whose thread calls it, when that is one
+// of the engine's loops, and otherwise the loop with the fewest
+// connections. A loop locked to its thread is the only goroutine that
+// runs there, so the thread names it.
+func (e *engine) callerLoop() *eventloop {
+	if tid := threadID(); tid != 0 {
+		for _, l := range e.loops {
+			if l.tid == tid {
+				return l
+			}
+		}
+	}
+	best := e.loops[0]
+	for _, l := range e.loops[1:] {
+		if l.load() < best.load() {
+			best = l
+		}
+	}
+	return best
+}
+
+func (l *eventloop) postDial(d *dialSpec) error {
+	t := newTask(taskDial, nil)
+	t.dial = d
+	return l.post(t)
+}
+
+// connect opens d's connection on the loop: a dial's connect starts
+// (pollConnect), an enrolled socket opens at once.
+func (l *eventloop) connect(d *dialSpec) {
+	switch {
+	case d.err != nil:
+		l.dialFailed(d, d.err)
+		return
+	case l.draining:
+		l.dialFailed(d, ErrEngineStopped)
+		return
+	}
+	fd, err := l.dialSocket(d)
+	if err != nil {
+		l.dialFailed(d, err)
+		return
+	}
+	c := &conn{fd: fd, remote: d.remote, loop: l, ctx: d, state: stateConnecting}
+	c.flags = flagDialed
+	if d.fd >= 0 {
+		c.flags = flagEnrolled
+	}
+	if l.eng.opts.halfClose {
+		c.flags |= flagHalfClose
+	}
+	id, err := l.eng.table.Claim(l.idx, uint64(fd))
+	if err != nil {
+		unix.Close(fd)
+		l.dialFailed(d, ErrTooManyConns)
+		return
+	}
+	c.id = uint64(id)
+	l.register(c)
+	if d.fd >= 0 {
+		l.connected(c)
+		return
+	}
+	l.arm(c, &c.readTimer, timerConnect, time.Until(d.expires))
+	l.pollConnect(c, d)
+}
+
+// dialSocket returns d's socket, set up to connect: the one Enroll took,
+// or a new one with d's options.
+func (l *eventloop) dialSocket(d *dialSpec) (int, error) {
+	isUnix := d.network == "unix"
+	if d.fd >= 0 {
+		err := socket.Configure(d.fd, isUnix, d.sock)
+		if err == nil && !isUnix {
+			err = socket.SetNoDelay(d.fd, d.sock.NoDelay)
+		}
+		if err != nil {
+			unix.Close(d.fd)
+		}
+		return d.fd, err
+	}
+	fd, err := socket.Open(d.family)
+	if err != nil {
+		return -1, err
+	}
+	if err = socket.Configure(fd, isUnix, d.sock); err == nil && d.device != "" {
+		err = socket.BindToDevice(fd, d.device)
+	}
+	if err == nil && d.local != "" {
+		err = d.bindLocal(fd)
+	}
+	if err != nil {
+		unix.Close(fd)
+		return -1, err
+	}
+	return fd, nil
+}
+
+// bindLocal binds fd to the address DialLocalAddr gave.
+func (d *dialSpec) bindLocal(fd int) error {
+	ap, err := netip.ParseAddrPort(d.local)
+	if err != nil {
+		ip, err2 := netip.ParseAddr(d.local)
+		if err2 != nil {
+			return fmt.Errorf("%w: local address %q: %v", ErrInvalidAddr, d.local, err)
+		}
+		ap = netip.AddrPortFrom(ip, 0)
+	}
+	family, sa := socket.Sockaddr(ap)
+	if family != d.family {
+		return fmt.Errorf("%w: local address %q is not of the remote's family", ErrInvalidAddr, d.local)
+	}
+	return socket.Bind(fd, sa)
+}
+
+// register makes c, a dialed or enrolled connection, the loop's.
+func (l *eventloop) register(c *conn) {
+	l.place(c)
+	l.count.Add(1)
+}
+
+// startConnect starts c's connect with connect(2): epoll and kqueue
+// report its end as writable (connectDone). One that ends at once, as a
+// unix socket's may, opens c at once.
+func (l *eventloop) startConnect(c *conn, d *dialSpec) {
+	switch err := socket.Connect(c.fd, d.sa); err {
+	case nil:
+		l.connected(c)
+	case unix.EINPROGRESS:
+		if err := l.poll.Add(c.fd, poller.Writable); err != nil {
+			l.closeConn(c, err)
+			return
+		}
+		c.events = poller.Writable
+	default:
+		l.closeConn(c, os.NewSyscallError("connect", err))
+	}
+}
+
+// connectDone handles the end of c's connect on epoll or kqueue, which
+// report it as writable.
+func (l *eventloop) connectDone(c *conn) {
+	if err := socket.PendingError(c.fd); err != nil {
+		l.closeConn(c, os.NewSyscallError("connect", err))
+		return
+	}
+	l.connected(c)
+}
+
+// connected opens c, whose connect succeeded or which was enrolled: it is
+// watched for reading, counted, and offered to OnOpen.
+func (l *eventloop) connected(c *conn) {
+	var err error
+	if c.events == 0 {
+		err = l.pollAdd(c.fd, poller.Readable)
+	} else {
+		err = l.pollModify(c.fd, c.events, poller.Readable)
+	}
+	if err != nil {
+		l.closeConn(c, err)
+		return
+	}
+	d := c.ctx.(*dialSpec)
+	l.disarm(&c.readTimer)
+	c.ctx, c.state, c.events = d.ctx, stateOpen, poller.Readable
+	if c.flags&flagEnrolled != 0 {
+		l.counts.add(countEnrolled)
+	} else {
+		l.counts.add(countDialed)
+	}
+	l.start(c)
+}
+
+// connectFailed ends c, whose connect failed or was cut short, and tells
+// the handler why.
+func (l *eventloop) connectFailed(c *conn, err error) {
+	c.state = stateClosed
+	l.conns[c.fd] = nil
+	l.stopTimers(c)
+	l.release(c)
+	l.dialFailed(c.ctx.(*dialSpec), err)
+}
+
+// dialFailed counts d's failure and tells the handler, if it listens.
+func (l *eventloop) dialFailed(d *dialSpec, err error) {
+	l.counts.add(countDialFailed)
+	if h, ok := l.eng.handler.(DialFailedHandler); ok {
+		defer l.recoverConn(nil)
+		h.OnDialFailed(d.addr, d.ctx, d.opError(err))
+	}
+}
+
+// execute runs a function Loop.Execute posted.
+func (l *eventloop) execute(fn func()) {
+	defer l.recoverConn(nil)
+	fn()
+}
