@@ -16,8 +16,9 @@ import (
 )
 
 // AsyncCallback is called on the connection's loop when posted work is
-// done. err is nil on success, or ErrConnClosed when the connection closed
-// before the work ran.
+// done. err is nil on success, or ErrConnClosed when the connection
+// closed, or for a write its write side did (CloseWrite), before the work
+// ran.
 type AsyncCallback func(c Conn, err error)
 
 // Conn is one connection. Its methods are for the connection's own loop,

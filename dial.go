@@ -371,12 +371,15 @@ func (l *eventloop) postDial(d *dialSpec) error {
 // connect opens d's connection on the loop: a dial's connect starts
 // (pollConnect), an enrolled socket opens at once.
 func (l *eventloop) connect(d *dialSpec) {
-	switch {
-	case d.err != nil:
-		l.dialFailed(d, d.err)
-		return
-	case l.draining:
-		l.dialFailed(d, ErrEngineStopped)
+	err := d.err
+	if err == nil && l.draining {
+		err = ErrEngineStopped
+	}
+	if err != nil {
+		if d.fd >= 0 {
+			unix.Close(d.fd)
+		}
+		l.dialFailed(d, err)
 		return
 	}
 	fd, err := l.dialSocket(d)

@@ -119,7 +119,8 @@ func (l *eventloop) serve() {
 // stop ends a loop that has drained or failed.
 func (l *eventloop) stop() {
 	// Whatever is posted from now on fails with ErrEngineStopped; what came
-	// before still runs, against closed connections.
+	// before still runs, against closed connections, and dials fail.
+	l.draining = true
 	l.runTasks(l.tasks.close())
 	for _, ln := range l.listeners {
 		ln.close()
@@ -1051,11 +1052,12 @@ func (l *eventloop) runTask(t *task) {
 	}
 	l.cur = c
 	a := None
+	var err error // the write's: after CloseWrite, ErrConnClosed
 	switch t.kind {
 	case taskWrite:
-		c.Write(t.buf)
+		_, err = c.Write(t.buf)
 	case taskWritev:
-		c.Writev(t.bufs)
+		_, err = c.Writev(t.bufs)
 	case taskWake:
 		if c.state == stateOpen { // a closing connection is offered no more input
 			a = l.onTraffic(c)
@@ -1065,7 +1067,6 @@ func (l *eventloop) runTask(t *task) {
 	}
 	l.finish(c, a)
 	if t.cb != nil {
-		var err error
 		if c.state == stateClosed {
 			err = ErrConnClosed // sending what was posted failed
 		}

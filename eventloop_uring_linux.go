@@ -202,6 +202,7 @@ func (l *eventloop) serveRing() {
 		l.turn()
 		l.runTasks(l.tasks.take())
 		l.handOverAll()
+		l.notifyDrained()
 		l.runTimers()
 		l.tick()
 		l.resumeAccepts()
@@ -889,9 +890,12 @@ func (l *eventloop) ringWritable(fd int, gen uint32) {
 	switch {
 	case c == nil:
 		return
-	case c.out == nil:
-		if c.state == stateClosing {
-			l.closeSent(c) // its last send went whole
+	case c.out == nil: // its last send went whole
+		switch c.state {
+		case stateClosing:
+			l.closeSent(c)
+		case stateOpen:
+			l.shutWrite(c)
 		}
 		return
 	}

@@ -29,9 +29,9 @@ func tableCapacity(o *options) int {
 // admit registers c, just accepted and assigned its loop, in the engine's
 // connection table, which gives it its ID, and counts it against its
 // source's limit. It reports false, having counted the rejection, when c
-// is over a limit; the caller then closes c's descriptor. WithProxyProtocol
-// the source is the client the PROXY header names, so c is counted
-// against it once the header is read (proxy.go).
+// is over a limit; the caller then closes c's descriptor. When its
+// listener reads a PROXY header, the source is the client the header
+// names, so c is counted against it once the header is read (proxy.go).
 func (l *eventloop) admit(c *conn) bool {
 	e := l.eng
 	id, err := e.table.Claim(c.loop.idx, uint64(c.fd))
@@ -40,7 +40,7 @@ func (l *eventloop) admit(c *conn) bool {
 		return false
 	}
 	c.id = uint64(id)
-	if e.opts.proxy != ProxyOff {
+	if c.state == stateHeader {
 		return true
 	}
 	if !l.admitSource(c) {

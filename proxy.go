@@ -49,7 +49,7 @@ func (l *eventloop) parseHeader(c *conn) {
 	case errors.Is(err, proxyproto.ErrIncomplete):
 		c.keepUnread()
 		return
-	case errors.Is(err, proxyproto.ErrNotProxy) && l.eng.opts.proxy == ProxyOptional:
+	case errors.Is(err, proxyproto.ErrNotProxy) && c.flags&flagProxyOptional != 0:
 	case errors.Is(err, proxyproto.ErrNotProxy):
 		l.refuse(c, countProxyMissing)
 		return
@@ -69,7 +69,7 @@ const signatureLen = 12
 // first, and a lone "\r\n" typed at a prompt starts like a version 2
 // signature.
 func (l *eventloop) headerTimeout(c *conn) {
-	if len(c.buf) < signatureLen && l.eng.opts.proxy == ProxyOptional {
+	if len(c.buf) < signatureLen && c.flags&flagProxyOptional != 0 {
 		l.endHeader(c)
 		return
 	}
