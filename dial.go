@@ -8,6 +8,7 @@ import (
 	"net/netip"
 	"os"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -159,7 +160,7 @@ func DialDevice(name string) DialOption {
 // DialNoDelay sets TCP_NODELAY on the connection, overriding
 // WithTCPNoDelay.
 func DialNoDelay(noDelay bool) DialOption {
-	return func(dl *dialSpec) { dl.sock.NoDelay, dl.noDelaySet = noDelay, true }
+	return func(dl *dialSpec) { dl.sock.NoDelay = noDelay }
 }
 
 // DialKeepAlive sets the connection's TCP keep-alive as
@@ -200,7 +201,7 @@ type dialSpec struct {
 	device  string
 	sock    socket.Options
 
-	noDelaySet, keepAliveSet bool
+	keepAliveSet bool // by DialKeepAlive: an enrolled socket keeps its own otherwise
 
 	fd  int   // the descriptor Enroll took; -1 for a dial
 	err error // why it failed before reaching its loop
@@ -209,7 +210,6 @@ type dialSpec struct {
 
 func (e *engine) newDial(ctx any, opts []DialOption) *dialSpec {
 	d := &dialSpec{ctx: ctx, timeout: DefaultDialTimeout, sock: e.sock, fd: -1}
-	d.sock.ReusePort = false
 	for _, opt := range opts {
 		opt(d)
 	}
@@ -276,7 +276,7 @@ func (d *dialSpec) to(ip netip.Addr) error {
 func (d *dialSpec) resolve() {
 	ctx, cancel := context.WithDeadline(context.Background(), d.expires)
 	defer cancel()
-	network := map[string]string{"tcp": "ip", "tcp4": "ip4", "tcp6": "ip6"}[d.network]
+	network := "ip" + strings.TrimPrefix(d.network, "tcp") // ip, ip4 or ip6
 	ips, err := net.DefaultResolver.LookupNetIP(ctx, network, d.host)
 	switch {
 	case errors.Is(err, context.DeadlineExceeded):
@@ -416,6 +416,9 @@ func (l *eventloop) connect(d *dialSpec) {
 func (l *eventloop) dialSocket(d *dialSpec) (int, error) {
 	isUnix := d.network == "unix"
 	if d.fd >= 0 {
+		if !d.keepAliveSet {
+			d.sock.KeepAlive = 0 // leaves the socket's as it is
+		}
 		err := socket.Configure(d.fd, isUnix, d.sock)
 		if err == nil && !isUnix {
 			err = socket.SetNoDelay(d.fd, d.sock.NoDelay)
