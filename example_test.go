@@ -1,6 +1,7 @@
 package sluice_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -150,4 +151,145 @@ func ExampleWithProxyProtocol() {
 	fmt.Print(string(reply))
 	// Output:
 	// you are 203.0.113.7:4242
+}
+
+// client is the handler of an engine that listens on nothing and only
+// dials. Its first dial is refused: it hears so in OnDialFailed and dials
+// the second address from there.
+type client struct {
+	sluice.BuiltinEventEngine
+	eng           sluice.Engine
+	first, second string
+	booted        chan sluice.Engine
+	closed        chan struct{}
+}
+
+func (cl *client) OnBoot(eng sluice.Engine) sluice.Action {
+	cl.eng = eng
+	cl.booted <- eng
+	if err := eng.Dial(cl.first, "first"); err != nil {
+		panic(err) // an address that does not parse, or a stopped engine
+	}
+	return sluice.None
+}
+
+func (cl *client) OnDialFailed(addr string, ctx any, err error) {
+	fmt.Println(ctx, "refused:", errors.Is(err, syscall.ECONNREFUSED))
+	if err := cl.eng.Dial(cl.second, "second"); err != nil {
+		panic(err)
+	}
+}
+
+func (cl *client) OnOpen(c sluice.Conn) ([]byte, sluice.Action) {
+	fmt.Println(c.Context(), "open:", c.Origin())
+	return []byte("ping"), sluice.None
+}
+
+func (cl *client) OnTraffic(c sluice.Conn) sluice.Action {
+	reply, err := c.Next(len("ping"))
+	if err != nil {
+		return sluice.None // the rest has yet to come
+	}
+	fmt.Printf("%v got: %s\n", c.Context(), reply)
+	return sluice.Close
+}
+
+func (cl *client) OnClose(c sluice.Conn, err error) sluice.Action {
+	fmt.Println(c.Context(), "closed:", err)
+	close(cl.closed)
+	return sluice.None
+}
+
+// Dial returns at once. The connection comes to OnOpen once it is
+// connected, carrying the context Dial was given; a dial that fails comes
+// to OnDialFailed instead, and never to OnOpen or OnClose.
+func ExampleEngine_Dial() {
+	// Something to dial: an echo server from the standard library.
+	server, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		panic(err)
+	}
+	defer server.Close()
+	go func() {
+		c, err := server.Accept()
+		if err != nil {
+			return
+		}
+		io.Copy(c, c)
+		c.Close()
+	}()
+	// And an address where nothing listens.
+	nobody, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		panic(err)
+	}
+	nobody.Close()
+
+	cl := &client{
+		first:  nobody.Addr().String(),            // without a scheme: TCP
+		second: "tcp://" + server.Addr().String(), // or with one
+		booted: make(chan sluice.Engine, 1),
+		closed: make(chan struct{}),
+	}
+	go sluice.Run(cl, "", sluice.WithNumEventLoop(1)) // no address: no listener
+	eng := <-cl.booted
+	defer eng.Stop(context.Background())
+
+	<-cl.closed
+	s := eng.Stats()
+	fmt.Println("dialed:", s.Dialed, "failed:", s.DialFailed)
+	// Output:
+	// first refused: true
+	// second open: dialed
+	// second got: ping
+	// second closed: <nil>
+	// dialed: 1 failed: 1
+}
+
+// upper answers once its client has sent everything: in half-close mode
+// the client's end of stream leaves the connection open for the answer.
+type upper struct {
+	sluice.BuiltinEventEngine
+	booted chan sluice.Engine
+}
+
+func (s *upper) OnBoot(eng sluice.Engine) sluice.Action {
+	s.booted <- eng
+	return sluice.None
+}
+
+// OnTraffic consumes nothing: the bytes stay buffered until the end.
+func (s *upper) OnTraffic(c sluice.Conn) sluice.Action { return sluice.None }
+
+// OnHalfClose runs once the client has finished sending, with every byte
+// it sent still buffered.
+func (s *upper) OnHalfClose(c sluice.Conn) sluice.Action {
+	all, _ := c.Next(-1)
+	c.Write(bytes.ToUpper(all))
+	return sluice.Close
+}
+
+// With WithHalfClose(true), a peer that shuts down its write side can
+// still read the answer: the connection stays open for writing, and
+// OnHalfClose says when the peer has finished.
+func ExampleWithHalfClose() {
+	s := &upper{booted: make(chan sluice.Engine, 1)}
+	go sluice.Run(s, "tcp://127.0.0.1:0", sluice.WithNumEventLoop(1), sluice.WithHalfClose(true))
+	eng := <-s.booted
+	defer eng.Stop(context.Background())
+
+	c, err := net.Dial("tcp", eng.Addrs()[0].String())
+	if err != nil {
+		panic(err)
+	}
+	defer c.Close()
+	c.Write([]byte("hello, "))
+	c.Write([]byte("half-close"))
+	c.(*net.TCPConn).CloseWrite() // the end of what it sends
+
+	c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	reply, err := io.ReadAll(c)
+	fmt.Printf("%s %v\n", reply, err)
+	// Output:
+	// HELLO, HALF-CLOSE <nil>
 }
