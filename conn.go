@@ -68,8 +68,8 @@ type Conn interface {
 	// header's TLVs and Unix socket paths are the connection's own copies,
 	// kept for its life, not views of its inbound bytes.
 	ProxyHeader() (proxyproto.Header, bool)
-	// Fd returns the socket's descriptor, for setting options. Do not read,
-	// write or close it.
+	// Fd returns the socket's descriptor, for setting options, or -1 once
+	// OnClose has returned. Do not read, write or close it.
 	Fd() int
 	// SetIdleTimeout closes the connection, with ErrIdleTimeout, once it
 	// moves no bytes either way for d, counting from now; zero or less
@@ -141,8 +141,10 @@ type Conn interface {
 	// SetLinger sets what closing does with output the peer has yet to
 	// take: with sec < 0, the default, it is sent in the background; with
 	// sec == 0 it is dropped and the peer sees a reset. A positive time,
-	// which would block the loop in close, is refused: the engine's
-	// lingering close (WithLingeringClose) waits without blocking.
+	// which would block the loop in close, is refused with an error that
+	// matches errors.ErrUnsupported: the engine's lingering close
+	// (WithLingeringClose) waits without blocking. Like the other setters,
+	// it returns ErrConnClosed once OnClose has returned.
 	SetLinger(sec int) error
 	// SetReadBuffer and SetWriteBuffer size the socket's kernel buffers
 	// (SO_RCVBUF, SO_SNDBUF).
@@ -438,15 +440,43 @@ func (c *conn) SetHalfClose(on bool) {
 	}
 }
 
-func (c *conn) SetNoDelay(noDelay bool) error { return socket.SetNoDelay(c.fd, noDelay) }
+// The socket setters fail once c has been released (its descriptor is -1):
+// the number may name another's socket by then.
+
+func (c *conn) SetNoDelay(noDelay bool) error {
+	if c.fd < 0 {
+		return ErrConnClosed
+	}
+	return socket.SetNoDelay(c.fd, noDelay)
+}
 
 func (c *conn) SetKeepAlive(idle, interval time.Duration, count int) error {
+	if c.fd < 0 {
+		return ErrConnClosed
+	}
 	return socket.SetKeepAlive(c.fd, idle, interval, count)
 }
 
-func (c *conn) SetLinger(sec int) error    { return socket.SetLinger(c.fd, sec) }
-func (c *conn) SetReadBuffer(n int) error  { return socket.SetRecvBuffer(c.fd, n) }
-func (c *conn) SetWriteBuffer(n int) error { return socket.SetSendBuffer(c.fd, n) }
+func (c *conn) SetLinger(sec int) error {
+	if c.fd < 0 {
+		return ErrConnClosed
+	}
+	return socket.SetLinger(c.fd, sec)
+}
+
+func (c *conn) SetReadBuffer(n int) error {
+	if c.fd < 0 {
+		return ErrConnClosed
+	}
+	return socket.SetRecvBuffer(c.fd, n)
+}
+
+func (c *conn) SetWriteBuffer(n int) error {
+	if c.fd < 0 {
+		return ErrConnClosed
+	}
+	return socket.SetSendBuffer(c.fd, n)
+}
 
 // done reports whether c takes no more output: it has closed, or sent all
 // it will and shut its write side down (stateLinger).

@@ -90,9 +90,11 @@ func (eng Engine) Loop(i int) Loop { return Loop{eng.e.loops[i]} }
 // Dial connects to addr ("tcp://host:port", tcp4, tcp6, "unix:///path";
 // without a scheme, TCP) without blocking: it returns at once, and a loop
 // connects in the background. Called from one of the handler's callbacks
-// it dials from that callback's loop, so that a proxy's two connections
-// share a loop and never cross threads; elsewhere, from the loop with the
-// fewest connections. Loop.Dial picks the loop.
+// on Linux, where the loops are locked to their threads (the default, and
+// always on io_uring), it dials from that callback's loop, so that a
+// proxy's two connections share a loop and never cross threads; elsewhere,
+// and from other goroutines, from the loop with the fewest connections.
+// Loop.Dial picks the loop everywhere.
 //
 // Once connected, OnOpen runs for the new connection, whose Origin is
 // Dialed and whose Context is ctx, then the handler serves it as any
@@ -120,11 +122,17 @@ func (eng Engine) Dial(addr string, ctx any, opts ...DialOption) error {
 // engine takes a copy of its descriptor and closes nc, and a loop opens it
 // as it would a dialed one (Origin Enrolled, Context ctx, OnOpen). The
 // loop is chosen as Dial's is. nc must have no reads or writes under way,
-// and nothing it has read but not handed over is carried across. Socket
-// DialOptions apply; the engine's own apply as to any connection, except
-// keep-alive, which nc keeps as it was unless DialKeepAlive says. If the
-// engine cannot open it (a limit, a stop), it is closed and
-// OnDialFailed hears of it.
+// and nothing it has read but not handed over is carried across.
+// DialNoDelay, DialKeepAlive, DialReadBuffer and DialWriteBuffer apply;
+// DialTimeout, DialLocalAddr and DialDevice, which concern a connect, do
+// not. The engine's own options apply as to any connection, except
+// keep-alive, which nc keeps as it was unless DialKeepAlive says.
+//
+// An error wrapping errors.ErrUnsupported (nc is not a TCP or unix
+// socket), or a failure to copy the descriptor, leaves nc open and the
+// caller's. Once copied, nc is closed; if the engine has stopped, Enroll
+// returns ErrEngineStopped, and if it cannot open the connection later (a
+// limit, a stop) the connection is closed and OnDialFailed hears of it.
 func (eng Engine) Enroll(nc net.Conn, ctx any, opts ...DialOption) error {
 	if eng.e == nil {
 		return ErrEngineStopped
@@ -221,6 +229,9 @@ func (e *engine) dial(l *eventloop, addr string, ctx any, opts []DialOption) err
 	d := e.newDial(ctx, opts)
 	if err := d.parse(addr); err != nil {
 		return err
+	}
+	if l.tasks.isClosed() {
+		return ErrEngineStopped
 	}
 	if d.sa == nil {
 		go func() {
@@ -422,6 +433,9 @@ func (l *eventloop) dialSocket(d *dialSpec) (int, error) {
 		err := socket.Configure(d.fd, isUnix, d.sock)
 		if err == nil && !isUnix {
 			err = socket.SetNoDelay(d.fd, d.sock.NoDelay)
+		}
+		if err == nil && !isUnix && d.keepAliveSet && d.sock.KeepAlive <= 0 {
+			err = socket.SetKeepAlive(d.fd, 0, 0, 0)
 		}
 		if err != nil {
 			unix.Close(d.fd)

@@ -98,7 +98,8 @@ func (eng Engine) Stats() Stats {
 	return eng.e.stats()
 }
 
-// CountConnections returns how many connections are open now.
+// CountConnections returns how many connections are open now, dials
+// still connecting included.
 func (eng Engine) CountConnections() int {
 	if eng.e == nil {
 		return 0

@@ -22,7 +22,9 @@ var (
 	// callback panicked. The panic value and stack are logged.
 	ErrHandlerPanic = errors.New("sluice: handler panicked")
 
-	// ErrInvalidAddr is returned by Run for an address it cannot listen on.
+	// ErrInvalidAddr is returned by Run for an address it cannot listen on
+	// (WithListener's included) and by Dial for one it cannot parse;
+	// OnDialFailed receives it for a DialLocalAddr that does not fit.
 	ErrInvalidAddr = errors.New("sluice: invalid address")
 
 	// ErrInvalidProxyMode is returned by ProxyMode.UnmarshalText for a name

@@ -931,6 +931,7 @@ func (l *eventloop) closeConn(c *conn, err error) {
 // connections than the limits allow.
 func (l *eventloop) release(c *conn) {
 	l.closeSocket(c)
+	c.fd = -1 // its number may be reused: a Conn kept past OnClose names no socket
 	c.releaseBuffers()
 	l.count.Add(-1)
 	l.eng.forget(c)

@@ -20,7 +20,7 @@ const (
 	Shutdown
 )
 
-// EventHandler is what a server implements. Every callback for a connection
+// EventHandler is what a server, or a client, implements. Every callback for a connection
 // runs on the event loop that owns it, one at a time, so handler code needs
 // no locks for per-connection state. A callback that blocks stalls every
 // connection of its loop: hand blocking work to a goroutine pool and answer
@@ -34,8 +34,9 @@ type EventHandler interface {
 	// loop has stopped.
 	OnShutdown(eng Engine)
 
-	// OnOpen runs when a connection is accepted or, with a PROXY protocol
-	// mode set, once its PROXY header is read. Bytes in out are sent after
+	// OnOpen runs when a connection opens: accepted (with a PROXY protocol
+	// mode set, once its PROXY header is read), dialed once its connect
+	// succeeds, or enrolled. Bytes in out are sent after
 	// anything OnOpen itself wrote with c.Write, and before anything else.
 	OnOpen(c Conn) (out []byte, action Action)
 
@@ -44,7 +45,8 @@ type EventHandler interface {
 	OnTraffic(c Conn) Action
 
 	// OnClose runs once c has closed, if OnOpen ran for it: a connection
-	// refused by a limit or for its PROXY header closes unseen. err says
+	// refused by a limit or for its PROXY header closes unseen, and a dial
+	// or enrollment that fails goes to OnDialFailed instead. err says
 	// why: nil for a clean close by either side, otherwise an error that
 	// errors.Is can test, such as syscall.ECONNRESET, ErrIdleTimeout,
 	// ErrReadTimeout, ErrWriteTimeout, ErrInboundTooLarge, ErrKilled,

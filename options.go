@@ -204,28 +204,32 @@ func WithWriteBufferCap(n int) Option {
 	}
 }
 
-// WithTCPNoDelay sets TCP_NODELAY on accepted connections (default true):
-// small replies leave at once instead of waiting on Nagle's algorithm.
+// WithTCPNoDelay sets TCP_NODELAY on every connection, accepted or dialed
+// (default true; DialNoDelay overrides it for one): small replies leave at
+// once instead of waiting on Nagle's algorithm.
 func WithTCPNoDelay(noDelay bool) Option {
 	return func(o *options) { o.noDelay = noDelay }
 }
 
-// WithTCPKeepAlive turns on TCP keep-alive on accepted connections
-// (default off): after d without traffic the kernel sends a probe every
+// WithTCPKeepAlive turns on TCP keep-alive on every connection, accepted
+// or dialed (default off; DialKeepAlive and Conn.SetKeepAlive override it
+// for one): after d without traffic the kernel sends a probe every
 // d/5 (at least a second), and declares the peer dead after 5 go
 // unanswered, about 2d after it went quiet, as gnet does.
 func WithTCPKeepAlive(d time.Duration) Option {
 	return func(o *options) { o.keepAlive = d }
 }
 
-// WithSocketRecvBuffer sets SO_RCVBUF on the listeners and accepted
-// connections; zero keeps the kernel's default.
+// WithSocketRecvBuffer sets SO_RCVBUF on the listeners and every
+// connection (DialReadBuffer overrides it for a dial); zero keeps the
+// kernel's default.
 func WithSocketRecvBuffer(n int) Option {
 	return func(o *options) { o.recvBuf = n }
 }
 
-// WithSocketSendBuffer sets SO_SNDBUF on the listeners and accepted
-// connections; zero keeps the kernel's default.
+// WithSocketSendBuffer sets SO_SNDBUF on the listeners and every
+// connection (DialWriteBuffer overrides it for a dial); zero keeps the
+// kernel's default.
 func WithSocketSendBuffer(n int) Option {
 	return func(o *options) { o.sendBuf = n }
 }
@@ -325,7 +329,9 @@ func WithLingeringClose(timeout time.Duration, maxBytes int) Option {
 
 // WithMaxConnections bounds how many connections the engine holds at once.
 // Past the bound, a new connection is accepted and closed at once, without
-// OnOpen, and counted in Stats.RejectedMaxConns.
+// OnOpen, and counted in Stats.RejectedMaxConns; a dial or enrollment
+// fails, and OnDialFailed receives ErrTooManyConns. A dial counts from the
+// start of its connect.
 //
 // The bound is the capacity of the engine's connection table, whose slots
 // cost 24 bytes each and are allocated when the engine starts. Without this

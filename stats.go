@@ -6,8 +6,8 @@ import "sync/atomic"
 // Engine.Stats. Counts are since the engine started.
 type Stats struct {
 	// Conns is how many connections are admitted and not yet closed,
-	// including any accepted by one loop and not yet opened by another, and
-	// any still sending their PROXY header.
+	// including any accepted by one loop and not yet opened by another,
+	// any still sending their PROXY header, and dials still connecting.
 	Conns int
 	// Accepted counts connections admitted: within every limit. With
 	// WithProxyProtocol a connection counts once its header is read, since

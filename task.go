@@ -70,6 +70,13 @@ func (q *taskQueue) push(t *task) bool {
 	return true
 }
 
+// isClosed reports whether the loop has stopped taking tasks.
+func (q *taskQueue) isClosed() bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.closed
+}
+
 // pending reports whether tasks are queued, without taking the lock.
 func (q *taskQueue) pending() bool { return q.n.Load() > 0 }
 
