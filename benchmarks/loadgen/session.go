@@ -17,7 +17,15 @@ type Config struct {
 }
 
 func (c Config) check() error {
-	if !c.Addr.IsValid() || c.Conns < 1 || c.Size < 1 || c.Workers < 1 || c.Size > readBufSize {
+	if !c.Addr.IsValid() {
+		return fmt.Errorf("%w: %+v", ErrConfig, c)
+	}
+	return c.checkLoad()
+}
+
+// checkLoad checks all but the address, which Accept does not use.
+func (c Config) checkLoad() error {
+	if c.Conns < 1 || c.Size < 1 || c.Workers < 1 || c.Size > readBufSize {
 		return fmt.Errorf("%w: %+v", ErrConfig, c)
 	}
 	return nil

@@ -186,3 +186,61 @@ func TestNoAllocationPerRoundTrip(t *testing.T) {
 	// in-process test server a few more; none per round trip.
 	assert.Less(t, after.Mallocs-before.Mallocs, uint64(n/50))
 }
+
+// dialingServer dials conns connections to addr from this process, as a
+// server that dials its clients would, and echoes on each.
+func dialingServer(t *testing.T, addr string, conns int) {
+	t.Helper()
+	for range conns {
+		c, err := net.Dial("tcp", addr)
+		require.NoError(t, err)
+		t.Cleanup(func() { c.Close() })
+		go func() {
+			buf := make([]byte, 64<<10)
+			for {
+				n, err := c.Read(buf)
+				if err != nil {
+					return
+				}
+				if _, err := c.Write(buf[:n]); err != nil {
+					return
+				}
+			}
+		}()
+	}
+}
+
+func TestAccept(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	f, err := ln.(*net.TCPListener).File()
+	require.NoError(t, err)
+	t.Cleanup(func() { f.Close(); ln.Close() })
+
+	dialingServer(t, ln.Addr().String(), 7) // they wait in the listener's queue
+	s, err := Accept(int(f.Fd()), Config{Conns: 7, Size: 64, Workers: 2})
+	require.NoError(t, err)
+	t.Cleanup(s.Close)
+	res := s.Exchange(1001)
+	assert.Zero(t, res.Errors.Total(), "%+v", res.Errors)
+	assert.Equal(t, int64(1001), res.RoundTrips)
+	res = s.Pace(2000, 100*time.Millisecond)
+	assert.Zero(t, res.Errors.Total(), "%+v", res.Errors)
+	assert.InDelta(t, 200, res.RoundTrips, 20)
+
+	_, err = Accept(int(f.Fd()), Config{Size: 64, Workers: 1})
+	assert.ErrorIs(t, err, ErrConfig)
+}
+
+func TestOwner(t *testing.T) {
+	for _, tc := range []struct{ n, parts int }{{7, 2}, {100, 1}, {3, 3}, {10, 4}} {
+		counts := make([]int, tc.parts)
+		for id := range tc.n {
+			counts[owner(id, tc.n, tc.parts)]++
+		}
+		for i := range tc.parts {
+			from, to := share(tc.n, tc.parts, i)
+			assert.Equal(t, to-from, counts[i], "%+v part %d", tc, i)
+		}
+	}
+}

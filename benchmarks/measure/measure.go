@@ -20,6 +20,10 @@ import (
 type Target struct {
 	loadgen.Config
 	PID int // the server's process, for its CPU time, memory and system calls
+	// Listener, when above 0, is a listening socket's descriptor: the
+	// closed, paced and syscalls modes then accept their connections on it,
+	// dialed by the server, instead of dialing Addr.
+	Listener int
 }
 
 // Report is what one measurement found. cmd/loadgen prints it as JSON and
@@ -129,10 +133,18 @@ func Syscalls(t Target, warm time.Duration, n int64) (Report, error) {
 	return r, err
 }
 
-// measureSession dials t, runs warm, then measures run.
+// open opens t's connections: dialed, or accepted on t.Listener.
+func open(t Target) (*loadgen.Session, error) {
+	if t.Listener > 0 {
+		return loadgen.Accept(t.Listener, t.Config)
+	}
+	return loadgen.Dial(t.Config)
+}
+
+// measureSession opens t's connections, runs warm, then measures run.
 func measureSession(mode string, t Target, warm, run load) (Report, error) {
 	r := newReport(mode, t)
-	s, err := loadgen.Dial(t.Config)
+	s, err := open(t)
 	if err != nil {
 		return r, err
 	}

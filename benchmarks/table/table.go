@@ -23,6 +23,7 @@ type Table struct {
 	stacks []string
 	rows   []string
 	cells  map[cellKey]map[int]float64 // round -> figure
+	ratio  map[string]bool             // rows whose figures are ratios themselves
 }
 
 type cellKey struct{ row, stack string }
@@ -30,7 +31,17 @@ type cellKey struct{ row, stack string }
 // New returns an empty table whose ratios are to base, with columns for
 // stacks in that order (base among them).
 func New(base string, stacks []string) *Table {
-	return &Table{base: base, stacks: stacks, cells: make(map[cellKey]map[int]float64)}
+	return &Table{base: base, stacks: stacks, cells: make(map[cellKey]map[int]float64), ratio: make(map[string]bool)}
+}
+
+// AddRatioRow is AddRow for a row whose figures are ratios already, taken
+// within a round between two measurements of the same stack, so that a
+// ratio to the base stack would mean little: its cells show the median
+// ratio and, in brackets, its range over the rounds, as ratios to the base
+// are shown.
+func (t *Table) AddRatioRow(row string) {
+	t.AddRow(row)
+	t.ratio[row] = true
 }
 
 // AddRow appends row if the table does not have it yet, so that rows can be
@@ -57,7 +68,8 @@ func (t *Table) Add(row, stack string, round int, v float64) {
 
 // Markdown renders the table. A base cell shows the median; any other the
 // median and, in brackets, the median per-round ratio to the base with its
-// range when there is more than one round. Empty cells show "—".
+// range when there is more than one round; a ratio row's cells the median
+// ratio and its range. Empty cells show "—".
 func (t *Table) Markdown() string {
 	var b strings.Builder
 	b.WriteString("| Shape |")
@@ -80,7 +92,11 @@ func (t *Table) cell(row, stack string) string {
 	if len(figures) == 0 {
 		return "—"
 	}
-	s := Format(median(values(figures)))
+	v := values(figures)
+	if t.ratio[row] {
+		return ratioCell(v)
+	}
+	s := Format(median(v))
 	if stack == t.base {
 		return s
 	}
@@ -92,6 +108,15 @@ func (t *Table) cell(row, stack string) string {
 		return fmt.Sprintf("%s (%.2fx)", s, ratios[0])
 	}
 	return fmt.Sprintf("%s (%.2fx, %.2f–%.2f)", s, median(ratios), slices.Min(ratios), slices.Max(ratios))
+}
+
+// ratioCell shows a ratio row's figures: their median, and their range
+// when there is more than one.
+func ratioCell(v []float64) string {
+	if len(v) == 1 {
+		return fmt.Sprintf("%.2fx", v[0])
+	}
+	return fmt.Sprintf("%.2fx (%.2f–%.2f)", median(v), slices.Min(v), slices.Max(v))
 }
 
 // ratios returns stack's figure over the base's in each round both have.

@@ -62,3 +62,17 @@ func TestRowOrder(t *testing.T) {
 	tb.Add("first", "gnet", 0, 2)
 	assert.Equal(t, "| Shape | gnet |\n|---|---|\n| first | 2.00 |\n| second | 1.00 |\n", tb.Markdown())
 }
+
+func TestRatioRow(t *testing.T) {
+	tb := New("gnet", []string{"sluice", "gnet"})
+	tb.AddRatioRow("dialed ÷ accepted")
+	for round, v := range []float64{1.02, 0.97, 1.10} {
+		tb.Add("dialed ÷ accepted", "sluice", round, v)
+		tb.Add("dialed ÷ accepted", "gnet", round, 2*v)
+	}
+	tb.Add("one round", "gnet", 0, 1)
+	tb.AddRatioRow("one round")
+	assert.Equal(t, "1.02x (0.97–1.10)", tb.cell("dialed ÷ accepted", "sluice"))
+	assert.Equal(t, "2.04x (1.94–2.20)", tb.cell("dialed ÷ accepted", "gnet"), "the base shows its range too")
+	assert.Equal(t, "1.00x", tb.cell("one round", "gnet"))
+}

@@ -61,6 +61,25 @@ func TestShapesAreDistinct(t *testing.T) {
 		}
 	}
 	assert.True(t, rows[allocsRow])
+	for _, sh := range clientShapes(fullTiming) {
+		assert.False(t, names[sh.name], "shape %q twice", sh.name)
+		names[sh.name] = true
+		for _, r := range sh.rows {
+			assert.False(t, rows[r.name], "row %q twice", r.name)
+			rows[r.name] = true
+		}
+		if sh.ratioRow != "" {
+			assert.True(t, rows[sh.ratioRow], "ratio row %q is one of its rows", sh.ratioRow)
+		}
+	}
+}
+
+func TestClientStacks(t *testing.T) {
+	assert.Equal(t, []string{"sluice", "sluice-uring", "gnet", "std"}, names(clientStacks(stacks)))
+	picked, err := selectStacks("evio,C-floor")
+	require.NoError(t, err)
+	assert.Empty(t, clientStacks(picked), "no client: no client rows")
+	assert.Equal(t, "C floor", floor.name)
 }
 
 func TestAllocs(t *testing.T) {

@@ -10,9 +10,15 @@
 // over the rounds and, for every stack but gnet, the median and range of its
 // per-round ratios to gnet.
 //
+// After the server-side shapes come the client-side ones (client.go), for
+// the stacks that can dial: their dialing clients against the C floor, and
+// their servers echoing on connections they dialed beside ones they
+// accepted. They fill a second table.
+//
 // It exits 1 when a server breaks: it does not start, crashes, does not stop
-// cleanly, or the load generator sees mismatched bytes, resets or timeouts.
-// Speed never fails a run.
+// cleanly, or the load generator sees mismatched bytes, resets or timeouts;
+// or when a dialing client sees failed dials, wrong echoes or connections
+// closed early. Speed never fails a run.
 package main
 
 import (
@@ -54,7 +60,8 @@ func main() {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(2)
 	}
-	if err := build(cfg); err != nil {
+	p := pick(cfg)
+	if err := build(cfg, len(p.client) > 0); err != nil {
 		fmt.Fprintln(os.Stderr, "bench: build:", err)
 		os.Exit(1)
 	}
@@ -62,8 +69,14 @@ func main() {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)
 	}
-	t, notes, failures := run(cfg)
-	out := preamble(cfg, notes) + "\n" + t.Markdown()
+	servers, clients, failures := run(cfg, p)
+	out := preamble(cfg, p.notes)
+	if len(p.server) > 0 {
+		out += "\n" + servers.Markdown()
+	}
+	if len(p.client) > 0 {
+		out += "\n" + clientPreamble(cfg) + "\n" + clients.Markdown()
+	}
 	fmt.Print(out)
 	if cfg.out != "" {
 		if err := os.WriteFile(cfg.out, []byte(out), 0o644); err != nil {
@@ -72,7 +85,7 @@ func main() {
 		}
 	}
 	if failures > 0 {
-		fmt.Fprintf(os.Stderr, "bench: %d measurements failed: a server broke\n", failures)
+		fmt.Fprintf(os.Stderr, "bench: %d measurements failed: a server or client broke\n", failures)
 		os.Exit(1)
 	}
 }
@@ -114,81 +127,144 @@ func parseFlags() (config, error) {
 }
 
 // build compiles the chosen servers and the load generator with go, and the
-// C floors with gcc, into cfg.bin.
-func build(cfg config) error {
+// C floors with gcc, into cfg.bin; and, for the client-side rows, the
+// chosen stacks' dialing clients into cfg.bin/clients and the C floor they
+// dial.
+func build(cfg config, withClients bool) error {
 	goArgs := []string{"build", "-o", cfg.bin + "/", "./cmd/loadgen"}
+	cSources := map[string]string{}
 	for _, st := range cfg.stacks {
-		if st.pkg != "" {
-			if !slices.Contains(goArgs, st.pkg) {
-				goArgs = append(goArgs, st.pkg)
-			}
-			continue
-		}
-		gcc := exec.Command("gcc", "-O2", "-Wall", "-o", filepath.Join(cfg.bin, st.binary()), st.c)
-		if out, err := gcc.CombinedOutput(); err != nil {
-			return fmt.Errorf("gcc %s: %v: %s", st.c, err, out)
+		if st.pkg == "" {
+			cSources[st.binary()] = st.c
+		} else if !slices.Contains(goArgs, st.pkg) {
+			goArgs = append(goArgs, st.pkg)
 		}
 	}
-	if out, err := exec.Command("go", goArgs...).CombinedOutput(); err != nil {
-		return fmt.Errorf("go build: %v: %s", err, out)
+	builds := [][]string{goArgs}
+	if withClients {
+		cSources[floor.binary()] = floor.c
+		clientArgs := []string{"build", "-o", filepath.Join(cfg.bin, clientDir) + "/"}
+		for _, st := range clientStacks(cfg.stacks) {
+			if !slices.Contains(clientArgs, st.client) {
+				clientArgs = append(clientArgs, st.client)
+			}
+		}
+		builds = append(builds, clientArgs)
+	}
+	for bin, src := range cSources {
+		gcc := exec.Command("gcc", "-O2", "-Wall", "-o", filepath.Join(cfg.bin, bin), src)
+		if out, err := gcc.CombinedOutput(); err != nil {
+			return fmt.Errorf("gcc %s: %v: %s", src, err, out)
+		}
+	}
+	for _, args := range builds {
+		if out, err := exec.Command("go", args...).CombinedOutput(); err != nil {
+			return fmt.Errorf("go build: %v: %s", err, out)
+		}
 	}
 	return nil
 }
 
-// run takes every measurement and returns the table, notes for the
-// preamble, and how many measurements failed.
-func run(cfg config) (*table.Table, []string, int) {
+// picked is what a run measures: the server-side shapes, the client-side
+// ones, and notes on what it leaves out.
+type picked struct {
+	server []shape
+	client []clientShape
+	notes  []string
+}
+
+// pick chooses the shapes cfg asks for that this machine can measure.
+func pick(cfg config) picked {
 	timing := fullTiming
 	if cfg.quick {
 		timing = quickTiming
 	}
-	var notes []string
+	var p picked
 	perfErr := syscount.Available()
 	if perfErr != nil {
-		notes = append(notes, fmt.Sprintf("System call rows skipped: %v.", perfErr))
+		p.notes = append(p.notes, fmt.Sprintf("System call rows skipped: %v.", perfErr))
 	}
-	var picked []shape
 	for _, sh := range shapes(timing) {
 		if (sh.perf && perfErr != nil) || !matches(sh.name, cfg.only) {
 			continue
 		}
-		picked = append(picked, sh)
+		p.server = append(p.server, sh)
 	}
-	names := make([]string, len(cfg.stacks))
-	for i, st := range cfg.stacks {
-		names[i] = st.name
+	if len(clientStacks(cfg.stacks)) == 0 {
+		return p
 	}
-	t := table.New(base, names)
-	for _, sh := range picked { // rows in shape order; B-14 comes last, as its figures do
+	for _, sh := range clientShapes(timing) {
+		if matches(sh.name, cfg.only) {
+			p.client = append(p.client, sh)
+		}
+	}
+	return p
+}
+
+// run takes every measurement and returns the server-side table, the
+// client-side one, and how many measurements failed.
+func run(cfg config, p picked) (servers, clients *table.Table, failures int) {
+	servers = table.New(base, names(cfg.stacks))
+	for _, sh := range p.server { // rows in shape order; B-14 comes last, as its figures do
 		for _, r := range sh.rows {
 			if r.name != allocsRow {
-				t.AddRow(r.name)
+				servers.AddRow(r.name)
 			}
 		}
 	}
-	failures := 0
+	dialers := clientStacks(cfg.stacks)
+	clients = table.New(base, names(dialers))
+	for _, sh := range p.client {
+		for _, r := range sh.rows {
+			if r.name == sh.ratioRow {
+				clients.AddRatioRow(r.name)
+			} else {
+				clients.AddRow(r.name)
+			}
+		}
+	}
 	for round := range cfg.rounds {
-		for _, sh := range picked {
+		for _, sh := range p.server {
 			for i := range cfg.stacks {
 				st := cfg.stacks[(i+round)%len(cfg.stacks)]
-				start := time.Now()
-				m, err := measureOne(cfg, st, sh)
-				if err != nil {
-					failures++
-					fmt.Fprintf(os.Stderr, "FAIL round %d, %s, %s: %v\n", round+1, sh.name, st.name, err)
-					continue
-				}
-				fmt.Fprintf(os.Stderr, "round %d, %-17s %-8s %s (%.1f s)\n",
-					round+1, sh.name, st.name, summary(m), time.Since(start).Seconds())
-				for _, r := range sh.rows {
-					if v, ok := r.value(m); ok {
-						t.Add(r.name, st.name, round, v)
-					}
-				}
+				failures += record(servers, round, sh.name, st, sh.rows, func() (measurement, error) { return measureOne(cfg, st, sh) })
+			}
+		}
+		for _, sh := range p.client {
+			for i := range dialers {
+				st := dialers[(i+round)%len(dialers)]
+				failures += record(clients, round, sh.name, st, sh.rows, func() (measurement, error) { return sh.measure(cfg, st, round) })
 			}
 		}
 	}
-	return t, notes, failures
+	return servers, clients, failures
+}
+
+// record takes one measurement, logs it, and adds its figures to t; it
+// returns 1 if the measurement failed.
+func record(t *table.Table, round int, shape string, st stack, rows []row, measure func() (measurement, error)) int {
+	start := time.Now()
+	m, err := measure()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "FAIL round %d, %s, %s: %v\n", round+1, shape, st.name, err)
+		return 1
+	}
+	fmt.Fprintf(os.Stderr, "round %d, %-17s %-8s %s (%.1f s)\n",
+		round+1, shape, st.name, summary(m), time.Since(start).Seconds())
+	for _, r := range rows {
+		if v, ok := r.value(m); ok {
+			t.Add(r.name, st.name, round, v)
+		}
+	}
+	return 0
+}
+
+func names(list []stack) []string {
+	n := make([]string, len(list))
+	for i, st := range list {
+		n[i] = st.name
+	}
+	return n
 }
 
 func matches(name, only string) bool {
@@ -220,24 +296,41 @@ func measureOne(cfg config, st stack, sh shape) (measurement, error) {
 // runLoad runs cmd/loadgen for shape sh against srv, pinned to the client
 // CPUs.
 func runLoad(cfg config, srv *server, sh shape) (measure.Report, error) {
-	args := append([]string{"-c", cfg.client.spec, filepath.Join(cfg.bin, "loadgen"),
-		"-addr", srv.addr, "-pid", fmt.Sprint(srv.pid()), "-workers", cfg.client.n()}, sh.args...)
-	ctx, cancel := context.WithTimeout(context.Background(), loadTimeout)
+	return loadgen(context.Background(), cfg, srv.pid(), append([]string{"-addr", srv.addr}, sh.args...), nil)
+}
+
+// loadgen runs cmd/loadgen pinned to the client CPUs with args, measuring
+// process pid, with files as its descriptors 3 on, and returns its report.
+func loadgen(ctx context.Context, cfg config, pid int, args []string, files []*os.File) (measure.Report, error) {
+	args = append([]string{"-c", cfg.client.spec, filepath.Join(cfg.bin, "loadgen"),
+		"-pid", fmt.Sprint(pid), "-workers", cfg.client.n()}, args...)
+	ctx, cancel := context.WithTimeout(ctx, loadTimeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "taskset", args...)
 	cmd.Env = append(cmd.Environ(), "GOMAXPROCS="+cfg.client.n())
+	cmd.ExtraFiles = files
+	return report(cmd, errLoad, errLoadError)
+}
+
+// report runs cmd, which prints a measure.Report as one line of JSON, and
+// returns it.
+// It fails with errRun if cmd fails and with errSaw if the report counts
+// errors.
+func report(cmd *exec.Cmd, errRun, errSaw error) (measure.Report, error) {
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
 	if err != nil {
-		return measure.Report{}, fmt.Errorf("%w: %v: %s", errLoad, err, stderr.String())
+		return measure.Report{}, fmt.Errorf("%w: %v: %s", errRun, err, stderr.String())
 	}
+	// The report is the last line: some stacks log to standard output.
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
 	var r measure.Report
-	if err := json.Unmarshal(out, &r); err != nil {
-		return r, fmt.Errorf("%w: %v: %s", errLoad, err, out)
+	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &r); err != nil {
+		return r, fmt.Errorf("%w: %v: %s", errRun, err, out)
 	}
 	if r.Errors.Total() > 0 {
-		return r, fmt.Errorf("%w: %+v", errLoadError, r.Errors)
+		return r, fmt.Errorf("%w: %+v", errSaw, r.Errors)
 	}
 	return r, nil
 }
@@ -245,6 +338,14 @@ func runLoad(cfg config, srv *server, sh shape) (measure.Report, error) {
 // summary is one measurement's progress line.
 func summary(m measurement) string {
 	l := m.load
+	switch {
+	case l.Mode == "dials":
+		return fmt.Sprintf("%s dials/s, %s µs CPU/dial, C floor %s µs CPU/dial", table.Format(l.Rate), table.Format(l.CPUPerRT), table.Format(m.floorCPU))
+	case m.accepted != nil:
+		return fmt.Sprintf("dialed: %s/s, p50 %s µs, p99 %s µs, %s µs CPU/rt; accepted: %s/s, p50 %s µs, p99 %s µs, %s µs CPU/rt",
+			table.Format(l.Rate), table.Format(l.P50), table.Format(l.P99), table.Format(l.CPUPerRT),
+			table.Format(m.accepted.Rate), table.Format(m.accepted.P50), table.Format(m.accepted.P99), table.Format(m.accepted.CPUPerRT))
+	}
 	switch l.Mode {
 	case "memory":
 		return fmt.Sprintf("%s B/conn", table.Format(l.PerConn))

@@ -32,7 +32,8 @@ const (
 // A server is one stack's echo server running for one measurement.
 type server struct {
 	cmd    *exec.Cmd
-	addr   string
+	addr   string   // where it answers
+	addrs  []string // every address it listens on, when more than one
 	stdout bytes.Buffer
 	stderr bytes.Buffer
 	done   chan struct{} // closed when the process has exited
@@ -46,8 +47,24 @@ func startServer(st stack, bin string, cpus cpuList) (*server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &server{addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), done: make(chan struct{})}
-	args := append([]string{"-c", cpus.spec, filepath.Join(bin, st.exe()), "-addr", s.addr}, st.flags...)
+	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+	s, err := launch(st, bin, cpus, "-addr", addr)
+	if err != nil {
+		return nil, err
+	}
+	s.addr = addr
+	if err := s.waitReady(); err != nil {
+		s.kill()
+		return nil, err
+	}
+	return s, nil
+}
+
+// launch starts st's server pinned to cpus with args, and does not wait for
+// it.
+func launch(st stack, bin string, cpus cpuList, args ...string) (*server, error) {
+	s := &server{done: make(chan struct{})}
+	args = append(append([]string{"-c", cpus.spec, filepath.Join(bin, st.exe())}, args...), st.flags...)
 	s.cmd = exec.Command("taskset", args...) // taskset execs the server: same process id
 	if st.loops {
 		s.cmd.Args = append(s.cmd.Args, "-loops", cpus.n())
@@ -61,10 +78,6 @@ func startServer(st stack, bin string, cpus cpuList) (*server, error) {
 		s.err = s.cmd.Wait()
 		close(s.done)
 	}()
-	if err := s.waitReady(); err != nil {
-		s.kill()
-		return nil, err
-	}
 	return s, nil
 }
 

@@ -28,6 +28,10 @@ type row struct {
 type measurement struct {
 	load   measure.Report
 	server serve.Report
+	// The client-side rows' further figures: the C floor's CPU per dial
+	// (µs), and the accepted run beside a dialed one.
+	floorCPU float64
+	accepted *measure.Report
 }
 
 // timing is how long each kind of measurement runs; -quick shortens it.
@@ -73,6 +77,12 @@ func allocs(m measurement) (float64, bool) {
 	return float64(m.server.Mallocs) / float64(m.load.Total), true
 }
 
+// pacedArgs returns the load generator's flags for the paced rows.
+func pacedArgs(t timing, conns int) []string {
+	return []string{"-mode", "paced", "-conns", strconv.Itoa(conns), "-size", "64",
+		"-rate", strconv.Itoa(pacedRate), "-warmup", t.pacedWarm.String(), "-duration", t.paced.String()}
+}
+
 // shapes returns the measurements of a run, in the order the table lists
 // their rows.
 func shapes(t timing) []shape {
@@ -83,9 +93,7 @@ func shapes(t timing) []shape {
 	closed := func(conns, size int) []string {
 		return load("closed", conns, size, "-warmup", d(t.warm), "-duration", d(t.window))
 	}
-	paced := func(conns int) []string {
-		return load("paced", conns, 64, "-rate", strconv.Itoa(pacedRate), "-warmup", d(t.pacedWarm), "-duration", d(t.paced))
-	}
+	paced := func(conns int) []string { return pacedArgs(t, conns) }
 	counted := func(conns int) []string {
 		return load("syscalls", conns, 64, "-warmup", d(t.warm), "-count", strconv.Itoa(t.syscallRoundTrips))
 	}

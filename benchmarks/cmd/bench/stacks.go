@@ -16,20 +16,38 @@ type stack struct {
 	pkg   string   // Go package to build, relative to the benchmarks module
 	c     string   // or C source to build with gcc
 	loops bool     // takes -loops and GOMAXPROCS; the C floors are single-threaded
-	flags []string // further flags for the server, so one package serves two stacks
+	flags []string // further flags for the server (and client), so one package serves two stacks
+	// client is the Go package of the stack's dialing client, for the
+	// client-side rows; its server also takes -dial. Empty for stacks
+	// those rows leave out.
+	client string
 }
 
 // stacks lists every stack, in the table's column order.
 var stacks = []stack{
-	{name: "sluice", pkg: "./servers/sluice", loops: true},
-	{name: "sluice-uring", pkg: "./servers/sluice", loops: true, flags: []string{"-poller", "uring"}},
-	{name: "gnet", pkg: "./servers/gnet", loops: true},
+	{name: "sluice", pkg: "./servers/sluice", loops: true, client: "./clients/sluice"},
+	{name: "sluice-uring", pkg: "./servers/sluice", loops: true, flags: []string{"-poller", "uring"}, client: "./clients/sluice"},
+	{name: "gnet", pkg: "./servers/gnet", loops: true, client: "./clients/gnet"},
 	{name: "evio", pkg: "./servers/evio", loops: true},
 	{name: "nbio", pkg: "./servers/nbio", loops: true},
 	{name: "netpoll", pkg: "./servers/netpoll", loops: true},
-	{name: "std", pkg: "./servers/std", loops: true},
+	{name: "std", pkg: "./servers/std", loops: true, client: "./clients/std"},
 	{name: "C floor", c: "cfloor/epoll_echo.c"},
 	{name: "C uring", c: "cfloor/uring_echo.c"},
+}
+
+// floor is the server the dialing clients dial: the C epoll floor.
+var floor = stacks[slices.IndexFunc(stacks, func(s stack) bool { return s.name == "C floor" })]
+
+// clientStacks returns those of list that have a dialing client, in order.
+func clientStacks(list []stack) []stack {
+	var picked []stack
+	for _, s := range list {
+		if s.client != "" {
+			picked = append(picked, s)
+		}
+	}
+	return picked
 }
 
 // binary returns the stack's name as a command-line word.

@@ -11,6 +11,10 @@
 // message each), syscalls (system calls per round trip over -count round
 // trips, counted with perf).
 //
+// With -listen-fd N the closed, paced and syscalls modes accept their -conns
+// connections on the listening socket inherited as descriptor N, dialed by
+// the server (one started with -dial), instead of dialing -addr.
+//
 // It exits 1 if the measurement could not be taken; errors seen while taking
 // it (mismatched bytes, resets, timeouts) are in the report.
 package main
@@ -27,7 +31,10 @@ import (
 	"github.com/sluicenet/sluice/benchmarks/measure"
 )
 
-var errMode = errors.New("unknown -mode")
+var (
+	errMode   = errors.New("unknown -mode")
+	errListen = errors.New("-listen-fd works with closed, paced and syscalls only")
+)
 
 func main() {
 	var (
@@ -43,9 +50,10 @@ func main() {
 	flag.IntVar(&t.Conns, "conns", 100, "connections (accepts: connections in progress at once)")
 	flag.IntVar(&t.Size, "size", 64, "message size in bytes")
 	flag.IntVar(&t.Workers, "workers", 1, "epoll loops, one per core the generator may use")
+	flag.IntVar(&t.Listener, "listen-fd", 0, "accept the connections on this inherited listening `descriptor` instead of dialing -addr")
 	flag.Parse()
 	ap, err := netip.ParseAddrPort(*addr)
-	if err != nil || t.PID <= 0 || flag.NArg() > 0 {
+	if err != nil || t.PID <= 0 || t.Listener < 0 || flag.NArg() > 0 {
 		flag.Usage()
 		os.Exit(2)
 	}
@@ -64,9 +72,13 @@ func run(t measure.Target, mode string, warm, d time.Duration, rate int, count i
 		return measure.Closed(t, warm, d)
 	case "paced":
 		return measure.Paced(t, rate, warm, d)
-	case "accepts":
-		return measure.Accepts(t, warm, d)
-	case "memory":
+	case "accepts", "memory":
+		if t.Listener > 0 {
+			return measure.Report{}, errListen
+		}
+		if mode == "accepts" {
+			return measure.Accepts(t, warm, d)
+		}
 		return measure.Memory(t)
 	case "syscalls":
 		return measure.Syscalls(t, warm, count)

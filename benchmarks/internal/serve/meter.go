@@ -15,7 +15,7 @@ type Meter struct {
 	mallocs  uint64 // runtime.MemStats.Mallocs at the first connection
 }
 
-// Opened records one accepted connection. The first call snapshots the
+// Opened records one accepted (or, for ServeDialed, dialed) connection. The first call snapshots the
 // allocation count, so the report leaves out what the server allocated to
 // start.
 func (m *Meter) Opened() {

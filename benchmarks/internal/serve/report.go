@@ -14,7 +14,7 @@ import (
 // with keys in any order; a server that cannot count a figure leaves its key
 // out (the C floor has no heap to count).
 type Report struct {
-	Accepted int64 // connections accepted, the runner's readiness probe included
+	Accepted int64 // connections accepted, the runner's readiness probe included (with -dial: connections dialed)
 	Mallocs  int64 // heap allocations from the first connection to exit; -1 if not reported
 }
 

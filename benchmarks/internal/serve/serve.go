@@ -4,6 +4,11 @@
 // can cheaply say about its run (connections accepted, heap allocations since
 // the first connection).
 //
+// A server that can also dial (a [DialingServer]) runs with -dial host:port
+// -conns N instead: it opens N connections to that address, which the load
+// generator accepts, and echoes on them as it does on accepted ones, so that
+// the cost of a dialed connection can be set beside an accepted one's.
+//
 // Each server under benchmarks/servers wires its stack into a [Server] and
 // calls [Main]; the runner reads the line back with [ParseReport].
 package serve
@@ -23,6 +28,8 @@ import (
 type Config struct {
 	Addr  string // host:port to listen on
 	Loops int    // event loops (or pollers) to run; the runner pins the process to as many cores
+	Dial  string // host:port to dial instead of listening (DialingServer only)
+	Conns int    // connections to dial
 }
 
 // A Server is one stack's echo server.
@@ -33,6 +40,19 @@ type Server interface {
 	// Stop shuts the server down gracefully within ctx.
 	Stop(ctx context.Context) error
 }
+
+// A DialingServer can echo on connections it dials as well as on those it
+// accepts.
+type DialingServer interface {
+	Server
+	// ServeDialed dials cfg.Conns connections to cfg.Dial, with the same
+	// settings Serve gives accepted ones, and echoes on them until it fails
+	// or Stop is called. It calls m.Opened for every connection open.
+	ServeDialed(cfg Config, m *Meter) error
+}
+
+// ErrNoDial reports -dial given to a server that cannot dial.
+var ErrNoDial = errors.New("serve: this server cannot dial")
 
 // stopTimeout bounds a graceful stop: a stack that cannot stop by then has
 // broken, and the runner reports it.
@@ -45,9 +65,15 @@ func Main(s Server) {
 	var cfg Config
 	flag.StringVar(&cfg.Addr, "addr", "127.0.0.1:9000", "`host:port` to listen on")
 	flag.IntVar(&cfg.Loops, "loops", 1, "event loops to run")
+	flag.StringVar(&cfg.Dial, "dial", "", "dial -conns connections to `host:port` and echo on them, instead of listening")
+	flag.IntVar(&cfg.Conns, "conns", 100, "connections to dial with -dial")
 	flag.Parse()
-	if cfg.Loops < 1 || flag.NArg() > 0 {
+	if cfg.Loops < 1 || cfg.Conns < 1 || flag.NArg() > 0 {
 		flag.Usage()
+		os.Exit(2)
+	}
+	if _, ok := s.(DialingServer); cfg.Dial != "" && !ok {
+		fmt.Fprintln(os.Stderr, ErrNoDial)
 		os.Exit(2)
 	}
 	if err := run(s, cfg); err != nil {
@@ -64,7 +90,11 @@ func run(s Server, cfg Config) error {
 	signal.Notify(sig, syscall.SIGTERM, syscall.SIGINT)
 	var m Meter
 	served := make(chan error, 1)
-	go func() { served <- s.Serve(cfg, &m) }()
+	serve := s.Serve
+	if cfg.Dial != "" {
+		serve = s.(DialingServer).ServeDialed
+	}
+	go func() { served <- serve(cfg, &m) }()
 	select {
 	case err := <-served:
 		return fmt.Errorf("%w: %v", ErrServeEnded, err)

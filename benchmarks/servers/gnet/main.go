@@ -2,6 +2,9 @@
 // gnet's documentation recommends for a pinned process: one event loop per
 // core given (-loops), multicore only when there is more than one, 64 KiB read
 // and write buffers, the load balancer and TCP_NODELAY left at their defaults.
+//
+// With -dial host:port -conns N it runs gnet's Client instead, with the same
+// options and echo handler, and dials N connections with Client.Dial.
 package main
 
 import (
@@ -15,11 +18,13 @@ import (
 type echo struct {
 	gnet.BuiltinEventEngine
 	meter *serve.Meter
-	eng   *serve.Handoff[gnet.Engine]
+	stop  *serve.Handoff[func(context.Context) error] // nil with -dial: ServeDialed hands the client's over
 }
 
 func (e *echo) OnBoot(eng gnet.Engine) gnet.Action {
-	e.eng.Put(eng)
+	if e.stop != nil {
+		e.stop.Put(eng.Stop)
+	}
 	return gnet.None
 }
 
@@ -34,25 +39,58 @@ func (e *echo) OnTraffic(c gnet.Conn) gnet.Action {
 	return gnet.None
 }
 
-type server struct{ eng *serve.Handoff[gnet.Engine] }
-
-func (s server) Serve(cfg serve.Config, m *serve.Meter) error {
-	return gnet.Run(&echo{meter: m, eng: s.eng}, "tcp://"+cfg.Addr,
-		gnet.WithMulticore(cfg.Loops > 1),
-		gnet.WithNumEventLoop(cfg.Loops),
-		gnet.WithReusePort(false),
-		gnet.WithReadBufferCap(64<<10),
-		gnet.WithWriteBufferCap(64<<10))
+type server struct {
+	stop *serve.Handoff[func(context.Context) error]
 }
 
-func (s server) Stop(ctx context.Context) error {
-	eng, err := s.eng.Take(ctx)
+func (s server) Serve(cfg serve.Config, m *serve.Meter) error {
+	return gnet.Run(&echo{meter: m, stop: s.stop}, "tcp://"+cfg.Addr, options(cfg)...)
+}
+
+// ServeDialed runs a gnet Client with the same options and handler, dials,
+// and waits for Stop. (The client's engine, which OnBoot sees, has a Stop of
+// its own that waits for loops only Client.Stop stops.)
+func (s server) ServeDialed(cfg serve.Config, m *serve.Meter) error {
+	cli, err := gnet.NewClient(&echo{meter: m}, options(cfg)...)
 	if err != nil {
 		return err
 	}
-	return eng.Stop(ctx)
+	if err := cli.Start(); err != nil {
+		return err
+	}
+	for range cfg.Conns {
+		if _, err := cli.Dial("tcp", cfg.Dial); err != nil {
+			cli.Stop()
+			return err
+		}
+	}
+	stopped := make(chan struct{})
+	s.stop.Put(func(context.Context) error {
+		defer close(stopped)
+		return cli.Stop()
+	})
+	<-stopped
+	return nil
+}
+
+func options(cfg serve.Config) []gnet.Option {
+	return []gnet.Option{
+		gnet.WithMulticore(cfg.Loops > 1),
+		gnet.WithNumEventLoop(cfg.Loops),
+		gnet.WithReusePort(false),
+		gnet.WithReadBufferCap(64 << 10),
+		gnet.WithWriteBufferCap(64 << 10),
+	}
+}
+
+func (s server) Stop(ctx context.Context) error {
+	stop, err := s.stop.Take(ctx)
+	if err != nil {
+		return err
+	}
+	return stop(ctx)
 }
 
 func main() {
-	serve.Main(server{eng: serve.NewHandoff[gnet.Engine]()})
+	serve.Main(server{stop: serve.NewHandoff[func(context.Context) error]()})
 }

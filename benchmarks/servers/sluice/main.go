@@ -4,11 +4,16 @@
 // -poller uring. -read-buffer sets the read buffer's size, which on
 // io_uring is also the size of each provided buffer (a loop has about 4
 // MiB of them, at least 16): 256 KiB gives the fewest buffers.
+//
+// With -dial host:port -conns N it runs with no listener instead: the same
+// engine, options and echo on N connections it dials from OnBoot.
 package main
 
 import (
 	"context"
 	"flag"
+	"fmt"
+	"os"
 
 	"github.com/sluicenet/sluice"
 	"github.com/sluicenet/sluice/poller"
@@ -18,13 +23,30 @@ import (
 
 type echo struct {
 	sluice.BuiltinEventEngine
-	meter *serve.Meter
-	eng   *serve.Handoff[sluice.Engine]
+	meter  *serve.Meter
+	eng    *serve.Handoff[sluice.Engine]
+	dial   string // with -dial: where to dial
+	conns  int    // and how many connections
+	engine sluice.Engine
 }
 
 func (e *echo) OnBoot(eng sluice.Engine) sluice.Action {
 	e.eng.Put(eng)
+	e.engine = eng
+	for range e.conns {
+		if err := eng.Dial(e.dial, nil); err != nil {
+			fmt.Fprintln(os.Stderr, "sluice: dial:", err)
+			return sluice.Shutdown
+		}
+	}
 	return sluice.None
+}
+
+// OnDialFailed stops the server, which then exits 1; the runner's load
+// generator, a connection short, reports the failure too.
+func (e *echo) OnDialFailed(addr string, _ any, err error) {
+	fmt.Fprintln(os.Stderr, "sluice: dial", addr+":", err)
+	go e.engine.Stop(context.Background())
 }
 
 func (e *echo) OnOpen(sluice.Conn) ([]byte, sluice.Action) {
@@ -45,12 +67,22 @@ type server struct {
 }
 
 func (s server) Serve(cfg serve.Config, m *serve.Meter) error {
-	return sluice.Run(&echo{meter: m, eng: s.eng}, "tcp://"+cfg.Addr,
+	return sluice.Run(&echo{meter: m, eng: s.eng}, "tcp://"+cfg.Addr, s.options(cfg)...)
+}
+
+// ServeDialed runs the same engine with no listener; OnBoot dials.
+func (s server) ServeDialed(cfg serve.Config, m *serve.Meter) error {
+	return sluice.Run(&echo{meter: m, eng: s.eng, dial: "tcp://" + cfg.Dial, conns: cfg.Conns}, "", s.options(cfg)...)
+}
+
+func (s server) options(cfg serve.Config) []sluice.Option {
+	return []sluice.Option{
 		sluice.WithNumEventLoop(cfg.Loops),
 		sluice.WithReusePort(false),
 		sluice.WithReadBufferCap(*s.readBuf),
-		sluice.WithWriteBufferCap(64<<10),
-		sluice.WithPoller(*s.kind))
+		sluice.WithWriteBufferCap(64 << 10),
+		sluice.WithPoller(*s.kind),
+	}
 }
 
 func (s server) Stop(ctx context.Context) error {

@@ -2,7 +2,8 @@
 // a goroutine per connection reading into its own 64 KiB buffer and writing
 // back what it read. (io.Copy would splice the socket to itself through a
 // pipe, which no one writing an echo server means.) -loops is ignored beyond
-// the runner's GOMAXPROCS.
+// the runner's GOMAXPROCS. With -dial host:port -conns N it dials N
+// connections with net.Dial instead and echoes on each the same way.
 package main
 
 import (
@@ -13,14 +14,16 @@ import (
 	"github.com/sluicenet/sluice/benchmarks/internal/serve"
 )
 
-type server struct{ ln *serve.Handoff[net.Listener] }
+type server struct {
+	stop *serve.Handoff[func() error]
+}
 
 func (s server) Serve(cfg serve.Config, m *serve.Meter) error {
 	ln, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {
 		return err
 	}
-	s.ln.Put(ln)
+	s.stop.Put(ln.Close)
 	for {
 		c, err := ln.Accept()
 		if err != nil {
@@ -29,6 +32,22 @@ func (s server) Serve(cfg serve.Config, m *serve.Meter) error {
 		m.Opened()
 		go echo(c)
 	}
+}
+
+// ServeDialed dials, echoes on each connection, and waits for Stop.
+func (s server) ServeDialed(cfg serve.Config, m *serve.Meter) error {
+	for range cfg.Conns {
+		c, err := net.Dial("tcp", cfg.Dial)
+		if err != nil {
+			return err
+		}
+		m.Opened()
+		go echo(c)
+	}
+	stopped := make(chan struct{})
+	s.stop.Put(func() error { close(stopped); return nil })
+	<-stopped
+	return nil
 }
 
 func echo(c net.Conn) {
@@ -47,18 +66,19 @@ func echo(c net.Conn) {
 	}
 }
 
-// Stop closes the listener; exiting the process closes the connections.
+// Stop closes the listener, or with -dial just returns; exiting the process
+// closes the connections.
 func (s server) Stop(ctx context.Context) error {
-	ln, err := s.ln.Take(ctx)
+	stop, err := s.stop.Take(ctx)
 	if err != nil {
 		return err
 	}
-	if err := ln.Close(); err != nil && !errors.Is(err, net.ErrClosed) {
+	if err := stop(); err != nil && !errors.Is(err, net.ErrClosed) {
 		return err
 	}
 	return nil
 }
 
 func main() {
-	serve.Main(server{ln: serve.NewHandoff[net.Listener]()})
+	serve.Main(server{stop: serve.NewHandoff[func() error]()})
 }
