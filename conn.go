@@ -61,7 +61,8 @@ type Conn interface {
 	// RemoteAddr returns the peer's address. After a PROXY header that
 	// relays a TCP connection (command PROXY, transport TCP4 or TCP6) it is
 	// the original client's; after any other header (LOCAL, UNKNOWN) it
-	// stays the socket's, as the specification asks.
+	// stays the socket's, as the specification asks. For a unix socket it
+	// is the peer's path, when it has one, and makes a system call.
 	RemoteAddr() net.Addr
 	// ProxyHeader returns the PROXY protocol header the connection began
 	// with, and false when it began with none (WithProxyProtocol). The
@@ -140,7 +141,8 @@ type Conn interface {
 	SetKeepAlive(idle, interval time.Duration, count int) error
 	// SetLinger sets what closing does with output the peer has yet to
 	// take: with sec < 0, the default, it is sent in the background; with
-	// sec == 0 it is dropped and the peer sees a reset. A positive time,
+	// sec == 0 every close is abortive: queued output is dropped, nothing
+	// lingers, and the peer sees a reset. A positive time,
 	// which would block the loop in close, is refused with an error that
 	// matches errors.ErrUnsupported: the engine's lingering close
 	// (WithLingeringClose) waits without blocking. Like the other setters,
@@ -207,6 +209,8 @@ const (
 	// eventloop.drained with flagDrainQueued.
 	flagOverHigh
 	flagDrainQueued
+	// flagAbort: SetLinger(0) asked for closes to reset.
+	flagAbort
 )
 
 // conn is kept small and flat: an idle connection holds no buffer, only
@@ -347,10 +351,18 @@ func (c *conn) LocalAddr() net.Addr {
 }
 
 func (c *conn) RemoteAddr() net.Addr {
-	if !c.remote.IsValid() {
-		return &net.UnixAddr{Net: "unix"}
+	if c.remote.IsValid() {
+		return net.TCPAddrFromAddrPort(c.remote)
 	}
-	return net.TCPAddrFromAddrPort(c.remote)
+	// A unix socket: the peer's path, which a dialed one has and an
+	// accepted one usually does not.
+	ua := &net.UnixAddr{Net: "unix"}
+	if sa, err := unix.Getpeername(c.fd); err == nil {
+		if su, ok := sa.(*unix.SockaddrUnix); ok {
+			ua.Name = su.Name
+		}
+	}
+	return ua
 }
 
 func (c *conn) ProxyHeader() (proxyproto.Header, bool) {
@@ -461,7 +473,14 @@ func (c *conn) SetLinger(sec int) error {
 	if c.fd < 0 {
 		return ErrConnClosed
 	}
-	return socket.SetLinger(c.fd, sec)
+	if err := socket.SetLinger(c.fd, sec); err != nil {
+		return err
+	}
+	c.flags &^= flagAbort
+	if sec == 0 {
+		c.flags |= flagAbort
+	}
+	return nil
 }
 
 func (c *conn) SetReadBuffer(n int) error {

@@ -211,9 +211,11 @@ type dialSpec struct {
 
 	keepAliveSet bool // by DialKeepAlive: an enrolled socket keeps its own otherwise
 
-	fd  int   // the descriptor Enroll took; -1 for a dial
-	err error // why it failed before reaching its loop
-	raw ringAddr
+	next      []netip.Addr // the host's further addresses, to try in turn
+	resolving bool         // counted in its loop's resolving until it reaches it
+	fd        int          // the descriptor Enroll took; -1 for a dial
+	err       error        // why it failed before reaching its loop
+	raw       ringAddr
 }
 
 func (e *engine) newDial(ctx any, opts []DialOption) *dialSpec {
@@ -234,9 +236,15 @@ func (e *engine) dial(l *eventloop, addr string, ctx any, opts []DialOption) err
 		return ErrEngineStopped
 	}
 	if d.sa == nil {
+		// The loop stays up, even stopping, until the dial reaches it
+		// (connect), so that the handler hears how it ended.
+		d.resolving = true
+		l.resolving.Add(1)
 		go func() {
-			d.resolve()
-			l.postDial(d) // a loop that has stopped has no one to tell
+			d.resolve(e.stopping)
+			if l.postDial(d) != nil {
+				l.resolving.Add(-1) // the loop failed, and exited anyway
+			}
 		}()
 		return nil
 	}
@@ -283,19 +291,24 @@ func (d *dialSpec) to(ip netip.Addr) error {
 	return nil
 }
 
-// resolve looks the host up, off the loops, within the dial's time.
-func (d *dialSpec) resolve() {
-	ctx, cancel := context.WithDeadline(context.Background(), d.expires)
+// resolve looks the host up, off the loops, within the dial's time, or
+// until the engine begins to stop. The addresses after the first are kept
+// for connectFailed to try in turn, as net.Dial does.
+func (d *dialSpec) resolve(stopping context.Context) {
+	ctx, cancel := context.WithDeadline(stopping, d.expires)
 	defer cancel()
 	network := "ip" + strings.TrimPrefix(d.network, "tcp") // ip, ip4 or ip6
 	ips, err := net.DefaultResolver.LookupNetIP(ctx, network, d.host)
 	switch {
+	case stopping.Err() != nil:
+		d.err = ErrEngineStopped
 	case errors.Is(err, context.DeadlineExceeded):
 		d.err = ErrDialTimeout
 	case err != nil:
 		d.err = err
 	default:
 		d.err = d.to(ips[0])
+		d.next = ips[1:]
 	}
 }
 
@@ -341,9 +354,10 @@ func (d *dialSpec) opError(err error) error {
 	switch sa := d.sa.(type) {
 	case *unix.SockaddrUnix:
 		addr = &net.UnixAddr{Name: sa.Name, Net: "unix"}
-	case nil:
 	default:
-		addr = net.TCPAddrFromAddrPort(d.remote)
+		if d.remote.IsValid() { // a dial's address, or an enrolled socket's peer
+			addr = net.TCPAddrFromAddrPort(d.remote)
+		}
 	}
 	op := "dial"
 	if d.fd >= 0 {
@@ -382,6 +396,10 @@ func (l *eventloop) postDial(d *dialSpec) error {
 // connect opens d's connection on the loop: a dial's connect starts
 // (pollConnect), an enrolled socket opens at once.
 func (l *eventloop) connect(d *dialSpec) {
+	if d.resolving {
+		d.resolving = false
+		l.resolving.Add(-1)
+	}
 	err := d.err
 	if err == nil && l.draining {
 		err = ErrEngineStopped
@@ -535,13 +553,24 @@ func (l *eventloop) connected(c *conn) {
 }
 
 // connectFailed ends c, whose connect failed or was cut short, and tells
-// the handler why.
+// the handler why, unless its host has another address to try: a connect
+// refused or unreachable tries the next, within the dial's time.
 func (l *eventloop) connectFailed(c *conn, err error) {
 	c.state = stateClosed
 	l.conns[c.fd] = nil
 	l.stopTimers(c)
 	l.release(c)
-	l.dialFailed(c.ctx.(*dialSpec), err)
+	d := c.ctx.(*dialSpec)
+	var se *os.SyscallError
+	if len(d.next) > 0 && errors.As(err, &se) && se.Syscall == "connect" && time.Now().Before(d.expires) {
+		ip := d.next[0]
+		d.next = d.next[1:]
+		if d.to(ip) == nil {
+			l.connect(d)
+			return
+		}
+	}
+	l.dialFailed(d, err)
 }
 
 // dialFailed counts d's failure and tells the handler, if it listens.

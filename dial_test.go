@@ -1059,7 +1059,6 @@ func TestDialOverMaxConnections(t *testing.T) {
 // with, whatever the engine's own (WithTCPKeepAlive), unless a
 // DialKeepAlive says otherwise, which then holds both ways.
 func TestEnrollKeepAlive(t *testing.T) {
-	t.Skip("engine bug: Enroll applies WithTCPKeepAlive over the socket's own keep-alive, and DialKeepAlive(0, 0, 0) does not turn it off")
 	off := &sockOpts{}
 	tests := []struct {
 		name      string
@@ -1162,7 +1161,6 @@ func TestEnrollWhileStopping(t *testing.T) {
 // TestDialUnixRemoteAddr: a connection dialed to a unix socket reports
 // the socket's path as its remote address, as net.Dial's does.
 func TestDialUnixRemoteAddr(t *testing.T) {
-	t.Skip("engine bug: a dialed unix connection's RemoteAddr has an empty name, not the socket's path")
 	onEachPoller(t, func(t *testing.T, p Option) outcome {
 		path := t.TempDir() + "/s.sock"
 		_, addr := serveAddr(t, "unix://"+path, echoHandler{}, p, WithNumEventLoop(1))
@@ -1174,4 +1172,39 @@ func TestDialUnixRemoteAddr(t *testing.T) {
 		assert.Equal(t, path, tr.remote)
 		return outcome{Closed: []string{tr.result()}}
 	})
+}
+
+// A host name may resolve to several addresses, and a dial tries them in
+// turn, as net.Dial does: one refused or unreachable moves on to the next.
+// This machine's resolver gives localhost one address, so the test hands
+// the loop a dial as resolution leaves it: its first address, and the
+// rest to try. 127.0.0.2 refuses, since the server is bound to 127.0.0.1.
+func TestDialTriesTheHostsNextAddress(t *testing.T) {
+	tests := []struct {
+		name string
+		next []string
+		want string
+	}{
+		{"the second answers", []string{"127.0.0.1"}, "opened, echoed 5, closed: nil"},
+		{"the third answers", []string{"127.0.0.3", "127.0.0.1"}, "opened, echoed 5, closed: nil"},
+		{"none answers", []string{"127.0.0.3"}, "failed: " + syscall.ECONNREFUSED.Error()},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			onEachPoller(t, func(t *testing.T, p Option) outcome {
+				_, addr := serve(t, newLifetimes(), p)
+				port := addr[strings.LastIndexByte(addr, ':')+1:]
+				eng, _ := runEngine(t, "", &tripper{}, p, WithNumEventLoop(1))
+				tr := newTrip([]byte("hello"))
+				d := eng.e.newDial(tr, nil)
+				require.NoError(t, d.parse("tcp://127.0.0.2:"+port))
+				for _, ip := range tt.next {
+					d.next = append(d.next, netip.MustParseAddr(ip))
+				}
+				require.NoError(t, eng.e.loops[0].postDial(d))
+				assert.Equal(t, tt.want, tr.wait(t).result())
+				return outcome{Closed: []string{tr.result()}}
+			})
+		})
+	}
 }

@@ -135,6 +135,8 @@ type engine struct {
 	inPool   bytebufferpool.Pool
 	outPool  bytebufferpool.Pool
 	stopOnce sync.Once
+	stopping context.Context // ends as the engine begins to stop: names being resolved for dials give up
+	stopped  context.CancelFunc
 	done     chan struct{}
 	force    *time.Timer // resets what a stop the handler asked for left (shutdownAsked)
 }
@@ -149,6 +151,8 @@ type engine struct {
 // (Engine.Dial, Engine.Enroll): a client, or a load generator.
 func Run(handler EventHandler, addr string, opts ...Option) error {
 	e := &engine{handler: handler, opts: defaultOptions(), epoch: time.Now(), done: make(chan struct{})}
+	e.stopping, e.stopped = context.WithCancel(context.Background())
+	defer e.stopped()
 	e.drain, _ = handler.(DrainHandler)
 	for _, opt := range opts {
 		opt(&e.opts)
@@ -296,7 +300,10 @@ func (e *engine) release() {
 
 // shutdown asks every loop to stop gracefully; it does not wait.
 func (e *engine) shutdown() {
-	e.stopOnce.Do(func() { e.post(taskStop) })
+	e.stopOnce.Do(func() {
+		e.stopped()
+		e.post(taskStop)
+	})
 }
 
 // shutdownAsked stops the engine as the handler asked, by returning
@@ -305,6 +312,7 @@ func (e *engine) shutdown() {
 // already under way, which Stop's context bounds, keeps its bound.
 func (e *engine) shutdownAsked() {
 	e.stopOnce.Do(func() {
+		e.stopped()
 		e.post(taskStop)
 		if d := e.opts.shutdownTimeout; d > 0 {
 			e.force = time.AfterFunc(d, func() { e.post(taskForce) })

@@ -29,6 +29,7 @@ type eventloop struct {
 	conns     []*conn     // by descriptor
 	count     atomic.Int64
 	handed    atomic.Int64 // accepted by another loop for this one, not yet opened
+	resolving atomic.Int64 // dials of this loop whose host names are being looked up
 	buf       []byte       // every read lands here first
 	wbuf      []byte       // output of the running callback, sent when it returns
 	cur       *conn        // whose callback is running
@@ -96,7 +97,7 @@ func (l *eventloop) run(ready func(), booted <-chan struct{}) {
 
 // serve runs the loop on its poller until it has drained.
 func (l *eventloop) serve() {
-	for !l.draining || l.count.Load() > 0 {
+	for l.serving() {
 		ready, err := l.wait()
 		if err != nil {
 			l.eng.opts.logger.Error("sluice: poller failed; closing the loop's connections", "loop", l.idx, "err", err)
@@ -114,6 +115,12 @@ func (l *eventloop) serve() {
 		l.tick()
 		l.resumeAccepts()
 	}
+}
+
+// serving reports whether the loop has more to do: it is not stopping, or
+// still holds connections, or dials that will reach it.
+func (l *eventloop) serving() bool {
+	return !l.draining || l.count.Load() > 0 || l.resolving.Load() > 0
 }
 
 // stop ends a loop that has drained or failed.
@@ -604,8 +611,14 @@ func (l *eventloop) finish(c *conn, a Action) {
 
 // send writes c's pending output: the loop's buffer when c's running
 // callback filled it, else c's own buffer unless the socket is known full.
+// Output the callback saw pass the high-water mark counts as passing it
+// (flagOverHigh), though the socket may take it all, so that a handler
+// that waits for OnDrain once it saw that hears of it.
 func (l *eventloop) send(c *conn) {
 	if l.cur == c && len(l.wbuf) > 0 {
+		if c.pending()+len(l.wbuf) > l.eng.opts.writeBufCap {
+			c.flags |= flagOverHigh
+		}
 		p := l.wbuf
 		n := l.sendOut(c, p)
 		if n < 0 {
@@ -695,7 +708,14 @@ func (l *eventloop) watch(c *conn) {
 	switch {
 	case n > high:
 		c.flags |= flagOverHigh
-	case n <= high/2 && c.flags&flagOverHigh != 0:
+	case c.flags&flagOverHigh == 0 || n > high/2:
+	case l.sending(c):
+		// On io_uring, output past the mark may be in a send whose
+		// result is still to come: it has drained only once that is in,
+		// and a send that goes whole posts none, so ask to hear when c
+		// may take more output, which is after it.
+		want |= poller.Writable
+	default:
 		c.flags &^= flagOverHigh
 		l.queueDrained(c)
 	}
@@ -816,6 +836,10 @@ func (l *eventloop) closeGraceful(c *conn) {
 	case stateConnecting: // only a stop closes one
 		l.closeConn(c, ErrEngineStopped)
 	case stateOpen:
+		if c.flags&flagAbort != 0 {
+			l.reset(c, nil) // SetLinger(0)
+			return
+		}
 		c.state = stateClosing
 		c.flags &^= flagHeld
 		l.disarm(&c.readTimer)

@@ -185,7 +185,7 @@ func (l *eventloop) openRing() {
 // one io_uring_enter that submits what the last turn queued and waits.
 func (l *eventloop) serveRing() {
 	rg := l.ring
-	for !l.draining || l.count.Load() > 0 {
+	for l.serving() {
 		l.releaseIdle()
 		timeout := l.sleep()
 		err := rg.r.SubmitAndWait(1, timeout)
@@ -565,6 +565,12 @@ func (l *eventloop) ringConnected(fd int, gen uint32, e uring.CQE) {
 	l.connected(c)
 }
 
+// sending reports whether c has a send on the ring whose result is still
+// to come: its output has not drained yet, whatever c.pending says.
+func (l *eventloop) sending(c *conn) bool {
+	return l.ring != nil && c.rs.armed&armedSend != 0
+}
+
 // receiveAgain arms c's receive if c is read and has none armed; epoll
 // needs nothing of the kind.
 func (l *eventloop) receiveAgain(c *conn) {
@@ -895,6 +901,7 @@ func (l *eventloop) ringWritable(fd int, gen uint32) {
 		case stateClosing:
 			l.closeSent(c)
 		case stateOpen:
+			l.watch(c)
 			l.shutWrite(c)
 		}
 		return

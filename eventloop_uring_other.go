@@ -48,6 +48,8 @@ func (l *eventloop) awaitSent(c *conn) bool { return false }
 
 func (l *eventloop) receiveAgain(c *conn) {}
 
+func (l *eventloop) sending(c *conn) bool { return false }
+
 func (l *eventloop) pollConnect(c *conn, d *dialSpec) { l.startConnect(c, d) }
 
 func (rg *ring) spent(l *eventloop) {}
