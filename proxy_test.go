@@ -79,7 +79,7 @@ func mustV2(t testing.TB, h proxyproto.Header) []byte {
 // header replaces it.
 func clientAddr(c net.Conn) string {
 	if _, ok := c.LocalAddr().(*net.UnixAddr); ok {
-		return (&net.UnixAddr{Net: "unix"}).String()
+		return "@" // an unbound client's, as the standard library names it too
 	}
 	return c.LocalAddr().String()
 }
