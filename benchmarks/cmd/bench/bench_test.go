@@ -2,6 +2,7 @@ package main
 
 import (
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -96,4 +97,21 @@ func TestMatches(t *testing.T) {
 	assert.True(t, matches("B-3 100 conns", ""))
 	assert.True(t, matches("B-3 100 conns", "B-2,B-3"))
 	assert.False(t, matches("B-3 100 conns", "paced"))
+}
+
+func TestIdle(t *testing.T) {
+	idle, total, err := cpuTimes([]int{0})
+	require.NoError(t, err)
+	assert.Positive(t, total)
+	assert.LessOrEqual(t, idle, total)
+	_, _, err = cpuTimes([]int{1 << 20})
+	assert.ErrorIs(t, err, errProcStat)
+
+	pct, err := idleOver([]int{0}, 50*time.Millisecond)
+	require.NoError(t, err)
+	assert.True(t, pct >= 0 && pct <= 100, "%d%%", pct)
+	pct, waited, err := waitIdle([]int{0}, 0) // any machine is 0% idle
+	require.NoError(t, err)
+	assert.Less(t, waited, idleWaitLimit)
+	assert.GreaterOrEqual(t, pct, 0)
 }

@@ -52,6 +52,7 @@ type config struct {
 	stacks         []stack
 	server, client cpuList
 	only           string
+	idle           int // percent idle to wait for before each measurement; 0: no wait
 }
 
 func main() {
@@ -98,6 +99,7 @@ func parseFlags() (config, error) {
 	flag.StringVar(&cfg.out, "o", "", "also write the table to `file`")
 	flag.StringVar(&cfg.only, "only", "", "run only the shapes whose names contain one of these comma-separated `words`")
 	stackList := flag.String("stacks", "all", "comma-separated stacks to run: sluice,sluice-uring,gnet,evio,nbio,netpoll,std,C-floor,C-uring")
+	flag.IntVar(&cfg.idle, "idle", 0, "before each measurement wait, up to a minute, until the measured CPUs are this `percent` idle (for a machine other work shares)")
 	serverCPUs := flag.String("server-cpus", "0", "`CPUs` for each server (taskset list); it runs one loop per CPU")
 	clientCPUs := flag.String("client-cpus", "1", "`CPUs` for the load generator; it runs one epoll loop per CPU")
 	flag.Parse()
@@ -118,7 +120,7 @@ func parseFlags() (config, error) {
 		return cfg, err
 	}
 	switch {
-	case cfg.bin == "" || flag.NArg() > 0 || cfg.rounds < 1:
+	case cfg.bin == "" || flag.NArg() > 0 || cfg.rounds < 1 || cfg.idle < 0 || cfg.idle > 100:
 		return cfg, errors.New("usage: bench -bin DIR [flags]; see -h")
 	case cfg.server.overlaps(cfg.client):
 		return cfg, fmt.Errorf("%w: server and client CPUs overlap", errCPUList)
@@ -227,13 +229,13 @@ func run(cfg config, p picked) (servers, clients *table.Table, failures int) {
 		for _, sh := range p.server {
 			for i := range cfg.stacks {
 				st := cfg.stacks[(i+round)%len(cfg.stacks)]
-				failures += record(servers, round, sh.name, st, sh.rows, func() (measurement, error) { return measureOne(cfg, st, sh) })
+				failures += record(cfg, servers, round, sh.name, st, sh.rows, func() (measurement, error) { return measureOne(cfg, st, sh) })
 			}
 		}
 		for _, sh := range p.client {
 			for i := range dialers {
 				st := dialers[(i+round)%len(dialers)]
-				failures += record(clients, round, sh.name, st, sh.rows, func() (measurement, error) { return sh.measure(cfg, st, round) })
+				failures += record(cfg, clients, round, sh.name, st, sh.rows, func() (measurement, error) { return sh.measure(cfg, st, round) })
 			}
 		}
 	}
@@ -242,7 +244,14 @@ func run(cfg config, p picked) (servers, clients *table.Table, failures int) {
 
 // record takes one measurement, logs it, and adds its figures to t; it
 // returns 1 if the measurement failed.
-func record(t *table.Table, round int, shape string, st stack, rows []row, measure func() (measurement, error)) int {
+func record(cfg config, t *table.Table, round int, shape string, st stack, rows []row, measure func() (measurement, error)) int {
+	if cfg.idle > 0 {
+		if idle, waited, err := waitIdle(cfg.cpus(), cfg.idle); err != nil {
+			fmt.Fprintln(os.Stderr, "bench: -idle:", err)
+		} else if idle < cfg.idle {
+			fmt.Fprintf(os.Stderr, "round %d, %s, %s: CPUs only %d%% idle after %v; measuring anyway\n", round+1, shape, st.name, idle, waited.Round(time.Second))
+		}
+	}
 	start := time.Now()
 	m, err := measure()
 	if err != nil {
