@@ -1,0 +1,720 @@
+//go:build linux
+
+package sluice
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"golang.org/x/sys/unix"
+)
+
+// unreadBytes returns how many bytes c's peer has sent that the handler
+// has not been offered: those the kernel holds in c's socket, and those
+// the engine holds for c (on io_uring, a receive may bring some before a
+// pause takes effect). It asks on c's loop.
+func unreadBytes(t testing.TB, c Conn) (kernel, engine int) {
+	t.Helper()
+	var err error
+	onConnLoop(t, c, func() {
+		kernel, err = unix.IoctlGetInt(c.Fd(), unix.SIOCINQ)
+		engine = c.InboundBuffered()
+	})
+	require.NoError(t, err)
+	return kernel, engine
+}
+
+// outbound returns c's unsent output, asking on c's loop.
+func outbound(t testing.TB, c Conn) int {
+	t.Helper()
+	var n int
+	onConnLoop(t, c, func() { n = c.OutboundBuffered() })
+	return n
+}
+
+// holdsFor reports whether cond stays true for d, checking every
+// millisecond. It is for what must not happen, such as a callback while
+// reading is paused, which no condition can wait for: a broken engine
+// fails it at once, a working one passes however slow the machine.
+func holdsFor(d time.Duration, cond func() bool) bool {
+	for deadline := time.Now().Add(d); time.Now().Before(deadline); {
+		if !cond() {
+			return false
+		}
+		time.Sleep(time.Millisecond)
+	}
+	return cond()
+}
+
+// readBuffer is the size of a loop's read buffer, WithReadBufferCap's
+// default: what one read takes.
+const readBuffer = 64 << 10
+
+// pausedFor is how long a paused connection must stay unread.
+const pausedFor = 100 * time.Millisecond
+
+// stream is a handler's record of the bytes OnTraffic is offered: how
+// many, in how many calls, and whether they came in the order sent.
+type stream struct {
+	want  []byte
+	calls atomic.Int64
+	got   atomic.Int64
+	wrong atomic.Int64 // 1 + the offset of the first byte out of order; zero: none
+}
+
+// take consumes what c holds and checks it against what was sent.
+func (s *stream) take(c Conn) {
+	s.calls.Add(1)
+	b, _ := c.Next(-1)
+	off := int(s.got.Add(int64(len(b)))) - len(b)
+	if s.want != nil && s.wrong.Load() == 0 {
+		if off+len(b) > len(s.want) || !bytes.Equal(b, s.want[off:off+len(b)]) {
+			s.wrong.Store(int64(off + 1))
+		}
+	}
+}
+
+// A connection paused in OnOpen is not read: OnTraffic never runs, what
+// the client sends waits in the kernel, which stops the client once its
+// buffers fill, and the engine holds at most a read buffer or two of it.
+// Resumed, every byte arrives, in order.
+func TestPauseRead(t *testing.T) {
+	payload := randomBytes(rand.New(rand.NewPCG(14, 15)), 4<<20)
+	onEachPoller(t, func(t *testing.T, p Option) outcome {
+		h := newLifetimes()
+		s := &stream{want: payload}
+		var pauseErr atomic.Value
+		h.onOpen = func(c Conn) { pauseErr.Store(errBox{c.PauseRead()}) }
+		h.traffic = func(c Conn) Action { s.take(c); return None }
+		// Buffers of fixed sizes, which the kernel does not grow, hold a
+		// few hundred KiB between them: far from all of the payload.
+		eng, addr := serve(t, h, p, WithNumEventLoop(1), WithSocketRecvBuffer(64<<10))
+		c := dial(t, addr)
+		require.NoError(t, c.(*net.TCPConn).SetWriteBuffer(64<<10))
+		id := h.next(t)
+		require.NoError(t, pauseErr.Load().(errBox).err)
+		sc := h.conn(id)
+		sent := make(chan error, 1)
+		go func() {
+			c.SetWriteDeadline(time.Now().Add(30 * time.Second))
+			_, err := c.Write(payload)
+			sent <- err
+		}()
+
+		waitFor(t, 10*time.Second, func() bool {
+			k, e := unreadBytes(t, sc)
+			return k+e >= 32<<10
+		}, func() string {
+			return fmt.Sprintf("the server holds too little unread; OnTraffic ran %d times", s.calls.Load())
+		})
+		require.True(t, holdsFor(pausedFor, func() bool { return s.calls.Load() == 0 }), "OnTraffic ran while paused")
+		_, held := unreadBytes(t, sc)
+		assert.LessOrEqual(t, held, 2*readBuffer, "the engine read ahead of a paused connection")
+		select {
+		case err := <-sent:
+			t.Fatalf("the client sent all %d bytes to a paused connection: %v", len(payload), err)
+		default:
+		}
+
+		var resumeErr error
+		onConnLoop(t, sc, func() { resumeErr = sc.ResumeRead() })
+		require.NoError(t, resumeErr)
+		require.NoError(t, <-sent)
+		waitFor(t, 10*time.Second, func() bool { return s.got.Load() == int64(len(payload)) },
+			func() string { return fmt.Sprintf("%d of %d bytes arrived", s.got.Load(), len(payload)) })
+		require.Zero(t, s.wrong.Load(), "a byte out of order (1 + its offset)")
+		c.Close()
+		return outcome{Delivered: []int{int(s.got.Load())}, Closed: h.closedErrs(t, id), Stats: closedStats(t, eng)}
+	})
+}
+
+// Bytes a handler leaves unread when it pauses are offered again once it
+// resumes, though the client sends nothing more: the engine, not the
+// socket, holds them, and no readiness of the socket would bring them.
+func TestResumeReadOffersUnreadBytes(t *testing.T) {
+	msg := randomBytes(rand.New(rand.NewPCG(28, 29)), 10<<10)
+	onEachPoller(t, func(t *testing.T, p Option) outcome {
+		h := newLifetimes()
+		s := &stream{want: msg}
+		var whole atomic.Int64 // calls that found the whole message buffered
+		h.traffic = func(c Conn) Action {
+			if c.InboundBuffered() < len(msg) {
+				return None // wait for the whole message
+			}
+			if whole.Add(1) == 1 {
+				c.PauseRead() // and leave it
+				return None
+			}
+			s.take(c)
+			return None
+		}
+		eng, addr := serve(t, h, p, WithNumEventLoop(1))
+		c := dial(t, addr)
+		id := h.next(t)
+		sc := h.conn(id)
+		_, err := c.Write(msg)
+		require.NoError(t, err)
+		waitFor(t, 5*time.Second, func() bool { return whole.Load() > 0 },
+			func() string { return "the message was not offered" })
+		require.True(t, holdsFor(pausedFor, func() bool { return whole.Load() == 1 }), "offered again while paused")
+
+		var held int
+		onConnLoop(t, sc, func() { held = sc.InboundBuffered(); sc.ResumeRead() })
+		assert.Equal(t, len(msg), held, "bytes kept while paused")
+		waitFor(t, 5*time.Second, func() bool { return s.got.Load() == int64(len(msg)) },
+			func() string {
+				return fmt.Sprintf("offered whole %d times; %d bytes taken", whole.Load(), s.got.Load())
+			})
+		assert.Zero(t, s.wrong.Load(), "a byte out of order (1 + its offset)")
+		c.Close()
+		closed := h.closedErrs(t, id)
+		assert.EqualValues(t, 2, whole.Load(), "calls that found the whole message")
+		return outcome{Delivered: []int{int(s.got.Load())}, Closed: closed, Stats: closedStats(t, eng)}
+	})
+}
+
+// One connection's callback pauses and resumes another connection of the
+// same loop, as a relay pauses the side that feeds a full one.
+func TestPauseReadOfAnotherConnection(t *testing.T) {
+	onEachPoller(t, func(t *testing.T, p Option) outcome {
+		h := newLifetimes()
+		var conns []Conn // the loop's, in the order they opened; on the loop only
+		var failed atomic.Int64
+		b := &stream{}
+		h.onOpen = func(c Conn) { conns = append(conns, c) }
+		h.traffic = func(c Conn) Action {
+			if c != conns[0] {
+				b.take(c)
+				return None
+			}
+			var err error
+			switch cmd, _ := c.Next(-1); string(cmd) {
+			case "pause":
+				err = conns[1].PauseRead()
+			case "resume":
+				err = conns[1].ResumeRead()
+			}
+			if err != nil {
+				failed.Add(1)
+			}
+			c.Write([]byte("ok"))
+			return None
+		}
+		eng, addr := serve(t, h, p, WithNumEventLoop(1))
+		ca := dial(t, addr)
+		aID := h.next(t)
+		cb := dial(t, addr)
+		bID := h.next(t)
+		send := func(cmd string) {
+			require.NoError(t, echoOnceAs(ca, []byte(cmd), []byte("ok")))
+		}
+
+		_, err := cb.Write([]byte("read"))
+		require.NoError(t, err)
+		waitFor(t, 5*time.Second, func() bool { return b.got.Load() == 4 },
+			func() string { return "B was not read before the pause" })
+		send("pause")
+		_, err = cb.Write(make([]byte, 1000))
+		require.NoError(t, err)
+		waitFor(t, 5*time.Second, func() bool { k, e := unreadBytes(t, h.conn(bID)); return k+e == 1000 },
+			func() string { return "B's bytes did not arrive" })
+		require.True(t, holdsFor(pausedFor, func() bool { return b.got.Load() == 4 }), "B was read while paused")
+		send("resume")
+		waitFor(t, 5*time.Second, func() bool { return b.got.Load() == 1004 },
+			func() string { return fmt.Sprintf("B got %d of 1004 bytes once resumed", b.got.Load()) })
+		assert.Zero(t, failed.Load(), "PauseRead or ResumeRead failed")
+		ca.Close()
+		cb.Close()
+		return outcome{Delivered: []int{int(b.got.Load())}, Closed: h.closedErrs(t, aID, bID), Stats: closedStats(t, eng)}
+	})
+}
+
+// echoOnceAs sends msg and checks that want comes back.
+func echoOnceAs(c net.Conn, msg, want []byte) error {
+	if _, err := c.Write(msg); err != nil {
+		return err
+	}
+	got := make([]byte, len(want))
+	for n := 0; n < len(got); {
+		m, err := c.Read(got[n:])
+		if err != nil {
+			return err
+		}
+		n += m
+	}
+	if !bytes.Equal(got, want) {
+		return fmt.Errorf("got %q, want %q", got, want)
+	}
+	return nil
+}
+
+// The handler's pause and the engine's own, for output the client does not
+// read, compose: the connection is read again only once both let go,
+// whichever lets go first.
+func TestPauseReadComposesWithBackpressure(t *testing.T) {
+	const (
+		mark  = 64 << 10
+		reply = 1 << 20
+		more  = 1000
+	)
+	for _, first := range []string{"handler", "engine"} {
+		t.Run(first+" lets go first", func(t *testing.T) {
+			onEachPoller(t, func(t *testing.T, p Option) outcome {
+				h := newLifetimes()
+				s := &stream{}
+				h.traffic = func(c Conn) Action {
+					if b, _ := c.Peek(-1); s.calls.Load() == 0 && string(b) == "B" {
+						c.Write(make([]byte, reply)) // past the mark: the engine pauses
+						c.PauseRead()                // and so does the handler
+					}
+					s.take(c)
+					return None
+				}
+				eng, addr := serve(t, h, p, WithNumEventLoop(1), WithWriteBufferCap(mark), WithSocketSendBuffer(32<<10))
+				c := dialSmall(t, addr)
+				id := h.next(t)
+				sc := h.conn(id)
+				_, err := c.Write([]byte("B"))
+				require.NoError(t, err)
+				waitFor(t, 5*time.Second, func() bool { return s.calls.Load() == 1 },
+					func() string { return "the request was not read" })
+				waitForOutput(t, sc, mark)
+				_, err = c.Write(make([]byte, more))
+				require.NoError(t, err)
+				waitFor(t, 5*time.Second, func() bool { k, e := unreadBytes(t, sc); return k+e == more },
+					func() string { return "the bytes sent while paused did not arrive" })
+
+				readReply := func() {
+					c.SetReadDeadline(time.Now().Add(10 * time.Second))
+					got, err := readN(c, reply)
+					require.NoError(t, err, "after %d of %d bytes", got, reply)
+				}
+				if first == "handler" {
+					var resumeErr error
+					onConnLoop(t, sc, func() { resumeErr = sc.ResumeRead() })
+					require.NoError(t, resumeErr)
+					assert.Greater(t, outbound(t, sc), mark/2, "the output drained: the engine no longer holds it")
+					require.True(t, holdsFor(pausedFor, func() bool { return s.calls.Load() == 1 }),
+						"read again while the engine still held it for its output")
+					readReply()
+				} else {
+					readReply()
+					waitFor(t, 5*time.Second, func() bool { return outbound(t, sc) == 0 },
+						func() string { return "the output did not drain" })
+					require.True(t, holdsFor(pausedFor, func() bool { return s.calls.Load() == 1 }),
+						"read again while the handler still held it")
+					var resumeErr error
+					onConnLoop(t, sc, func() { resumeErr = sc.ResumeRead() })
+					require.NoError(t, resumeErr)
+				}
+				waitFor(t, 5*time.Second, func() bool { return s.got.Load() == 1+more },
+					func() string { return fmt.Sprintf("%d of %d bytes once both let go", s.got.Load(), 1+more) })
+				c.Close()
+				return outcome{Delivered: []int{int(s.got.Load())}, Closed: h.closedErrs(t, id), Stats: closedStats(t, eng)}
+			})
+		})
+	}
+}
+
+// readN reads exactly n bytes from r and returns how many it read.
+func readN(r io.Reader, n int) (int, error) {
+	buf := make([]byte, 64<<10)
+	got := 0
+	for got < n {
+		m, err := r.Read(buf[:min(len(buf), n-got)])
+		got += m
+		if err != nil {
+			return got, err
+		}
+	}
+	return got, nil
+}
+
+// waitForOutput waits for c's unsent output to pass mark. On io_uring a
+// callback's output counts as sent until its send comes back short, in
+// the loop's next turn, and only then is the rest queued.
+func waitForOutput(t testing.TB, c Conn, mark int) {
+	t.Helper()
+	var n int
+	waitFor(t, 5*time.Second, func() bool { n = outbound(t, c); return n > mark },
+		func() string { return fmt.Sprintf("the output, %d bytes, is not past the mark, %d", n, mark) })
+}
+
+// tcpState returns the TCP state of c's socket, asking on its loop.
+func tcpState(t testing.TB, c Conn) uint8 {
+	t.Helper()
+	var info *unix.TCPInfo
+	var err error
+	onConnLoop(t, c, func() { info, err = unix.GetsockoptTCPInfo(c.Fd(), unix.IPPROTO_TCP, unix.TCP_INFO) })
+	require.NoError(t, err)
+	return info.State
+}
+
+// A client that sends and then finishes while its connection is paused is
+// acted on only once the handler resumes: the connection stays open, and
+// on ResumeRead its bytes are offered and then it closes cleanly. The
+// handler pauses before anything arrives, or on the client's bytes with
+// the client's FIN right behind them, which a receive on io_uring may
+// bring before the pause takes effect.
+func TestEndOfStreamWhileReadPaused(t *testing.T) {
+	msg := randomBytes(rand.New(rand.NewPCG(16, 17)), 10<<10)
+	tests := []struct {
+		name       string
+		onTraffic  bool // pause in OnTraffic, once all of msg is in, rather than in OnOpen
+		closeWrite bool // the client shuts down its write side rather than closing
+	}{
+		{"paused in OnOpen, client closes", false, false},
+		{"paused in OnOpen, client shuts down writing", false, true},
+		{"paused with the FIN in flight", true, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			onEachPoller(t, func(t *testing.T, p Option) outcome {
+				h := newLifetimes()
+				s := &stream{want: msg}
+				sent := make(chan struct{})
+				h.onOpen = func(c Conn) {
+					if !tt.onTraffic {
+						c.PauseRead()
+						return
+					}
+					// The first receive then finds the bytes and the FIN.
+					<-sent
+				}
+				h.traffic = func(c Conn) Action {
+					s.take(c)
+					if tt.onTraffic && s.got.Load() == int64(len(msg)) {
+						c.PauseRead()
+					}
+					return None
+				}
+				eng, addr := serve(t, h, p, WithNumEventLoop(1))
+				// Released before the engine stops, should the test fail
+				// before it releases OnOpen itself.
+				var once sync.Once
+				release := func() { once.Do(func() { close(sent) }) }
+				t.Cleanup(release)
+				c := dial(t, addr).(*net.TCPConn)
+				var id uint64
+				if !tt.onTraffic {
+					id = h.next(t) // paused before the client sends
+				}
+				_, err := c.Write(msg)
+				require.NoError(t, err)
+				if tt.closeWrite {
+					require.NoError(t, c.CloseWrite())
+				} else {
+					require.NoError(t, c.Close())
+				}
+				release()
+				if tt.onTraffic {
+					id = h.next(t)
+				}
+				sc := h.conn(id)
+				waitFor(t, 5*time.Second, func() bool { return tcpState(t, sc) == unix.BPF_TCP_CLOSE_WAIT },
+					func() string { return "the client's FIN did not arrive" })
+				if tt.onTraffic {
+					// The FIN may reach the socket before the loop has
+					// handled the bytes before it, and paused.
+					waitFor(t, 5*time.Second, func() bool { return s.got.Load() == int64(len(msg)) },
+						func() string { return fmt.Sprintf("%d of %d bytes offered", s.got.Load(), len(msg)) })
+				}
+				calls := s.calls.Load()
+				isOpen := func() bool { _, closed := h.closing(id); return !closed }
+				require.True(t, holdsFor(pausedFor, func() bool { return s.calls.Load() == calls && isOpen() }),
+					"while paused: OnTraffic ran %d times, the connection is open: %v", s.calls.Load()-calls, isOpen())
+				if !tt.onTraffic {
+					assert.Zero(t, calls, "OnTraffic ran while paused")
+				}
+
+				onConnLoop(t, sc, func() { sc.ResumeRead() })
+				closed := h.closedErrs(t, id)
+				assert.Equal(t, []string{"nil"}, closed)
+				assert.EqualValues(t, len(msg), s.got.Load(), "bytes offered before the close")
+				assert.Zero(t, s.wrong.Load(), "a byte out of order (1 + its offset)")
+				return outcome{Delivered: []int{int(s.got.Load())}, Closed: closed, Stats: closedStats(t, eng)}
+			})
+		})
+	}
+}
+
+// drainer is a handler that hears OnDrain.
+type drainer struct {
+	*lifetimes
+	drain func(c Conn) Action
+}
+
+func (h *drainer) OnDrain(c Conn) Action { return h.drain(c) }
+
+// OnDrain tells a handler that writes past the high-water mark when its
+// output has fallen to half the mark, so that it can produce more then: it
+// runs with at most half the mark unsent, once each time the output passed
+// the mark, and never for a connection whose output stayed under it.
+func TestOnDrain(t *testing.T) {
+	const (
+		mark  = 64 << 10
+		total = 1 << 20
+	)
+	payload := randomBytes(rand.New(rand.NewPCG(18, 19)), total)
+	tests := []struct {
+		name string
+		// produce writes to c, which has been sent the first sent bytes of
+		// payload, and returns how many it has been sent now.
+		produce func(c Conn, sent int) int
+		drains  int // OnDrain calls for the connection, or, if negative, at least -drains
+	}{
+		{"one write", func(c Conn, sent int) int {
+			if sent == 0 {
+				c.Write(payload)
+			}
+			return total
+		}, 1},
+		// A quarter is more than the socket and the client take at once,
+		// so each passes the mark and drains once; the last OnDrain finds
+		// nothing more to write.
+		{"a quarter on each drain", func(c Conn, sent int) int {
+			if sent < total {
+				c.Write(payload[sent : sent+total/4])
+				sent += total / 4
+			}
+			return sent
+		}, 4},
+		// Writes of 16 KiB until OutboundBuffered passes the mark: the
+		// socket may take all of a callback's output as it returns, and
+		// the handler, which saw it past the mark, waits for OnDrain.
+		{"up to the mark on each drain", func(c Conn, sent int) int {
+			for sent < total && c.OutboundBuffered() <= mark {
+				c.Write(payload[sent : sent+16<<10])
+				sent += 16 << 10
+			}
+			return sent
+		}, -2},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			onEachPoller(t, func(t *testing.T, p Option) outcome {
+				var mu sync.Mutex
+				drains := map[uint64]int{} // by connection
+				worst := 0                 // the most output unsent in OnDrain
+				sent := 0                  // to the slow reader; on the loop only
+				h := &drainer{lifetimes: newLifetimes()}
+				h.traffic = func(c Conn) Action {
+					switch b, _ := c.Next(-1); string(b) {
+					case "big":
+						sent = tt.produce(c, sent)
+					case "small":
+						c.Write(payload[:1024])
+					}
+					return None
+				}
+				h.drain = func(c Conn) Action {
+					mu.Lock()
+					drains[c.ID()]++
+					worst = max(worst, c.OutboundBuffered())
+					mu.Unlock()
+					sent = tt.produce(c, sent)
+					return None
+				}
+				eng, addr := serve(t, h, p, WithNumEventLoop(1), WithWriteBufferCap(mark), WithSocketSendBuffer(32<<10))
+				slow := dialSmall(t, addr)
+				slowID := h.next(t)
+				quick := dial(t, addr)
+				quickID := h.next(t)
+
+				require.NoError(t, echoOnceAs(quick, []byte("small"), payload[:1024]))
+				_, err := slow.Write([]byte("big"))
+				require.NoError(t, err)
+				slow.SetReadDeadline(time.Now().Add(10 * time.Second))
+				got := make([]byte, 0, total)
+				buf := make([]byte, 16<<10)
+				for len(got) < total {
+					n, err := slow.Read(buf)
+					require.NoError(t, err, "after %d of %d bytes", len(got), total)
+					got = append(got, buf[:n]...)
+					time.Sleep(200 * time.Microsecond)
+				}
+				require.True(t, bytes.Equal(payload, got), "differs at byte %d", firstDiff(got, payload))
+				require.NoError(t, echoOnceAs(quick, []byte("small"), payload[:1024]))
+				slow.Close()
+				quick.Close()
+				closed := h.closedErrs(t, slowID, quickID)
+
+				mu.Lock()
+				defer mu.Unlock()
+				if tt.drains >= 0 {
+					assert.Equal(t, tt.drains, drains[slowID], "OnDrain calls for the slow reader")
+				} else {
+					assert.GreaterOrEqual(t, drains[slowID], -tt.drains, "OnDrain calls for the slow reader")
+				}
+				assert.LessOrEqual(t, worst, mark/2, "output unsent when OnDrain ran")
+				assert.Zero(t, drains[quickID], "OnDrain for a connection whose output stayed under the mark")
+				return outcome{Delivered: []int{len(got)}, Closed: closed, Stats: closedStats(t, eng)}
+			})
+		})
+	}
+}
+
+// With the engine's backpressure on, the default, a connection whose
+// output is past the high-water mark is not read until it drains; with it
+// off, the handler is offered what the client sends whatever its output,
+// as a relay that pauses by the other side's output needs.
+func TestBackpressure(t *testing.T) {
+	const (
+		mark  = 64 << 10
+		reply = 1 << 20
+		more  = 32 << 10
+	)
+	for _, on := range []bool{true, false} {
+		t.Run(fmt.Sprintf("on=%v", on), func(t *testing.T) {
+			onEachPoller(t, func(t *testing.T, p Option) outcome {
+				h := newLifetimes()
+				s := &stream{}
+				h.traffic = func(c Conn) Action {
+					if b, _ := c.Peek(-1); s.calls.Load() == 0 && string(b) == "B" {
+						c.Write(make([]byte, reply))
+					}
+					s.take(c)
+					return None
+				}
+				eng, addr := serve(t, h, p, WithNumEventLoop(1), WithWriteBufferCap(mark),
+					WithSocketSendBuffer(32<<10), WithBackpressure(on))
+				c := dialSmall(t, addr)
+				id := h.next(t)
+				sc := h.conn(id)
+				_, err := c.Write([]byte("B"))
+				require.NoError(t, err)
+				waitFor(t, 5*time.Second, func() bool { return s.got.Load() == 1 },
+					func() string { return "the request was not read" })
+				waitForOutput(t, sc, mark)
+
+				// The client sends more and reads nothing.
+				_, err = c.Write(make([]byte, more))
+				require.NoError(t, err)
+				if on {
+					waitFor(t, 5*time.Second, func() bool { k, e := unreadBytes(t, sc); return k+e == more },
+						func() string { return "the bytes sent did not arrive" })
+					require.True(t, holdsFor(pausedFor, func() bool { return s.got.Load() == 1 }),
+						"read while its output was past the mark")
+				} else {
+					waitFor(t, 5*time.Second, func() bool { return s.got.Load() == 1+more },
+						func() string { return fmt.Sprintf("%d of %d bytes offered", s.got.Load()-1, more) })
+					assert.Greater(t, outbound(t, sc), mark, "the output drained: the test proves nothing")
+				}
+
+				// Once the client reads, the output drains, and all is read.
+				c.SetReadDeadline(time.Now().Add(10 * time.Second))
+				n, err := readN(c, reply)
+				require.NoError(t, err, "after %d of %d bytes", n, reply)
+				waitFor(t, 5*time.Second, func() bool { return s.got.Load() == 1+more },
+					func() string { return fmt.Sprintf("%d of %d bytes offered", s.got.Load()-1, more) })
+				c.Close()
+				return outcome{Delivered: []int{n, int(s.got.Load())}, Closed: h.closedErrs(t, id), Stats: closedStats(t, eng)}
+			})
+		})
+	}
+}
+
+// relay forwards what its first connection, upstream, sends to its
+// second, downstream, as a proxy does: it pauses upstream while
+// downstream's output is past the mark, and resumes it in downstream's
+// OnDrain, so that a slow downstream holds back a fast upstream rather
+// than growing the server's memory.
+type relay struct {
+	*lifetimes
+	mark       int
+	up, down   Conn         // on the loop only
+	pauses     atomic.Int64 // upstream paused
+	peak       atomic.Int64 // downstream's most output unsent after a write
+	wrongDrain atomic.Int64 // OnDrain calls for upstream, whose output is nothing
+	failed     atomic.Int64 // PauseRead and ResumeRead that failed
+}
+
+func newRelay(mark int) *relay {
+	h := &relay{lifetimes: newLifetimes(), mark: mark}
+	h.onOpen = func(c Conn) {
+		if h.up == nil {
+			h.up = c
+		} else {
+			h.down = c
+		}
+	}
+	h.traffic = func(c Conn) Action {
+		b, _ := c.Next(-1)
+		if c != h.up {
+			return None
+		}
+		h.down.Write(b)
+		n := h.down.OutboundBuffered()
+		storeMax(&h.peak, n)
+		if n > h.mark {
+			h.pauses.Add(1)
+			if c.PauseRead() != nil {
+				h.failed.Add(1)
+			}
+		}
+		return None
+	}
+	return h
+}
+
+func (h *relay) OnDrain(c Conn) Action {
+	if c != h.down {
+		h.wrongDrain.Add(1)
+		return None
+	}
+	if h.up.ResumeRead() != nil {
+		h.failed.Add(1)
+	}
+	return None
+}
+
+// A relay built of PauseRead, OnDrain and WithBackpressure(false) moves
+// every byte, in order, from a fast upstream to a slow downstream, and
+// holds no more than the mark and a read's worth for it on the way.
+func TestRelayPausesUpstreamUntilDrained(t *testing.T) {
+	const mark = 64 << 10
+	payload := randomBytes(rand.New(rand.NewPCG(24, 25)), 4<<20)
+	onEachPoller(t, func(t *testing.T, p Option) outcome {
+		h := newRelay(mark)
+		eng, addr := serve(t, h, p, WithNumEventLoop(1), WithWriteBufferCap(mark),
+			WithBackpressure(false), WithSocketSendBuffer(32<<10))
+		up := dial(t, addr)
+		upID := h.next(t)
+		down := dialSmall(t, addr)
+		downID := h.next(t)
+		sent := make(chan error, 1)
+		go func() {
+			up.SetWriteDeadline(time.Now().Add(30 * time.Second))
+			_, err := up.Write(payload)
+			sent <- err
+		}()
+		down.SetReadDeadline(time.Now().Add(30 * time.Second))
+		got := make([]byte, 0, len(payload))
+		buf := make([]byte, 32<<10)
+		for len(got) < len(payload) {
+			n, err := down.Read(buf)
+			require.NoError(t, err, "after %d of %d bytes", len(got), len(payload))
+			got = append(got, buf[:n]...)
+			time.Sleep(100 * time.Microsecond)
+		}
+		require.NoError(t, <-sent)
+		require.True(t, bytes.Equal(payload, got), "differs at byte %d", firstDiff(got, payload))
+		up.Close()
+		down.Close()
+		closed := h.closedErrs(t, upID, downID)
+		assert.Positive(t, h.pauses.Load(), "the slow downstream never held upstream back")
+		assert.LessOrEqual(t, h.peak.Load(), int64(mark+2*readBuffer), "output held for downstream")
+		assert.Zero(t, h.wrongDrain.Load(), "OnDrain for upstream")
+		assert.Zero(t, h.failed.Load(), "PauseRead or ResumeRead failed")
+		return outcome{Delivered: []int{len(got)}, Closed: closed, Stats: closedStats(t, eng)}
+	})
+}
