@@ -1,0 +1,330 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net"
+	"os"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/sluicenet/sluice"
+	"github.com/sluicenet/sluice/poller"
+)
+
+// deadline bounds every wait in these tests: long enough for a loaded
+// machine under the race detector, short enough that a hang fails.
+const deadline = 20 * time.Second
+
+// eachPoller runs f once with the proxy's loops on epoll and once on
+// io_uring. io_uring is skipped where the kernel cannot run it, except in
+// CI, where the test then fails rather than passing untested, as the
+// engine's own tests do.
+func eachPoller(t *testing.T, f func(t *testing.T, k poller.Kind)) {
+	for _, k := range []poller.Kind{poller.Epoll, poller.IOUring} {
+		t.Run(k.String(), func(t *testing.T) {
+			if k == poller.IOUring {
+				if err := ringUnsupported(); err != nil && os.Getenv("CI") == "" {
+					t.Skip(err)
+				}
+			}
+			f(t, k)
+		})
+	}
+}
+
+// ringUnsupported reports why io_uring cannot run here, or nil when it
+// can: an engine with no listener, asked for io_uring, either starts (and
+// stops at once) or says why not.
+var ringUnsupported = sync.OnceValue(func() error {
+	err := sluice.Run(stopAtBoot{}, "", sluice.WithPoller(poller.IOUring), sluice.WithNumEventLoop(1))
+	if errors.Is(err, sluice.ErrPollerUnsupported) {
+		return err
+	}
+	return nil
+})
+
+type stopAtBoot struct{ sluice.BuiltinEventEngine }
+
+func (stopAtBoot) OnBoot(sluice.Engine) sluice.Action { return sluice.Shutdown }
+
+// waitFor polls cond until it holds, or fails the test with what describe
+// says once the deadline passes.
+func waitFor(t testing.TB, cond func() bool, describe func() string) {
+	t.Helper()
+	end := time.Now().Add(deadline)
+	for !cond() {
+		if time.Now().After(end) {
+			t.Fatal(describe())
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// testProxy is a proxy running in-process.
+type testProxy struct {
+	*proxy
+	addrs []string // as net.Dial takes them: "host:port", or a unix path
+	log   *syncBuffer
+}
+
+// startProxy runs a proxy with cfg, on a free port of 127.0.0.1 and two
+// loops unless cfg says otherwise, until the test ends; then it stops it
+// and checks that it let go of every connection.
+func startProxy(t testing.TB, cfg config) *testProxy {
+	t.Helper()
+	if len(cfg.addrs) == 0 {
+		cfg.addrs = []string{"tcp://127.0.0.1:0"}
+	}
+	if cfg.loops == 0 {
+		cfg.loops = 2
+	}
+	tp := &testProxy{log: &syncBuffer{}}
+	cfg.out = tp.log
+	cfg.logf = func(format string, args ...any) { fmt.Fprintf(tp.log, format+"\n", args...) }
+	px, err := newProxy(cfg)
+	require.NoError(t, err)
+	tp.proxy = px
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- px.run(ctx) }()
+	select {
+	case <-px.booted:
+	case err := <-done:
+		cancel()
+		t.Fatalf("the proxy did not start: %v", err)
+	}
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case err := <-done:
+			require.NoError(t, err)
+		case <-time.After(deadline):
+			t.Fatal("the proxy did not stop")
+		}
+		if t.Failed() {
+			t.Logf("proxy log:\n%s", tp.log)
+		}
+	})
+	for _, a := range px.eng.Addrs() {
+		tp.addrs = append(tp.addrs, a.String())
+	}
+	return tp
+}
+
+// addr is the proxy's first address.
+func (tp *testProxy) addr() string { return tp.addrs[0] }
+
+// settled waits until the proxy holds no connection and no pair.
+func (tp *testProxy) settled(t testing.TB) {
+	t.Helper()
+	var s snapshot
+	waitFor(t, func() bool {
+		s = tp.snapshot()
+		return s.Engine.Conns == 0 && s.Pairs == 0 && s.Clients == 0
+	}, func() string {
+		return fmt.Sprintf("the proxy still holds %d connections, %d pairs, %d clients", s.Engine.Conns, s.Pairs, s.Clients)
+	})
+}
+
+// echoServer is a backend for the tests: an in-process Sluice engine,
+// on epoll, that sends back every byte it receives.
+type echoServer struct {
+	sluice.BuiltinEventEngine
+	eng    sluice.Engine
+	addr   string
+	opened atomic.Int64
+
+	mu      sync.Mutex
+	remotes []net.Addr      // each connection's RemoteAddr, as OnOpen saw it
+	live    map[uint64]bool // IDs of connections open now
+}
+
+// startEcho runs an echo server on a free port of 127.0.0.1, or at the
+// unix address addr if given, until the test ends.
+func startEcho(t testing.TB, addr string, opts ...sluice.Option) *echoServer {
+	t.Helper()
+	if addr == "" {
+		addr = "tcp://127.0.0.1:0"
+	}
+	s := &echoServer{live: map[uint64]bool{}}
+	booted := make(chan sluice.Engine, 1)
+	done := make(chan error, 1)
+	go func() {
+		done <- sluice.Run(&booter{s, booted}, addr, append([]sluice.Option{sluice.WithNumEventLoop(2)}, opts...)...)
+	}()
+	select {
+	case s.eng = <-booted:
+	case err := <-done:
+		t.Fatalf("the echo server did not start: %v", err)
+	}
+	a := s.eng.Addrs()[0]
+	s.addr = a.String()
+	if a.Network() == "unix" {
+		s.addr = "unix://" + a.String()
+	}
+	t.Cleanup(func() { s.stop(t, done) })
+	return s
+}
+
+// stop stops the server gracefully; it may be called again.
+func (s *echoServer) stop(t testing.TB, done chan error) {
+	ctx, cancel := context.WithTimeout(context.Background(), deadline)
+	defer cancel()
+	if err := s.eng.Stop(ctx); err != nil && !errors.Is(err, sluice.ErrEngineStopped) {
+		t.Errorf("stopping the echo server: %v", err)
+	}
+	if done != nil {
+		<-done
+	}
+}
+
+type booter struct {
+	*echoServer
+	booted chan sluice.Engine
+}
+
+func (b *booter) OnBoot(eng sluice.Engine) sluice.Action {
+	b.booted <- eng
+	return sluice.None
+}
+
+func (s *echoServer) OnOpen(c sluice.Conn) ([]byte, sluice.Action) {
+	s.opened.Add(1)
+	s.mu.Lock()
+	s.remotes = append(s.remotes, c.RemoteAddr())
+	s.live[c.ID()] = true
+	s.mu.Unlock()
+	return nil, sluice.None
+}
+
+func (s *echoServer) OnTraffic(c sluice.Conn) sluice.Action {
+	b, _ := c.Next(-1)
+	c.Write(b)
+	return sluice.None
+}
+
+func (s *echoServer) OnClose(c sluice.Conn, _ error) sluice.Action {
+	s.mu.Lock()
+	delete(s.live, c.ID())
+	s.mu.Unlock()
+	return sluice.None
+}
+
+// liveIDs returns the IDs of the server's open connections.
+func (s *echoServer) liveIDs() []uint64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var ids []uint64
+	for id := range s.live {
+		ids = append(ids, id)
+	}
+	return ids
+}
+
+// remoteAddrs returns what RemoteAddr said of each connection, in order.
+func (s *echoServer) remoteAddrs() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var as []string
+	for _, a := range s.remotes {
+		as = append(as, a.String())
+	}
+	return as
+}
+
+// dial connects to a proxy address, closed when the test ends.
+func dial(t testing.TB, addr string) *net.TCPConn {
+	t.Helper()
+	c, err := net.DialTimeout("tcp", addr, deadline)
+	require.NoError(t, err)
+	t.Cleanup(func() { c.Close() })
+	require.NoError(t, c.SetDeadline(time.Now().Add(deadline)))
+	return c.(*net.TCPConn)
+}
+
+// payload returns n random bytes, the same for the same seed, so that
+// each client's stream differs from the others' and a byte relayed to the
+// wrong client shows.
+func payload(seed uint64, n int) []byte {
+	var key [32]byte
+	binary.LittleEndian.PutUint64(key[:], seed)
+	b := make([]byte, n)
+	rand.NewChaCha8(key).Read(b)
+	return b
+}
+
+// echo sends p through c, reading the echo as it goes, and checks that
+// every byte came back in order.
+func echo(c net.Conn, p []byte) error {
+	sent := make(chan error, 1)
+	go func() {
+		_, err := c.Write(p)
+		sent <- err
+	}()
+	got := make([]byte, len(p))
+	n, err := io.ReadFull(c, got)
+	if err != nil {
+		return fmt.Errorf("read %d of %d bytes: %w", n, len(p), err)
+	}
+	if err := <-sent; err != nil {
+		return fmt.Errorf("write: %w", err)
+	}
+	if i := firstDiff(got, p); i >= 0 {
+		return fmt.Errorf("echo differs at byte %d of %d", i, len(p))
+	}
+	return nil
+}
+
+// firstDiff returns where a and b first differ, or -1.
+func firstDiff(a, b []byte) int {
+	if bytes.Equal(a, b) {
+		return -1
+	}
+	for i := range min(len(a), len(b)) {
+		if a[i] != b[i] {
+			return i
+		}
+	}
+	return min(len(a), len(b))
+}
+
+// syncBuffer is a bytes.Buffer safe for writers on other goroutines.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// contains reports whether the buffer holds s.
+func (s *syncBuffer) contains(sub string) bool { return strings.Contains(s.String(), sub) }
+
+// openFDs counts the process's open descriptors.
+func openFDs(t testing.TB) int {
+	entries, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Skip("no /proc/self/fd")
+	}
+	return len(entries)
+}

@@ -1,0 +1,113 @@
+// Command proxy is a TCP (layer 4) proxy on Sluice's event loops, to put in
+// front of Redis or any other TCP service: every client it accepts is
+// relayed, byte for byte, to one of its backends.
+//
+//	go run ./examples/proxy -addr 127.0.0.1:7000 -backend 127.0.0.1:6379
+//	go run ./examples/proxy -addr :7000,:7001 -backend 10.0.0.1:6379 -backend 10.0.0.2:6379 -balance leastconn
+//	go run ./examples/proxy -addr :7000 -backend unix:///run/redis.sock -send-proxy v2
+//	go run ./examples/proxy -addr :7000 -backend 127.0.0.1:9000 -stats-interval 5s -poller uring
+//
+// Each client is paired with a connection the proxy dials to a backend
+// from the client's own event loop, so the two never cross threads. Until
+// the backend answers, the client is not read: what it sends waits and is
+// relayed once the backend connects. Then what either side sends is
+// written to the other at once. When one side holds more unsent bytes than
+// -buffer (its peer reads slower than the other side writes), the side
+// feeding it is not read until that drains to half, so a pair holds about
+// -buffer and one read per direction, whatever its peers do: a client that
+// never reads cannot make the proxy buffer a backend's replies without
+// bound, nor a slow backend a client's uploads.
+//
+// An end of stream is passed on (half-close): a client that shuts down its
+// write side still receives all the backend sends until the backend ends
+// too, as with a direct connection. A side that resets, or fails, resets
+// the other; one that closes cleanly, or idles past -idle-timeout, closes
+// the other gracefully, once it has sent what it holds.
+//
+// Backends are chosen by -balance: roundrobin (in turn), leastconn (the
+// fewest clients now, those connecting included) or source (a hash of the
+// client's IP address, so that a client keeps to one backend while the
+// same backends are up). A connect that fails is retried on the next
+// backend, until the client's -connect-timeout runs out; each attempt gets
+// an even share of what is left, so that a backend that swallows connects
+// without answering leaves time for the others. A backend whose connects
+// fail -max-fails times in a row is marked down for -down-time, then one
+// client probes it: success brings it back, failure keeps it down for
+// another -down-time. A client that no backend can take, because all are
+// down or none answered in time, is reset at once rather than left
+// waiting. So is a client past -maxconn.
+//
+// With -proxy-protocol optional or required the proxy sits behind a load
+// balancer that sends the PROXY protocol header, and reads it; with
+// -send-proxy v1 or v2 it sends one to its backends, as HAProxy's
+// send-proxy and send-proxy-v2 do, naming the original client: with both,
+// a backend learns the address of the client in front of the balancer.
+//
+// It prints the addresses it listens on; with -stats-interval, the
+// engine's counters, its own and each backend's, every interval. On
+// SIGINT or SIGTERM it stops accepting and closes every pair gracefully,
+// each connection sending what the proxy holds for it first; pairs still
+// open after -grace are reset. A second signal ends it at once.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"log"
+	"net"
+	"os"
+	"os/signal"
+	"runtime"
+	"syscall"
+
+	"github.com/sluicenet/sluice"
+	"github.com/sluicenet/sluice/poller"
+)
+
+func main() {
+	var cfg config
+	var addrs, backends listFlag
+	flag.Var(&addrs, "addr", "address to listen on, tcp://host:port, host:port or unix:///path; repeat it, or list several with commas (default 127.0.0.1:7000)")
+	flag.Var(&backends, "backend", "backend to relay to, host:port or unix:///path; repeat it, or list several with commas")
+	flag.TextVar(&cfg.balance, "balance", roundRobin, "how clients are spread over backends: roundrobin, leastconn or source")
+	flag.IntVar(&cfg.loops, "loops", runtime.NumCPU(), "number of event loops")
+	flag.TextVar(&cfg.poller, "poller", poller.Epoll, "how the event loops wait: epoll, uring or auto")
+	flag.TextVar(&cfg.proxyProtocol, "proxy-protocol", sluice.ProxyOff, "read a PROXY protocol header from a load balancer in front: off, optional or required")
+	flag.TextVar(&cfg.sendProxy, "send-proxy", sendProxyOff, "send backends a PROXY protocol header naming the client: off, v1 or v2")
+	flag.DurationVar(&cfg.connectTimeout, "connect-timeout", defaultConnectTimeout, "a client's time to reach a backend, every attempt included")
+	flag.DurationVar(&cfg.idleTimeout, "idle-timeout", 0, "close a pair that moves no bytes for this long (0: never)")
+	flag.IntVar(&cfg.maxConn, "maxconn", 0, "most clients at once (0: as many as the descriptor limit allows, two each)")
+	flag.IntVar(&cfg.buffer, "buffer", defaultBuffer, "unsent bytes one side of a pair may hold before the other side is paused")
+	flag.IntVar(&cfg.maxFails, "max-fails", defaultMaxFails, "failed connects in a row that mark a backend down")
+	flag.DurationVar(&cfg.downTime, "down-time", defaultDownTime, "how long a backend stays down before a client probes it")
+	flag.DurationVar(&cfg.grace, "grace", defaultGrace, "how long a graceful stop waits for pairs to close before resetting them")
+	flag.DurationVar(&cfg.statsInterval, "stats-interval", 0, "print statistics this often (0: never)")
+	flag.Parse()
+	if len(addrs) == 0 {
+		addrs = listFlag{"127.0.0.1:7000"}
+	}
+	cfg.addrs, cfg.backends = addrs, backends
+	cfg.out = os.Stdout
+	cfg.logf = log.Printf
+	cfg.listening = func(addrs []net.Addr) {
+		for _, a := range addrs {
+			fmt.Printf("proxy: listening on %s://%s\n", a.Network(), a)
+		}
+	}
+
+	px, err := newProxy(cfg)
+	if err != nil {
+		log.Fatalf("proxy: %v", err)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	go func() {
+		// Once the first signal has begun the stop, the next one gets
+		// the default action, which ends the process at once.
+		<-ctx.Done()
+		stop()
+	}()
+	if err := px.run(ctx); err != nil {
+		log.Fatalf("proxy: %v", err)
+	}
+}

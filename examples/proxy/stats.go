@@ -1,0 +1,136 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"sync"
+	"time"
+
+	"github.com/sluicenet/sluice"
+)
+
+// snapshot is the proxy's state at one moment, for -stats-interval and
+// for tests.
+type snapshot struct {
+	Engine sluice.Stats
+
+	Clients  int64  // clients open
+	Rejected uint64 // clients reset for -maxconn
+	Unserved uint64 // clients reset because no backend could be reached
+
+	Pairs    int // pairs the loops hold, clients connecting included
+	Held     int // sides of pairs paused because the other side is full
+	Buffered int // bytes the proxy holds for its pairs now: unsent, and received but not yet relayed
+	Peak     int // the most unsent bytes one side of a pair held after a relayed write, since the start
+
+	Up, Down uint64 // bytes relayed from clients to backends, and back
+
+	Backends []backendStats
+}
+
+// backendStats is one backend's part of a snapshot.
+type backendStats struct {
+	Addr      string
+	Down      bool   // marked down by passive health, or being probed
+	Active    int64  // pairs relaying to it now, or connecting
+	Connected uint64 // connects that succeeded
+	Failed    uint64 // connects that failed
+	Errors    uint64 // pairs whose backend side ended in an error
+	Downs     uint64 // times marked down
+}
+
+// snapshot gathers the proxy's state. The loops' shares are read on the
+// loops themselves (Loop.Execute), where their connections may be asked
+// what they hold, so it waits for each loop's turn; a loop that has
+// stopped holds nothing.
+func (px *proxy) snapshot() snapshot {
+	s := snapshot{
+		Engine:   px.eng.Stats(),
+		Clients:  px.clients.Load(),
+		Rejected: px.rejected.Load(),
+		Unserved: px.unserved.Load(),
+	}
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for i := range px.eng.NumLoops() {
+		ls := &px.loops[i]
+		wg.Add(1)
+		err := px.eng.Loop(i).Execute(func() {
+			defer wg.Done()
+			var part snapshot
+			for p := ls.pairs; p != nil; p = p.next {
+				part.Pairs++
+				if p.clientHeld {
+					part.Held++
+				}
+				if p.backendHeld {
+					part.Held++
+				}
+				if !p.clientGone {
+					part.Buffered += p.client.OutboundBuffered() + p.client.InboundBuffered()
+				}
+				if p.backend != nil && !p.backendGone {
+					part.Buffered += p.backend.OutboundBuffered() + p.backend.InboundBuffered()
+				}
+			}
+			mu.Lock()
+			s.Pairs += part.Pairs
+			s.Held += part.Held
+			s.Buffered += part.Buffered
+			s.Peak = max(s.Peak, ls.peak)
+			s.Up += ls.up
+			s.Down += ls.down
+			mu.Unlock()
+		})
+		if err != nil {
+			wg.Done() // the loop has stopped: fn will not run
+		}
+	}
+	wg.Wait()
+	now := time.Now().UnixNano()
+	for _, b := range px.pool.backends {
+		s.Backends = append(s.Backends, backendStats{
+			Addr:      b.addr,
+			Down:      px.pool.health(b, now) != up,
+			Active:    b.active.Load(),
+			Connected: b.connected.Load(),
+			Failed:    b.failed.Load(),
+			Errors:    b.errored.Load(),
+			Downs:     b.downs.Load(),
+		})
+	}
+	return s
+}
+
+// printStats prints a snapshot every interval until the engine shuts down.
+func (px *proxy) printStats(interval time.Duration) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-t.C:
+			px.snapshot().print(px.cfg.out)
+		case <-px.done:
+			return
+		}
+	}
+}
+
+// print writes s as a line of totals, one of the engine's counters and
+// one per backend.
+func (s snapshot) print(w io.Writer) {
+	fmt.Fprintf(w, "proxy: clients %d pairs %d held %d buffered %d peak %d up %d down %d rejected %d unserved %d\n",
+		s.Clients, s.Pairs, s.Held, s.Buffered, s.Peak, s.Up, s.Down, s.Rejected, s.Unserved)
+	e := s.Engine
+	fmt.Fprintf(w, "proxy: engine conns %d accepted %d dialed %d dial-failed %d rejected-max %d killed %d idle-timeouts %d proxy-invalid %d proxy-missing %d proxy-timeouts %d\n",
+		e.Conns, e.Accepted, e.Dialed, e.DialFailed, e.RejectedMaxConns, e.Killed, e.IdleTimeouts,
+		e.ProxyInvalid, e.ProxyMissing, e.ProxyTimeouts)
+	for _, b := range s.Backends {
+		state := "up"
+		if b.Down {
+			state = "down"
+		}
+		fmt.Fprintf(w, "proxy: backend %s %s active %d connected %d failed %d errors %d downs %d\n",
+			b.Addr, state, b.Active, b.Connected, b.Failed, b.Errors, b.Downs)
+	}
+}
