@@ -6,6 +6,12 @@
 // loops, 64 KiB read and write buffers, epoll or, with -poller uring,
 // io_uring; everything else, the graceful (lingering) close included, is the
 // engine's default. See package churn for the command line and the report.
+//
+// Two flags take a default away, to see what it costs (benchmarks/run
+// passes neither): -loop-dial dials with the closed connection's
+// Loop.Dial instead of Engine.Dial, which, called from a callback, asks
+// the kernel for the calling thread's id to find its loop; -linger=false
+// closes without the lingering close (WithLingeringClose(0, 0)).
 package main
 
 import (
@@ -14,6 +20,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"strconv"
 
 	"github.com/sluicenet/sluice"
 	"github.com/sluicenet/sluice/poller"
@@ -24,30 +31,38 @@ import (
 // A slot is one of the dials in flight; the dial under way carries it as its
 // context. Only the loop that owns its connection touches it.
 type slot struct {
-	n      int    // this dial's number: the slot's index, plus Conns for each before it
-	msg    []byte // the message, and so the echo expected
-	judged bool   // the echo came and was counted, right or wrong
+	n      int         // this dial's number: the slot's index, plus Conns for each before it
+	msg    []byte      // the message, and so the echo expected
+	judged bool        // the echo came and was counted, right or wrong
+	loop   sluice.Loop // the loop of its last connection, for -loop-dial
 }
 
 type dialer struct {
 	sluice.BuiltinEventEngine
-	kind  poller.Kind
-	cfg   churn.Config
-	tally *churn.Tally
-	eng   sluice.Engine // set in OnBoot, before the first dial
-	boot  chan struct{}
-	ran   chan error
+	kind     poller.Kind
+	loopDial bool // -loop-dial
+	noLinger bool // -linger=false
+	cfg      churn.Config
+	tally    *churn.Tally
+	eng      sluice.Engine // set in OnBoot, before the first dial
+	boot     chan struct{}
+	ran      chan error
 }
 
 func (d *dialer) Start(cfg churn.Config, t *churn.Tally) error {
 	d.cfg, d.tally = cfg, t
 	d.boot, d.ran = make(chan struct{}), make(chan error, 1)
 	go func() {
-		d.ran <- sluice.Run(d, "",
+		opts := []sluice.Option{
 			sluice.WithNumEventLoop(cfg.Loops),
-			sluice.WithReadBufferCap(64<<10),
-			sluice.WithWriteBufferCap(64<<10),
-			sluice.WithPoller(d.kind))
+			sluice.WithReadBufferCap(64 << 10),
+			sluice.WithWriteBufferCap(64 << 10),
+			sluice.WithPoller(d.kind),
+		}
+		if d.noLinger {
+			opts = append(opts, sluice.WithLingeringClose(0, 0))
+		}
+		d.ran <- sluice.Run(d, "", opts...)
 	}()
 	select {
 	case <-d.boot:
@@ -77,7 +92,11 @@ func (d *dialer) dial(s *slot) error {
 		return nil
 	}
 	s.judged = false
-	return d.eng.Dial(d.cfg.Addrs[s.n%len(d.cfg.Addrs)], s)
+	addr := d.cfg.Addrs[s.n%len(d.cfg.Addrs)]
+	if d.loopDial && s.loop != (sluice.Loop{}) {
+		return s.loop.Dial(addr, s)
+	}
+	return d.eng.Dial(addr, s)
 }
 
 // next numbers slot s for its next dial and starts it.
@@ -114,6 +133,9 @@ func (d *dialer) OnClose(c sluice.Conn, err error) sluice.Action {
 	if err != nil || !s.judged {
 		d.tally.Closed()
 	}
+	if d.loopDial {
+		s.loop = c.Loop()
+	}
 	d.next(s)
 	return sluice.None
 }
@@ -133,5 +155,11 @@ func (d *dialer) Stop(ctx context.Context) error {
 func main() {
 	d := new(dialer)
 	flag.TextVar(&d.kind, "poller", poller.Epoll, "how the event loop waits: epoll, uring or auto")
+	flag.BoolVar(&d.loopDial, "loop-dial", false, "dial from callbacks with Loop.Dial instead of Engine.Dial")
+	flag.BoolFunc("linger", "close with the engine's lingering close, the default (false: WithLingeringClose(0, 0))", func(v string) error {
+		on, err := strconv.ParseBool(v)
+		d.noLinger = !on
+		return err
+	})
 	churn.Main(d)
 }

@@ -34,6 +34,11 @@ func TestDialer(t *testing.T) {
 	}
 }
 
+func TestDialerVariants(t *testing.T) {
+	t.Run("loop-dial", func(t *testing.T) { churntest.Check(t, &dialer{loopDial: true}) })
+	t.Run("linger=false", func(t *testing.T) { churntest.Check(t, &dialer{noLinger: true}) })
+}
+
 func TestDialerCountsMismatches(t *testing.T) {
 	churntest.CheckMismatch(t, &dialer{kind: poller.Epoll})
 }
