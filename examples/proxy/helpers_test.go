@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -76,6 +75,7 @@ type testProxy struct {
 	*proxy
 	addrs []string // as net.Dial takes them: "host:port", or a unix path
 	log   *syncBuffer
+	stop  func() error // stops the proxy, as a signal does, and returns what run did; once
 }
 
 // startProxy runs a proxy with cfg, on a free port of 127.0.0.1 and two
@@ -104,14 +104,17 @@ func startProxy(t testing.TB, cfg config) *testProxy {
 		cancel()
 		t.Fatalf("the proxy did not start: %v", err)
 	}
-	t.Cleanup(func() {
+	tp.stop = sync.OnceValue(func() error {
 		cancel()
 		select {
 		case err := <-done:
-			require.NoError(t, err)
+			return err
 		case <-time.After(deadline):
-			t.Fatal("the proxy did not stop")
+			return errors.New("the proxy did not stop")
 		}
+	})
+	t.Cleanup(func() {
+		require.NoError(t, tp.stop())
 		if t.Failed() {
 			t.Logf("proxy log:\n%s", tp.log)
 		}
@@ -255,18 +258,30 @@ func dial(t testing.TB, addr string) *net.TCPConn {
 
 // payload returns n random bytes, the same for the same seed, so that
 // each client's stream differs from the others' and a byte relayed to the
-// wrong client shows.
+// wrong client shows. It copies them from one block of random bytes made
+// once, starting where the seed says: generating every payload afresh
+// cost more than the rest of the tests under the race detector.
 func payload(seed uint64, n int) []byte {
-	var key [32]byte
-	binary.LittleEndian.PutUint64(key[:], seed)
-	b := make([]byte, n)
-	rand.NewChaCha8(key).Read(b)
+	block := randomBlock()
+	b := make([]byte, 0, n)
+	for at := int(seed*7919) % len(block); len(b) < n; at = 0 {
+		b = append(b, block[at:min(len(block), at+n-len(b))]...)
+	}
 	return b
 }
 
+var randomBlock = sync.OnceValue(func() []byte {
+	b := make([]byte, 1<<20+13) // an odd size, so that the copies of long payloads do not line up
+	rand.NewChaCha8([32]byte{}).Read(b)
+	return b
+})
+
 // echo sends p through c, reading the echo as it goes, and checks that
-// every byte came back in order.
+// every byte came back in order. When the stream breaks, the error is the
+// read's and the write's together: a reset that comes while a write is
+// blocked ends the write with it, and the read then sees only the end.
 func echo(c net.Conn, p []byte) error {
+	c.SetDeadline(time.Now().Add(deadline))
 	sent := make(chan error, 1)
 	go func() {
 		_, err := c.Write(p)
@@ -275,7 +290,7 @@ func echo(c net.Conn, p []byte) error {
 	got := make([]byte, len(p))
 	n, err := io.ReadFull(c, got)
 	if err != nil {
-		return fmt.Errorf("read %d of %d bytes: %w", n, len(p), err)
+		return fmt.Errorf("read %d of %d bytes: %w", n, len(p), errors.Join(err, <-sent))
 	}
 	if err := <-sent; err != nil {
 		return fmt.Errorf("write: %w", err)

@@ -1,10 +1,12 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"net"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -31,26 +33,31 @@ func TestNoDescriptorLeft(t *testing.T) {
 		before := openFDs(t)
 		peak := 0
 		for done := 0; done < total; done += batch {
-			conns := make([]net.Conn, batch)
-			for i := range conns {
-				c, err := net.DialTimeout("tcp", tp.addr(), deadline)
-				require.NoError(t, err, "connection %d", done+i)
-				conns[i] = c
-			}
-			// One byte each way proves every connection was relayed.
-			var wg sync.WaitGroup
+			// Each client connects and passes a byte each way, proving it
+			// was relayed, then waits until the whole batch is open.
+			var opened, closed sync.WaitGroup
+			release := make(chan struct{})
 			errs := make(chan error, batch)
-			for i, c := range conns {
-				wg.Go(func() {
-					defer c.Close()
-					c.SetDeadline(time.Now().Add(deadline))
-					if err := echo(c, []byte{byte(i)}); err != nil {
-						errs <- fmt.Errorf("connection %d: %w", done+i, err)
+			opened.Add(batch)
+			for i := range batch {
+				closed.Go(func() {
+					c, err := net.DialTimeout("tcp", tp.addr(), deadline)
+					if err == nil {
+						defer c.Close()
+						err = echo(c, []byte{byte(i)})
 					}
+					opened.Done()
+					if err != nil {
+						errs <- fmt.Errorf("connection %d: %w", done+i, err)
+						return
+					}
+					<-release
 				})
 			}
+			opened.Wait()
 			peak = max(peak, openFDs(t))
-			wg.Wait()
+			close(release)
+			closed.Wait()
 			close(errs)
 			for err := range errs {
 				t.Fatal(err)
@@ -117,4 +124,62 @@ func TestClientThatNeverReads(t *testing.T) {
 		assert.LessOrEqual(t, s.Peak, mark+64<<10, "the most one side held after a write")
 		t.Logf("held back with %d bytes buffered; peak %d", held, s.Peak)
 	})
+}
+
+// A pair that moves nothing for -idle-timeout is closed, gracefully: the
+// client reads the end of the stream.
+func TestIdleTimeout(t *testing.T) {
+	backend := startEcho(t, "")
+	tp := startProxy(t, config{backends: []string{backend.addr}, idleTimeout: 100 * time.Millisecond})
+	c := dial(t, tp.addr())
+	require.NoError(t, echo(c, []byte("then nothing")))
+	n, err := c.Read(make([]byte, 1))
+	require.Zero(t, n)
+	require.ErrorIs(t, err, io.EOF)
+	tp.settled(t)
+	assert.Positive(t, tp.snapshot().Engine.IdleTimeouts)
+	waitFor(t, func() bool { return len(backend.liveIDs()) == 0 }, func() string { return "the backend connection is still open" })
+}
+
+// A stop waits for pairs to finish sending for at most -grace, then resets
+// those left: a client that never reads cannot hold the proxy up.
+func TestStopIsBounded(t *testing.T) {
+	const grace = 200 * time.Millisecond
+	backend := startEcho(t, "")
+	tp := startProxy(t, config{backends: []string{backend.addr}, grace: grace})
+	// The client's receive buffer is small, so that the kernel cannot
+	// take what the proxy holds for it and let the stop end early.
+	stuck := dialSmall(t, tp.addr())
+	wrote := make(chan error, 1)
+	go func() {
+		_, err := stuck.Write(payload(9, 16<<20)) // the echo piles up unread
+		wrote <- err
+	}()
+	waitFor(t, func() bool { return tp.snapshot().Held == 2 }, func() string { return "the pair was never held back" })
+
+	start := time.Now()
+	require.NoError(t, tp.stop())
+	assert.Less(t, time.Since(start), grace+deadline/4, "the stop took too long")
+	assert.GreaterOrEqual(t, time.Since(start), grace-20*time.Millisecond, "the stop did not wait for the pair")
+	// The reset ends the client's read, or, if its write sees the reset
+	// first, its write, which takes the error from the socket.
+	_, readErr := io.Copy(io.Discard, stuck)
+	writeErr := <-wrote
+	assert.True(t, errors.Is(readErr, syscall.ECONNRESET) || errors.Is(writeErr, syscall.ECONNRESET),
+		"the client was not reset: read %v, write %v", readErr, writeErr)
+	assert.True(t, tp.log.contains("reset"), "the proxy logs that it reset what was left")
+}
+
+// dialSmall connects to addr with a small receive buffer, set before the
+// connect so that the window the client offers is small from the start.
+func dialSmall(t *testing.T, addr string) net.Conn {
+	d := net.Dialer{Timeout: deadline, Control: func(_, _ string, rc syscall.RawConn) error {
+		var err error
+		rc.Control(func(fd uintptr) { err = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, 4<<10) })
+		return err
+	}}
+	c, err := d.Dial("tcp", addr)
+	require.NoError(t, err)
+	t.Cleanup(func() { c.Close() })
+	return c
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -33,6 +34,7 @@ type proxy struct {
 	booted chan struct{}   // closed once eng is set and the listeners are open
 	stop   <-chan struct{} // closed to stop the proxy (run's context)
 	done   chan struct{}   // closed once the engine has shut down
+	aside  sync.WaitGroup  // goroutines OnBoot starts, which run waits for
 }
 
 // loopState is one loop's share of the proxy's state.
@@ -102,7 +104,10 @@ func (px *proxy) run(ctx context.Context) error {
 	for _, addr := range cfg.addrs[1:] {
 		opts = append(opts, sluice.WithListener(addr))
 	}
-	return sluice.Run(px, cfg.addrs[0], opts...)
+	err := sluice.Run(px, cfg.addrs[0], opts...)
+	// The stop's own report comes after the engine has shut down.
+	px.aside.Wait()
+	return err
 }
 
 func (px *proxy) OnBoot(eng sluice.Engine) sluice.Action {
@@ -111,9 +116,9 @@ func (px *proxy) OnBoot(eng sluice.Engine) sluice.Action {
 	if px.cfg.listening != nil {
 		px.cfg.listening(eng.Addrs())
 	}
-	go px.stopWhenDone()
+	px.aside.Go(px.stopWhenDone)
 	if px.cfg.statsInterval > 0 {
-		go px.printStats(px.cfg.statsInterval)
+		px.aside.Go(func() { px.printStats(px.cfg.statsInterval) })
 	}
 	close(px.booted)
 	return sluice.None

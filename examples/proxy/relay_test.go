@@ -52,13 +52,19 @@ func TestEcho(t *testing.T) {
 	eachPoller(t, func(t *testing.T, k poller.Kind) {
 		backend := startEcho(t, "")
 		tp := startProxy(t, config{backends: []string{backend.addr}, poller: k})
-		t.Run("100x1MiB", func(t *testing.T) { echoMany(t, tp.addr(), 100, 1<<20) })
-		t.Run("1000x64B", func(t *testing.T) { echoMany(t, tp.addr(), 1000, 64) })
+		var clients, bytes int
+		for _, tc := range []struct{ conns, size int }{{100, 1 << 20}, {1000, 64}} {
+			t.Run(fmt.Sprintf("%dx%d", tc.conns, tc.size), func(t *testing.T) {
+				echoMany(t, tp.addr(), tc.conns, tc.size)
+				clients += tc.conns
+				bytes += tc.conns * tc.size
+			})
+		}
 		tp.settled(t)
 		s := tp.snapshot()
-		assert.Equal(t, uint64(100<<20+1000*64), s.Up, "bytes relayed to the backend")
+		assert.Equal(t, uint64(bytes), s.Up, "bytes relayed to the backend")
 		assert.Equal(t, s.Up, s.Down, "bytes relayed back")
-		assert.Equal(t, int64(1100), backend.opened.Load(), "backend connections")
+		assert.Equal(t, int64(clients), backend.opened.Load(), "backend connections")
 	})
 }
 

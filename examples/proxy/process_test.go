@@ -1,0 +1,272 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/sluicenet/sluice/poller"
+)
+
+// binDir holds the commands the tests build, for TestMain to remove.
+var binDir string
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if binDir != "" {
+		os.RemoveAll(binDir)
+	}
+	os.Exit(code)
+}
+
+// built builds this command and examples/redis once, without the race
+// detector (they run as processes; the in-process tests race-check the
+// proxy), and returns the directory that holds them.
+var built = sync.OnceValues(func() (string, error) {
+	dir, err := os.MkdirTemp("", "sluice-proxy-test")
+	if err != nil {
+		return "", err
+	}
+	binDir = dir
+	out, err := exec.Command("go", "build", "-o", dir, ".", "../redis").CombinedOutput()
+	if err != nil {
+		return "", &buildError{err, string(out)}
+	}
+	return dir, nil
+})
+
+type buildError struct {
+	err error
+	out string
+}
+
+func (e *buildError) Error() string { return e.err.Error() + ": " + e.out }
+
+// command starts one of the built commands with args until the test
+// ends, and returns it and the lines it prints, as they come.
+func command(t *testing.T, name string, args ...string) (*exec.Cmd, <-chan string) {
+	t.Helper()
+	dir, err := built()
+	require.NoError(t, err, "building the commands")
+	cmd := exec.Command(filepath.Join(dir, name), args...)
+	stdout, err := cmd.StdoutPipe()
+	require.NoError(t, err)
+	cmd.Stderr = cmd.Stdout // one stream, in order
+	require.NoError(t, cmd.Start())
+	lines := make(chan string, 1024)
+	go func() {
+		defer close(lines)
+		s := bufio.NewScanner(stdout)
+		for s.Scan() {
+			select {
+			case lines <- s.Text():
+			default: // nobody reads them: drop rather than stall the command
+			}
+		}
+	}()
+	t.Cleanup(func() {
+		if cmd.ProcessState == nil {
+			cmd.Process.Kill()
+			cmd.Wait()
+		}
+	})
+	return cmd, lines
+}
+
+// expectLine waits for a line that re matches and returns its submatches.
+func expectLine(t *testing.T, lines <-chan string, re *regexp.Regexp) []string {
+	t.Helper()
+	timeout := time.After(deadline)
+	var seen []string
+	for {
+		select {
+		case l, ok := <-lines:
+			if !ok {
+				t.Fatalf("the command ended without printing a line like %q; it printed:\n%s", re, strings.Join(seen, "\n"))
+			}
+			if m := re.FindStringSubmatch(l); m != nil {
+				return m
+			}
+			seen = append(seen, l)
+		case <-timeout:
+			t.Fatalf("no line like %q; the command printed:\n%s", re, strings.Join(seen, "\n"))
+		}
+	}
+}
+
+// The command prints where it listens, on every address it was given,
+// relays through each, prints statistics, and on SIGTERM ends the pairs
+// gracefully and exits.
+func TestCommand(t *testing.T) {
+	backend := startEcho(t, "")
+	sock := filepath.Join(t.TempDir(), "proxy.sock")
+	second := "[::1]:0"
+	if ln, err := net.Listen("tcp6", second); err != nil {
+		t.Logf("no IPv6 loopback here (%v): a second TCP listener on IPv4", err)
+		second = "127.0.0.1:0"
+	} else {
+		ln.Close()
+	}
+	cmd, lines := command(t, "proxy", "-addr", "127.0.0.1:0,unix://"+sock, "-addr", second,
+		"-backend", backend.addr, "-loops", "2", "-stats-interval", "20ms")
+	listening := regexp.MustCompile(`^proxy: listening on (\w+)://(.+)$`)
+	var addrs [][2]string
+	for range 3 {
+		m := expectLine(t, lines, listening)
+		addrs = append(addrs, [2]string{m[1], m[2]})
+	}
+	assert.Equal(t, [][2]string{{"tcp", addrs[0][1]}, {"unix", sock}, {"tcp", addrs[2][1]}}, addrs)
+	for i, a := range addrs {
+		c, err := net.DialTimeout(a[0], a[1], deadline)
+		require.NoError(t, err)
+		c.SetDeadline(time.Now().Add(deadline))
+		require.NoError(t, echo(c, payload(uint64(i), 100<<10)), "through %s", a[1])
+		c.Close()
+	}
+	expectLine(t, lines, regexp.MustCompile(`^proxy: backend `+regexp.QuoteMeta(backend.addr)+` up active 0 connected [1-9]`))
+
+	// A client open as the stop begins reads what was relayed for it,
+	// then the end of the stream.
+	c := dial(t, addrs[0][1])
+	require.NoError(t, echo(c, []byte("still here")))
+	require.NoError(t, cmd.Process.Signal(syscall.SIGTERM))
+	rest, err := io.ReadAll(c)
+	require.NoError(t, err, "the stop reset the client")
+	assert.Empty(t, rest)
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	select {
+	case err := <-exited:
+		require.NoError(t, err)
+	case <-time.After(deadline):
+		t.Fatal("the proxy did not exit on SIGTERM")
+	}
+	_, err = os.Stat(sock)
+	assert.ErrorIs(t, err, os.ErrNotExist, "the unix socket was left behind")
+}
+
+// A bad flag or backend stops the command before it listens.
+func TestCommandRefusesBadConfig(t *testing.T) {
+	for _, args := range [][]string{
+		{},                                 // no backend
+		{"-backend", "localhost"},          // no port
+		{"-backend", "udp://127.0.0.1:53"}, // not a stream
+		{"-backend", "127.0.0.1:1", "-balance", "random"},
+		{"-backend", "127.0.0.1:1", "-send-proxy", "v3"},
+	} {
+		cmd, lines := command(t, "proxy", args...)
+		err := cmd.Wait()
+		var out []string
+		for l := range lines {
+			out = append(out, l)
+		}
+		require.Error(t, err, "%v: it ran; it printed %q", args, out)
+		assert.NotContains(t, strings.Join(out, "\n"), "listening", "%v", args)
+	}
+}
+
+// redis runs examples/redis as a process until the test ends, and
+// returns its address.
+func redis(t *testing.T) string {
+	t.Helper()
+	_, lines := command(t, "redis", "-addr", "tcp://127.0.0.1:0", "-loops", "2")
+	return expectLine(t, lines, regexp.MustCompile(`^redis: listening on (.+)$`))[1]
+}
+
+// redisTool returns the path of redis-cli or redis-benchmark (Debian
+// package redis-tools), and skips the test without it, except in CI.
+func redisTool(t *testing.T, name string) string {
+	t.Helper()
+	path, err := exec.LookPath(name)
+	if err == nil {
+		return path
+	}
+	if os.Getenv("CI") != "" {
+		t.Fatalf("%s is not installed, and CI is set: install redis-tools", name)
+	}
+	t.Skipf("%s is not installed (apt-get install redis-tools)", name)
+	return ""
+}
+
+// runTool runs a Redis tool against addr, "host:port", with stdin, and
+// returns what it printed.
+func runTool(t *testing.T, name, addr, stdin string, args ...string) string {
+	t.Helper()
+	host, port, err := net.SplitHostPort(addr)
+	require.NoError(t, err)
+	// A tool that stalls fails the test rather than hanging it.
+	ctx, cancel := context.WithTimeout(context.Background(), 4*deadline)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, redisTool(t, name), append([]string{"-h", host, "-p", port}, args...)...)
+	cmd.Stdin = strings.NewReader(stdin)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	require.NoError(t, err, "%s %s: %s", name, strings.Join(args, " "), stderr.String())
+	return string(out)
+}
+
+// In front of examples/redis, redis-cli's answers come back as Redis
+// gives them, and redis-benchmark's pipelined tests all complete without
+// an error.
+func TestRedis(t *testing.T) {
+	redisTool(t, "redis-cli")
+	redisTool(t, "redis-benchmark")
+	backend := redis(t)
+	eachPoller(t, func(t *testing.T, k poller.Kind) {
+		tp := startProxy(t, config{backends: []string{backend}, poller: k})
+		key := "greeting:" + k.String()
+		out := runTool(t, "redis-cli", tp.addr(), strings.Join([]string{
+			"SET " + key + " hello",
+			"GET " + key,
+			"APPEND " + key + " \", world\"",
+			"GET " + key,
+			"DEL " + key,
+			"GET " + key,
+			"RPUSH list:" + k.String() + " a b c",
+			"LRANGE list:" + k.String() + " 0 -1",
+			"INCRBY counter:" + k.String() + " 41",
+			"INCR counter:" + k.String(),
+			"PING",
+		}, "\n"), "--no-raw")
+		assert.Equal(t, strings.Join([]string{
+			`OK`, `"hello"`, `(integer) 12`, `"hello, world"`, `(integer) 1`, `(nil)`,
+			`(integer) 3`, `1) "a"`, `2) "b"`, `3) "c"`, `(integer) 41`, `(integer) 42`, `PONG`,
+		}, "\n")+"\n", out)
+
+		out = runTool(t, "redis-benchmark", tp.addr(), "", "-q", "-n", "100000", "-P", "16",
+			"-t", "ping_inline,ping_mbulk,set,get,incr,lpush,rpush,lpop,rpop,sadd,hset,spop,zadd,zpopmin,mset")
+		// With -q, progress lines end in '\r' and results in '\n'.
+		var done []string
+		result := regexp.MustCompile(`^(.+): [\d.]+ requests per second`)
+		for _, line := range strings.Split(out, "\n") {
+			if i := strings.LastIndexByte(line, '\r'); i >= 0 {
+				line = line[i+1:]
+			}
+			if line = strings.TrimSpace(line); line == "" {
+				continue
+			}
+			m := result.FindStringSubmatch(line)
+			require.NotNil(t, m, "unexpected output %q", line)
+			done = append(done, m[1])
+		}
+		assert.Equal(t, []string{"PING_INLINE", "PING_MBULK", "SET", "GET", "INCR", "LPUSH", "RPUSH", "LPOP",
+			"RPOP", "SADD", "HSET", "SPOP", "ZADD", "ZPOPMIN", "MSET (10 keys)"}, done)
+		assert.NotRegexp(t, `(?i)err`, out)
+		tp.settled(t)
+		assert.Zero(t, tp.snapshot().Unserved)
+	})
+}
