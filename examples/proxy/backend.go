@@ -42,6 +42,7 @@ type pool struct {
 	logf     func(string, ...any)
 }
 
+// newPool makes the pool of cfg's backends, all up.
 func newPool(cfg *config) *pool {
 	p := &pool{balance: cfg.balance, maxFails: int64(cfg.maxFails), downTime: cfg.downTime, logf: cfg.logf}
 	for i, addr := range cfg.backends {
@@ -54,11 +55,12 @@ func newPool(cfg *config) *pool {
 type health int
 
 const (
-	up        health = iota
-	probeable        // down, and its time down is over: one client may try it
-	down
+	up        health = iota // fewer than maxFails connects have failed in a row
+	probeable               // down, and its time down is over: one client may try it
+	down                    // down, and no client tries it until downUntil
 )
 
+// health says whether b is up, down, or down and due for a probe at now.
 func (p *pool) health(b *backend, now int64) health {
 	if b.fails.Load() < p.maxFails {
 		return up

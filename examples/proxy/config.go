@@ -141,8 +141,10 @@ func descriptorBound() int {
 // value or a comma-separated list of them.
 type listFlag []string
 
+// String returns the values as a comma-separated list.
 func (l *listFlag) String() string { return strings.Join(*l, ",") }
 
+// Set adds the values of one use of the flag.
 func (l *listFlag) Set(s string) error {
 	for v := range strings.SplitSeq(s, ",") {
 		if v = strings.TrimSpace(v); v != "" {
@@ -168,8 +170,10 @@ const (
 	source
 )
 
+// balanceNames are the balances' names, as -balance takes them.
 var balanceNames = [...]string{roundRobin: "roundrobin", leastConn: "leastconn", source: "source"}
 
+// String returns the balance's name: roundrobin, leastconn or source.
 func (b balance) String() string {
 	if b < 0 || int(b) >= len(balanceNames) {
 		return "balance(" + strconv.Itoa(int(b)) + ")"
@@ -177,9 +181,11 @@ func (b balance) String() string {
 	return balanceNames[b]
 }
 
-// MarshalText and UnmarshalText make a balance a flag (flag.TextVar).
+// MarshalText returns the balance's name, so that it can be a flag
+// (flag.TextVar).
 func (b balance) MarshalText() ([]byte, error) { return []byte(b.String()), nil }
 
+// UnmarshalText sets the balance from its name.
 func (b *balance) UnmarshalText(text []byte) error {
 	for i, name := range balanceNames {
 		if string(text) == name {
@@ -195,13 +201,15 @@ func (b *balance) UnmarshalText(text []byte) error {
 type sendProxy int
 
 const (
-	sendProxyOff sendProxy = iota
-	sendProxyV1
-	sendProxyV2
+	sendProxyOff sendProxy = iota // send no header
+	sendProxyV1                   // the text header of version 1
+	sendProxyV2                   // the binary header of version 2
 )
 
+// sendProxyNames are the names -send-proxy takes.
 var sendProxyNames = [...]string{sendProxyOff: "off", sendProxyV1: "v1", sendProxyV2: "v2"}
 
+// String returns the name -send-proxy takes: off, v1 or v2.
 func (s sendProxy) String() string {
 	if s < 0 || int(s) >= len(sendProxyNames) {
 		return "sendProxy(" + strconv.Itoa(int(s)) + ")"
@@ -209,9 +217,11 @@ func (s sendProxy) String() string {
 	return sendProxyNames[s]
 }
 
-// MarshalText and UnmarshalText make a sendProxy a flag (flag.TextVar).
+// MarshalText returns the name, so that a sendProxy can be a flag
+// (flag.TextVar).
 func (s sendProxy) MarshalText() ([]byte, error) { return []byte(s.String()), nil }
 
+// UnmarshalText sets s from its name.
 func (s *sendProxy) UnmarshalText(text []byte) error {
 	for i, name := range sendProxyNames {
 		if string(text) == name {

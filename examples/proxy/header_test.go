@@ -98,6 +98,7 @@ type fakeConn struct {
 	header        *proxyproto.Header
 }
 
+// RemoteAddr, LocalAddr and ProxyHeader return what the test set.
 func (c fakeConn) RemoteAddr() net.Addr { return c.remote }
 func (c fakeConn) LocalAddr() net.Addr  { return c.local }
 func (c fakeConn) ProxyHeader() (proxyproto.Header, bool) {
@@ -107,6 +108,7 @@ func (c fakeConn) ProxyHeader() (proxyproto.Header, bool) {
 	return *c.header, true
 }
 
+// tcpAddr parses "ip:port" as a *net.TCPAddr.
 func tcpAddr(s string) net.Addr { return net.TCPAddrFromAddrPort(netip.MustParseAddrPort(s)) }
 
 // The header sent names the client and the address it reached, in one

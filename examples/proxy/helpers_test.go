@@ -53,8 +53,10 @@ var ringUnsupported = sync.OnceValue(func() error {
 	return nil
 })
 
+// stopAtBoot is a handler that stops its engine as soon as it starts.
 type stopAtBoot struct{ sluice.BuiltinEventEngine }
 
+// OnBoot stops the engine.
 func (stopAtBoot) OnBoot(sluice.Engine) sluice.Action { return sluice.Shutdown }
 
 // waitFor polls cond until it holds, or fails the test with what describe
@@ -192,16 +194,19 @@ func (s *echoServer) stop(t testing.TB, done chan error) {
 	}
 }
 
+// booter hands an echo server its engine as it boots.
 type booter struct {
 	*echoServer
 	booted chan sluice.Engine
 }
 
+// OnBoot passes the engine on.
 func (b *booter) OnBoot(eng sluice.Engine) sluice.Action {
 	b.booted <- eng
 	return sluice.None
 }
 
+// OnOpen records the connection and its peer's address.
 func (s *echoServer) OnOpen(c sluice.Conn) ([]byte, sluice.Action) {
 	s.opened.Add(1)
 	s.mu.Lock()
@@ -211,12 +216,14 @@ func (s *echoServer) OnOpen(c sluice.Conn) ([]byte, sluice.Action) {
 	return nil, sluice.None
 }
 
+// OnTraffic sends back what arrived.
 func (s *echoServer) OnTraffic(c sluice.Conn) sluice.Action {
 	b, _ := c.Next(-1)
 	c.Write(b)
 	return sluice.None
 }
 
+// OnClose forgets the connection.
 func (s *echoServer) OnClose(c sluice.Conn, _ error) sluice.Action {
 	s.mu.Lock()
 	delete(s.live, c.ID())
@@ -270,6 +277,7 @@ func payload(seed uint64, n int) []byte {
 	return b
 }
 
+// randomBlock is where payload copies its bytes from.
 var randomBlock = sync.OnceValue(func() []byte {
 	b := make([]byte, 1<<20+13) // an odd size, so that the copies of long payloads do not line up
 	rand.NewChaCha8([32]byte{}).Read(b)
@@ -320,12 +328,14 @@ type syncBuffer struct {
 	b  bytes.Buffer
 }
 
+// Write appends p.
 func (s *syncBuffer) Write(p []byte) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.Write(p)
 }
 
+// String returns what was written.
 func (s *syncBuffer) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -45,9 +45,12 @@
 //
 // It prints the addresses it listens on; with -stats-interval, the
 // engine's counters, its own and each backend's, every interval. On
-// SIGINT or SIGTERM it stops accepting and closes every pair gracefully,
-// each connection sending what the proxy holds for it first; pairs still
-// open after -grace are reset. A second signal ends it at once.
+// SIGINT or SIGTERM it stops accepting and closes every pair gracefully:
+// each connection sends what the proxy holds for it, then its end of
+// stream. What a backend sends after that is dropped, so a request relayed
+// just before the stop may go unanswered; clients of a stateless service
+// retry elsewhere. Pairs still open after -grace (a client that does not
+// read what it is sent) are reset. A second signal ends the proxy at once.
 package main
 
 import (
@@ -65,6 +68,7 @@ import (
 	"github.com/sluicenet/sluice/poller"
 )
 
+// main reads the flags, and runs the proxy until a signal stops it.
 func main() {
 	var cfg config
 	var addrs, backends listFlag

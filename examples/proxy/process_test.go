@@ -24,6 +24,7 @@ import (
 // binDir holds the commands the tests build, for TestMain to remove.
 var binDir string
 
+// TestMain removes the commands the tests built once they have run.
 func TestMain(m *testing.M) {
 	code := m.Run()
 	if binDir != "" {
@@ -48,11 +49,13 @@ var built = sync.OnceValues(func() (string, error) {
 	return dir, nil
 })
 
+// buildError is a failed build, with what the compiler said.
 type buildError struct {
 	err error
 	out string
 }
 
+// Error returns the failure and the compiler's output.
 func (e *buildError) Error() string { return e.err.Error() + ": " + e.out }
 
 // command starts one of the built commands with args until the test

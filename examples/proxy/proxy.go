@@ -40,7 +40,6 @@ type proxy struct {
 // loopState is one loop's share of the proxy's state.
 type loopState struct {
 	pairs  *pair  // every pair of the loop, linked through pair.next
-	count  int    // how many
 	peak   int    // the most unsent bytes one side of a pair held after a relayed write
 	up     uint64 // bytes relayed from clients to backends
 	down   uint64 // bytes relayed from backends to clients
@@ -72,6 +71,8 @@ type pair struct {
 	prev, next *pair // in its loop's list
 }
 
+// newProxy returns a proxy for cfg, which it checks and completes with
+// defaults, ready for run.
 func newProxy(cfg config) (*proxy, error) {
 	if err := cfg.check(); err != nil {
 		return nil, err
@@ -110,6 +111,9 @@ func (px *proxy) run(ctx context.Context) error {
 	return err
 }
 
+// OnBoot keeps the engine, makes room for each loop's state, says where
+// the proxy listens, and starts what runs beside the loops: the stop, and
+// the statistics.
 func (px *proxy) OnBoot(eng sluice.Engine) sluice.Action {
 	px.eng = eng
 	px.loops = make([]loopState, eng.NumLoops())
@@ -124,6 +128,7 @@ func (px *proxy) OnBoot(eng sluice.Engine) sluice.Action {
 	return sluice.None
 }
 
+// OnShutdown tells what runs beside the loops that the engine has stopped.
 func (px *proxy) OnShutdown(sluice.Engine) { close(px.done) }
 
 // stopWhenDone stops the engine once run's context ends: it stops
@@ -142,8 +147,11 @@ func (px *proxy) stopWhenDone() {
 	}
 }
 
+// loop returns the state of c's loop, for use on that loop only.
 func (px *proxy) loop(c sluice.Conn) *loopState { return &px.loops[c.Loop().Index()] }
 
+// OnOpen runs for a client the proxy accepted, and for a backend
+// connection once it connects.
 func (px *proxy) OnOpen(c sluice.Conn) ([]byte, sluice.Action) {
 	if c.Origin() == sluice.Dialed {
 		return nil, px.backendOpen(c)
@@ -230,6 +238,9 @@ func (px *proxy) backendOpen(c sluice.Conn) sluice.Action {
 	return sluice.None
 }
 
+// OnDialFailed counts a failed connect against its backend's health and
+// tries the next backend for the client, or, when the proxy itself is at
+// fault (stopping, out of descriptors), resets the client.
 func (px *proxy) OnDialFailed(_ string, ctx any, err error) {
 	p := ctx.(*pair)
 	be := p.be
@@ -405,15 +416,16 @@ func (px *proxy) settle(p *pair) {
 	px.loop(p.client).remove(p)
 }
 
+// add puts p in the loop's list of pairs.
 func (ls *loopState) add(p *pair) {
 	p.next = ls.pairs
 	if ls.pairs != nil {
 		ls.pairs.prev = p
 	}
 	ls.pairs = p
-	ls.count++
 }
 
+// remove takes p out of the loop's list of pairs.
 func (ls *loopState) remove(p *pair) {
 	if p.prev != nil {
 		p.prev.next = p.next
@@ -424,5 +436,4 @@ func (ls *loopState) remove(p *pair) {
 		p.next.prev = p.prev
 	}
 	p.prev, p.next = nil, nil
-	ls.count--
 }

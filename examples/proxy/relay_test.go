@@ -112,6 +112,7 @@ func TestHalfClose(t *testing.T) {
 	})
 }
 
+// greeting is what a greeter sends before it ends its side.
 const greeting = "hello, then nothing more from me\r\n"
 
 // greeter is a backend that greets each client, shuts down its write
@@ -122,6 +123,8 @@ type greeter struct {
 	received atomic.Int64
 }
 
+// startGreeter runs a greeter on a free port of 127.0.0.1 until the test
+// ends.
 func startGreeter(t *testing.T) *greeter {
 	g := &greeter{}
 	booted := make(chan sluice.Engine, 1)
@@ -140,22 +143,26 @@ func startGreeter(t *testing.T) *greeter {
 	return g
 }
 
+// greeterBooter hands a greeter's engine over as it boots.
 type greeterBooter struct {
 	*greeter
 	booted chan sluice.Engine
 }
 
+// OnBoot passes the engine on.
 func (b *greeterBooter) OnBoot(eng sluice.Engine) sluice.Action {
 	b.booted <- eng
 	return sluice.None
 }
 
+// OnOpen greets the client and shuts down the greeter's side.
 func (g *greeter) OnOpen(c sluice.Conn) ([]byte, sluice.Action) {
 	c.Write([]byte(greeting))
 	c.CloseWrite()
 	return nil, sluice.None
 }
 
+// OnTraffic counts and drops what the client sends.
 func (g *greeter) OnTraffic(c sluice.Conn) sluice.Action {
 	n, _ := c.Discard(-1)
 	g.received.Add(int64(n))
