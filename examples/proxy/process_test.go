@@ -33,16 +33,22 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// built builds this command and examples/redis once, without the race
-// detector (they run as processes; the in-process tests race-check the
-// proxy), and returns the directory that holds them.
+// built builds this command and examples/redis once, and returns the
+// directory that holds them. They are built with the race detector when
+// the tests run with it: the packages they share with the tests are then
+// compiled already, where a build without it would compile the standard
+// library again, which took 23 s of a cold run on two cores.
 var built = sync.OnceValues(func() (string, error) {
 	dir, err := os.MkdirTemp("", "sluice-proxy-test")
 	if err != nil {
 		return "", err
 	}
 	binDir = dir
-	out, err := exec.Command("go", "build", "-o", dir, ".", "../redis").CombinedOutput()
+	args := []string{"build", "-o", dir}
+	if raceEnabled {
+		args = append(args, "-race")
+	}
+	out, err := exec.Command("go", append(args, ".", "../redis")...).CombinedOutput()
 	if err != nil {
 		return "", &buildError{err, string(out)}
 	}
@@ -251,7 +257,7 @@ func TestRedis(t *testing.T) {
 		}, "\n")+"\n", out)
 
 		out = runTool(t, "redis-benchmark", tp.addr(), "", "-q", "-n", "100000", "-P", "16",
-			"-t", "ping_inline,ping_mbulk,set,get,incr,lpush,rpush,lpop,rpop,sadd,hset,spop,zadd,zpopmin,mset")
+			"-t", "ping_mbulk,set,get,incr,lpush,lpop,mset")
 		// With -q, progress lines end in '\r' and results in '\n'.
 		var done []string
 		result := regexp.MustCompile(`^(.+): [\d.]+ requests per second`)
@@ -266,8 +272,7 @@ func TestRedis(t *testing.T) {
 			require.NotNil(t, m, "unexpected output %q", line)
 			done = append(done, m[1])
 		}
-		assert.Equal(t, []string{"PING_INLINE", "PING_MBULK", "SET", "GET", "INCR", "LPUSH", "RPUSH", "LPOP",
-			"RPOP", "SADD", "HSET", "SPOP", "ZADD", "ZPOPMIN", "MSET (10 keys)"}, done)
+		assert.Equal(t, []string{"PING_MBULK", "SET", "GET", "INCR", "LPUSH", "LPOP", "MSET (10 keys)"}, done)
 		assert.NotRegexp(t, `(?i)err`, out)
 		tp.settled(t)
 		assert.Zero(t, tp.snapshot().Unserved)
