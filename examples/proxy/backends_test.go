@@ -43,7 +43,14 @@ func refusingAddr(t *testing.T) string {
 // answered: a listener with a backlog of zero whose queue is already full,
 // so that the kernel drops every further SYN.
 func silentAddr(t *testing.T) string {
-	fd, err := syscall.Socket(syscall.AF_INET, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
+	// Held against forks between the two calls, so that the commands the
+	// tests start never inherit it (SOCK_CLOEXEC is Linux's alone).
+	syscall.ForkLock.RLock()
+	fd, err := syscall.Socket(syscall.AF_INET, syscall.SOCK_STREAM, 0)
+	if err == nil {
+		syscall.CloseOnExec(fd)
+	}
+	syscall.ForkLock.RUnlock()
 	require.NoError(t, err)
 	t.Cleanup(func() { syscall.Close(fd) })
 	require.NoError(t, syscall.Bind(fd, &syscall.SockaddrInet4{Addr: [4]byte{127, 0, 0, 1}}))
@@ -200,10 +207,11 @@ func TestBalance(t *testing.T) {
 		for range 4 {
 			serve(t, tp)
 			// The next client must find this one's backend idle again.
+			var s snapshot
 			waitFor(t, func() bool {
-				return tp.snapshot().Backends[0].Active+tp.snapshot().Backends[1].Active+tp.snapshot().Backends[2].Active == 2
-			},
-				func() string { return fmt.Sprintf("pairs still open: %+v", tp.snapshot().Backends) })
+				s = tp.snapshot()
+				return s.Backends[0].Active+s.Backends[1].Active+s.Backends[2].Active == 2
+			}, func() string { return fmt.Sprintf("pairs still open: %+v", s.Backends) })
 		}
 		got := counts(before)
 		for i := range got {
