@@ -302,8 +302,9 @@ func (px *proxy) OnTraffic(c sluice.Conn) sluice.Action {
 	if _, err := peer.Write(b); err != nil {
 		return sluice.None
 	}
-	// c's callback is running, not peer's: without Flush the write would
-	// wait for the loop to hear that peer's socket can take it.
+	// c's callback is running, not peer's, so nothing sends peer's output
+	// when it returns: Flush asks for it to go now, rather than once the
+	// loop hears that peer's socket has room.
 	peer.Flush()
 	n := peer.OutboundBuffered()
 	ls := px.loop(c)
