@@ -667,6 +667,17 @@ func (l *eventloop) resetWbuf() {
 	}
 }
 
+// flushQueued writes what c has queued, for Conn.Flush, even while c waits
+// to hear that its socket is writable: output written to c from another
+// connection's callback asks to hear that without the socket being full,
+// and a relay flushes it at once. Behind a send still in flight on
+// io_uring it waits, to keep the bytes in order.
+func (l *eventloop) flushQueued(c *conn) {
+	if c.out != nil && !l.sending(c) {
+		l.flushOut(c)
+	}
+}
+
 // flushOut writes c's own outbound buffer until the socket is full.
 func (l *eventloop) flushOut(c *conn) {
 	for c.out != nil {

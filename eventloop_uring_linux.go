@@ -621,10 +621,12 @@ func (l *eventloop) sendOut(c *conn, p []byte) int {
 // too, so that a failure is Flush's to report, as on epoll.
 func (l *eventloop) flush(c *conn) {
 	if l.ring == nil {
+		l.flushQueued(c)
 		l.send(c)
 		return
 	}
 	l.ring.now = true
+	l.flushQueued(c)
 	l.send(c)
 	l.ring.now = false
 }

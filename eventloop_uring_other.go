@@ -42,7 +42,10 @@ func (l *eventloop) closeSocket(c *conn) { unix.Close(c.fd) }
 
 func (l *eventloop) sendOut(c *conn, p []byte) int { return l.write(c, p) }
 
-func (l *eventloop) flush(c *conn) { l.send(c) }
+func (l *eventloop) flush(c *conn) {
+	l.flushQueued(c)
+	l.send(c)
+}
 
 func (l *eventloop) awaitSent(c *conn) bool { return false }
 

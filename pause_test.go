@@ -718,3 +718,123 @@ func TestRelayPausesUpstreamUntilDrained(t *testing.T) {
 		return outcome{Delivered: []int{len(got)}, Closed: closed, Stats: closedStats(t, eng)}
 	})
 }
+
+// forwarder writes what each of two connections sends to the other, as a
+// relay does, and flushes it, recording how much the other still held
+// unsent right after the Flush, and any error Flush returned.
+type forwarder struct {
+	BuiltinEventEngine
+	mu    sync.Mutex
+	conns []Conn
+	held  []int
+	errs  []error
+}
+
+func (h *forwarder) OnOpen(c Conn) ([]byte, Action) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.conns = append(h.conns, c)
+	return nil, None
+}
+
+func (h *forwarder) OnTraffic(c Conn) Action {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if len(h.conns) < 2 {
+		return None // leaves the bytes for when the other has opened
+	}
+	peer := h.conns[0]
+	if peer == c {
+		peer = h.conns[1]
+	}
+	b, _ := c.Next(-1)
+	peer.Write(b)
+	if err := peer.Flush(); err != nil {
+		h.errs = append(h.errs, err)
+	}
+	h.held = append(h.held, peer.OutboundBuffered())
+	return None
+}
+
+// Output written to one connection from another's callback goes out when
+// Flush is called, not a writable event later: a relay forwards each
+// message with one write, and no epoll_ctl to hear that the socket it has
+// not filled can take more.
+func TestFlushWritesWhatAnotherConnectionQueued(t *testing.T) {
+	onEachPoller(t, func(t *testing.T, p Option) outcome {
+		h := &forwarder{}
+		_, addr := serve(t, h, p, WithNumEventLoop(1))
+		a := dial(t, addr)
+		waitFor(t, 5*time.Second, func() bool { h.mu.Lock(); defer h.mu.Unlock(); return len(h.conns) == 1 },
+			func() string { return "the first client did not open" })
+		b := dial(t, addr)
+		waitFor(t, 5*time.Second, func() bool { h.mu.Lock(); defer h.mu.Unlock(); return len(h.conns) == 2 },
+			func() string { return "the second client did not open" })
+		for range 3 {
+			_, err := a.Write([]byte("ping"))
+			require.NoError(t, err)
+			got := make([]byte, 4)
+			b.SetReadDeadline(time.Now().Add(5 * time.Second))
+			_, err = io.ReadFull(b, got)
+			require.NoError(t, err)
+			require.Equal(t, "ping", string(got))
+		}
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		assert.Empty(t, h.errs)
+		assert.Equal(t, []int{0, 0, 0}, h.held, "bytes left unsent after each Flush")
+		return outcome{Delivered: h.held}
+	})
+}
+
+// pausedInOnOpen pauses every connection as it opens and counts the calls
+// of OnTraffic.
+type pausedInOnOpen struct {
+	BuiltinEventEngine
+	conns   chan Conn
+	traffic atomic.Int64
+	got     chan string
+}
+
+func (h *pausedInOnOpen) OnOpen(c Conn) ([]byte, Action) {
+	c.PauseRead()
+	h.conns <- c
+	return nil, None
+}
+
+func (h *pausedInOnOpen) OnTraffic(c Conn) Action {
+	h.traffic.Add(1)
+	b, _ := c.Next(-1)
+	h.got <- string(b)
+	return None
+}
+
+// A connection paused in OnOpen is offered nothing until ResumeRead, also
+// the bytes that came in the same read as its PROXY header.
+func TestPauseInOnOpenHoldsBytesAfterTheHeader(t *testing.T) {
+	onEachPoller(t, func(t *testing.T, p Option) outcome {
+		h := &pausedInOnOpen{conns: make(chan Conn, 1), got: make(chan string, 4)}
+		_, addr := serve(t, h, p, WithNumEventLoop(1), WithProxyProtocol(ProxyRequired, 0))
+		c := dial(t, addr)
+		_, err := c.Write([]byte("PROXY TCP4 192.0.2.1 192.0.2.2 1000 2000\r\nhello"))
+		require.NoError(t, err)
+		var sc Conn
+		select {
+		case sc = <-h.conns:
+		case <-time.After(5 * time.Second):
+			t.Fatal("no connection opened")
+		}
+		var held int
+		onConnLoop(t, sc, func() { held = sc.InboundBuffered() })
+		assert.Zero(t, h.traffic.Load(), "OnTraffic ran while paused")
+		assert.Equal(t, len("hello"), held)
+		onConnLoop(t, sc, func() { sc.ResumeRead() })
+		select {
+		case s := <-h.got:
+			assert.Equal(t, "hello", s)
+		case <-time.After(5 * time.Second):
+			t.Fatal("nothing offered after ResumeRead")
+		}
+		return outcome{Delivered: []int{held}}
+	})
+}

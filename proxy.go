@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 
+	"github.com/sluicenet/sluice/poller"
 	"github.com/sluicenet/sluice/proxyproto"
 )
 
@@ -84,7 +85,8 @@ func (l *eventloop) refuse(c *conn, why counter) {
 
 // endHeader ends c's header phase: it counts c against the client's
 // source, then opens it and hands the bytes that followed the header, if
-// any, straight to OnTraffic, without waiting for more.
+// any, straight to OnTraffic, without waiting for more, unless OnOpen
+// paused it: then they wait, kept, for ResumeRead.
 func (l *eventloop) endHeader(c *conn) {
 	l.disarm(&c.readTimer)
 	if !l.admitSource(c) {
@@ -93,7 +95,7 @@ func (l *eventloop) endHeader(c *conn) {
 	}
 	c.state = stateOpen
 	l.start(c)
-	if c.state == stateOpen && len(c.buf) > 0 {
+	if c.state == stateOpen && len(c.buf) > 0 && c.events&poller.Readable != 0 {
 		l.traffic(c)
 	}
 }
