@@ -71,7 +71,10 @@ func readFull(tb testing.TB, fd, n int) []byte {
 // A send that the socket cannot take whole: with MSG_WAITALL it reports
 // what it sent as a failure, so SkipSuccess still tells the loop; without,
 // the short count is a success and SkipSuccess hides it. A send that takes
-// nothing fails with EAGAIN either way.
+// nothing fails with EAGAIN either way. The kernel frees room in the
+// socket as the peer acknowledges what it sent, which on a loaded machine
+// may come after the first send has returned, so a send right after it may
+// still take a little: sends go on until one takes nothing.
 func TestSendShort(t *testing.T) {
 	tests := []struct {
 		name     string
@@ -87,24 +90,29 @@ func TestSendShort(t *testing.T) {
 			client, server := tcpPair(t)
 			closeAtEnd(t, client, server)
 			p := make([]byte, 8<<20)
-			var short, full []CQE
+			var short []CQE
 			r.PrepSend(server, p, tt.msgFlags, 1).SetFlags(SkipSuccess)
 			require.NoError(t, r.Submit())
 			r.ForEachCQE(func(c CQE) { short = append(short, c) })
-			r.PrepSend(server, p, tt.msgFlags, 2).SetFlags(SkipSuccess)
-			require.NoError(t, r.Submit())
-			r.ForEachCQE(func(c CQE) { full = append(full, c) })
+			full := false
+			for i := 0; i < 1000 && !full; i++ {
+				r.PrepSend(server, p[:1<<10], tt.msgFlags, 2).SetFlags(SkipSuccess)
+				require.NoError(t, r.Submit())
+				r.ForEachCQE(func(c CQE) { full = full || c.Err() == unix.EAGAIN })
+			}
+			require.True(t, full, "no send found the socket full")
 
 			require.NoError(t, unix.Shutdown(server, unix.SHUT_WR))
 			sent := drain(t, client)
 			require.Less(t, sent, len(p), "the send was not short")
 			if tt.reported {
-				assert.Equal(t, []CQE{{UserData: 1, Res: int32(sent)}}, short)
+				require.Len(t, short, 1)
+				assert.Equal(t, uint64(1), short[0].UserData)
+				assert.Positive(t, short[0].Res, "what the short send took")
+				assert.LessOrEqual(t, int(short[0].Res), sent)
 			} else {
 				assert.Empty(t, short)
 			}
-			require.Len(t, full, 1)
-			assert.ErrorIs(t, full[0].Err(), unix.EAGAIN)
 		})
 	}
 }
