@@ -12,7 +12,7 @@ import (
 type Config struct {
 	Addr    netip.AddrPort
 	Conns   int // connections (for Accepts: connections in progress at once)
-	Size    int // message size in bytes
+	Size    int // message size in bytes; each connection holds a message this big
 	Workers int // epoll loops, each on its own thread; give each a core
 }
 
@@ -25,7 +25,7 @@ func (c Config) check() error {
 
 // checkLoad checks all but the address, which Accept does not use.
 func (c Config) checkLoad() error {
-	if c.Conns < 1 || c.Size < 1 || c.Workers < 1 || c.Size > readBufSize {
+	if c.Conns < 1 || c.Size < 1 || c.Workers < 1 {
 		return fmt.Errorf("%w: %+v", ErrConfig, c)
 	}
 	return nil

@@ -64,6 +64,7 @@ func TestClosedLoop(t *testing.T) {
 		{"many connections", 50, 64, 1},
 		{"two workers", 50, 64, 2},
 		{"16 KiB", 20, 16 << 10, 1},
+		{"1 MiB, past the read buffer", 4, 1 << 20, 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := dialTest(t, addr, tc.conns, tc.size, tc.workers)
@@ -166,7 +167,6 @@ func TestBadConfig(t *testing.T) {
 		{Addr: addr, Size: 1, Workers: 1},
 		{Addr: addr, Conns: 1, Workers: 1},
 		{Addr: addr, Conns: 1, Size: 1},
-		{Addr: addr, Conns: 1, Size: readBufSize + 1, Workers: 1},
 	} {
 		_, err := Dial(cfg)
 		assert.True(t, errors.Is(err, ErrConfig), "%+v: %v", cfg, err)

@@ -6,7 +6,8 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// readBufSize is each worker's one read buffer: every echo fits in one read.
+// readBufSize is each worker's one read buffer: an echo up to this size
+// fits in one read, a larger one takes several.
 const readBufSize = 64 << 10
 
 // A worker is one epoll loop and the connections it owns. Its methods run on
