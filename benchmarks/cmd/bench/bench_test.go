@@ -1,6 +1,7 @@
 package main
 
 import (
+	"slices"
 	"testing"
 	"time"
 
@@ -37,17 +38,19 @@ func TestParseCPUs(t *testing.T) {
 }
 
 func TestSelectStacks(t *testing.T) {
-	all, err := selectStacks("all")
+	all, allProxies, err := selectStacks("all")
 	require.NoError(t, err)
 	assert.Equal(t, stacks, all)
+	assert.Equal(t, proxies, allProxies)
 
-	picked, err := selectStacks("C-floor,gnet")
+	picked, pickedProxies, err := selectStacks("sluice-proxy,C-floor,gnet,haproxy")
 	require.NoError(t, err)
 	require.Len(t, picked, 2)
 	assert.Equal(t, "gnet", picked[0].name, "table order, not the list's")
 	assert.Equal(t, "C floor", picked[1].name)
+	assert.Equal(t, []string{"haproxy", "sluice-proxy"}, proxyColumns(pickedProxies))
 
-	_, err = selectStacks("gnet,nope")
+	_, _, err = selectStacks("gnet,nope")
 	assert.ErrorIs(t, err, errUnknownStack)
 }
 
@@ -62,6 +65,16 @@ func TestShapesAreDistinct(t *testing.T) {
 		}
 	}
 	assert.True(t, rows[allocsRow])
+	proxyRows := map[string]bool{} // a table of its own
+	for _, sh := range proxyShapes(fullTiming) {
+		assert.False(t, names[sh.name], "shape %q twice", sh.name)
+		names[sh.name] = true
+		assert.True(t, matches(sh.name, "proxy"), "-only proxy picks %q", sh.name)
+		for _, r := range sh.rows {
+			assert.False(t, proxyRows[r.name], "row %q twice", r.name)
+			proxyRows[r.name] = true
+		}
+	}
 	for _, sh := range clientShapes(fullTiming) {
 		assert.False(t, names[sh.name], "shape %q twice", sh.name)
 		names[sh.name] = true
@@ -77,7 +90,7 @@ func TestShapesAreDistinct(t *testing.T) {
 
 func TestClientStacks(t *testing.T) {
 	assert.Equal(t, []string{"sluice", "sluice-uring", "gnet", "std"}, names(clientStacks(stacks)))
-	picked, err := selectStacks("evio,C-floor")
+	picked, _, err := selectStacks("evio,C-floor")
 	require.NoError(t, err)
 	assert.Empty(t, clientStacks(picked), "no client: no client rows")
 	assert.Equal(t, "C floor", floor.name)
@@ -114,4 +127,46 @@ func TestIdle(t *testing.T) {
 	require.NoError(t, err)
 	assert.Less(t, waited, idleWaitLimit)
 	assert.GreaterOrEqual(t, pct, 0)
+}
+
+func TestProxies(t *testing.T) {
+	assert.Equal(t, proxyBase, proxies[0].name)
+	splice := proxies[slices.IndexFunc(proxies, func(p proxyStack) bool { return p.splice })]
+	assert.True(t, splice.haproxy && splice.largeOnly)
+	assert.True(t, slices.ContainsFunc(proxyShapes(quickTiming), func(sh shape) bool { return sh.large }),
+		"the splice column has rows")
+
+	conf := haproxyConfig(proxies[0], 1, "127.0.0.1:7000", "127.0.0.1:9000")
+	for _, want := range []string{"nbthread 1\n", "mode tcp\n", "bind 127.0.0.1:7000\n", "server floor 127.0.0.1:9000\n"} {
+		assert.Contains(t, conf, want)
+	}
+	assert.NotContains(t, conf, "splice")
+	assert.Contains(t, haproxyConfig(splice, 2, "127.0.0.1:7000", "127.0.0.1:9000"), "option splice-auto\n")
+}
+
+func TestProxyRows(t *testing.T) {
+	m := measurement{load: measure.Report{Size: 1 << 20, Rate: 500, CPUPerRT: 2000}}
+	byName := map[string]row{}
+	for _, sh := range proxyShapes(fullTiming) {
+		for _, r := range sh.rows {
+			byName[r.name] = r
+		}
+	}
+	v, ok := byName["Closed loop, 10 conns, 1 MiB: MB/s"].value(m)
+	assert.True(t, ok)
+	assert.InDelta(t, 524.288, v, 1e-9) // 500 round trips of 1 MiB a second
+	v, ok = byName["Closed loop, 10 conns, 1 MiB: proxy CPU µs/MB"].value(m)
+	assert.True(t, ok)
+	assert.InDelta(t, 2000/1.048576, v, 1e-9)
+}
+
+func TestAvailableProxies(t *testing.T) {
+	kept, note := availableProxies(proxies)
+	if _, err := haproxyPath(); err != nil {
+		assert.NotEmpty(t, note)
+		assert.False(t, slices.ContainsFunc(kept, func(p proxyStack) bool { return p.haproxy }))
+		return
+	}
+	assert.Empty(t, note)
+	assert.Equal(t, proxies, kept)
 }

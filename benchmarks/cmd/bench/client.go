@@ -142,7 +142,7 @@ func startFloor(cfg config) (*server, error) {
 // rate over dialedConns connections.
 func measurePair(cfg config, st stack, t timing, dialedFirst bool) (measurement, error) {
 	accepted := func() (measurement, error) {
-		return measureOne(cfg, st, shape{name: "accepted", args: pacedArgs(t, dialedConns)})
+		return measureOne(cfg, st, shape{name: "accepted", args: t.pacedArgs(dialedConns)})
 	}
 	var a, d measurement
 	var err error
@@ -188,7 +188,7 @@ func measureDialed(cfg config, st stack, t timing) (measurement, error) {
 		case <-ctx.Done():
 		}
 	}()
-	load, loadErr := loadgen(ctx, cfg, srv.pid(), append([]string{"-listen-fd", "3"}, pacedArgs(t, dialedConns)...), []*os.File{f})
+	load, loadErr := loadgen(ctx, cfg, srv.pid(), append([]string{"-listen-fd", "3"}, t.pacedArgs(dialedConns)...), []*os.File{f})
 	report, stopErr := srv.stop()
 	if err := errors.Join(loadErr, stopErr); err != nil {
 		return measurement{}, err

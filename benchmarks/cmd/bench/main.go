@@ -15,8 +15,14 @@
 // their servers echoing on connections they dialed beside ones they
 // accepted. They fill a second table.
 //
-// It exits 1 when a server breaks: it does not start, crashes, does not stop
-// cleanly, or the load generator sees mismatched bytes, resets or timeouts;
+// The proxy shapes (proxy.go) fill a third: examples/proxy beside HAProxy,
+// each relaying the load generator's connections to the C floor. They run
+// with -quick, or when -only names them, but not in the full run, which
+// they would take past 15 minutes.
+//
+// It exits 1 when a server or a proxy (or the C floor behind it) breaks: it
+// does not start, crashes, does not stop cleanly, or the load generator
+// sees mismatched bytes, resets or timeouts;
 // or when a dialing client sees failed dials, wrong echoes or connections
 // closed early. Speed never fails a run.
 package main
@@ -50,6 +56,7 @@ type config struct {
 	rounds         int
 	bin, out       string
 	stacks         []stack
+	proxies        []proxyStack
 	server, client cpuList
 	only           string
 	idle           int // percent idle to wait for before each measurement; 0: no wait
@@ -62,7 +69,7 @@ func main() {
 		os.Exit(2)
 	}
 	p := pick(cfg)
-	if err := build(cfg, len(p.client) > 0); err != nil {
+	if err := build(cfg, p); err != nil {
 		fmt.Fprintln(os.Stderr, "bench: build:", err)
 		os.Exit(1)
 	}
@@ -70,13 +77,16 @@ func main() {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)
 	}
-	servers, clients, failures := run(cfg, p)
+	t, failures := run(cfg, p)
 	out := preamble(cfg, p.notes)
 	if len(p.server) > 0 {
-		out += "\n" + servers.Markdown()
+		out += "\n" + t.servers.Markdown()
 	}
 	if len(p.client) > 0 {
-		out += "\n" + clientPreamble(cfg) + "\n" + clients.Markdown()
+		out += "\n" + clientPreamble(cfg) + "\n" + t.clients.Markdown()
+	}
+	if len(p.proxy) > 0 {
+		out += "\n" + proxyPreamble(cfg) + "\n" + t.proxies.Markdown()
 	}
 	fmt.Print(out)
 	if cfg.out != "" {
@@ -98,7 +108,7 @@ func parseFlags() (config, error) {
 	flag.StringVar(&cfg.bin, "bin", "", "`directory` to build into (benchmarks/run passes a fresh one)")
 	flag.StringVar(&cfg.out, "o", "", "also write the table to `file`")
 	flag.StringVar(&cfg.only, "only", "", "run only the shapes whose names contain one of these comma-separated `words`")
-	stackList := flag.String("stacks", "all", "comma-separated stacks to run: sluice,sluice-uring,gnet,evio,nbio,netpoll,std,C-floor,C-uring")
+	stackList := flag.String("stacks", "all", "comma-separated stacks to run: sluice,sluice-uring,gnet,evio,nbio,netpoll,std,C-floor,C-uring, and proxies: haproxy,haproxy-splice,sluice-proxy,sluice-proxy-uring")
 	flag.IntVar(&cfg.idle, "idle", 0, "before each measurement wait, up to a minute, until the measured CPUs are this `percent` idle (for a machine other work shares)")
 	serverCPUs := flag.String("server-cpus", "0", "`CPUs` for each server (taskset list); it runs one loop per CPU")
 	clientCPUs := flag.String("client-cpus", "1", "`CPUs` for the load generator; it runs one epoll loop per CPU")
@@ -110,7 +120,7 @@ func parseFlags() (config, error) {
 		}
 	}
 	var err error
-	if cfg.stacks, err = selectStacks(*stackList); err != nil {
+	if cfg.stacks, cfg.proxies, err = selectStacks(*stackList); err != nil {
 		return cfg, err
 	}
 	if cfg.server, err = parseCPUs(*serverCPUs); err != nil {
@@ -129,10 +139,11 @@ func parseFlags() (config, error) {
 }
 
 // build compiles the chosen servers and the load generator with go, and the
-// C floors with gcc, into cfg.bin; and, for the client-side rows, the
-// chosen stacks' dialing clients into cfg.bin/clients and the C floor they
-// dial.
-func build(cfg config, withClients bool) error {
+// C floors with gcc, into cfg.bin; for the client-side rows, the chosen
+// stacks' dialing clients into cfg.bin/clients and the C floor they dial;
+// for the proxy rows, examples/proxy from the root module and the C floor
+// it relays to.
+func build(cfg config, p picked) error {
 	goArgs := []string{"build", "-o", cfg.bin + "/", "./cmd/loadgen"}
 	cSources := map[string]string{}
 	for _, st := range cfg.stacks {
@@ -143,7 +154,7 @@ func build(cfg config, withClients bool) error {
 		}
 	}
 	builds := [][]string{goArgs}
-	if withClients {
+	if len(p.client) > 0 {
 		cSources[floor.binary()] = floor.c
 		clientArgs := []string{"build", "-o", filepath.Join(cfg.bin, clientDir) + "/"}
 		for _, st := range clientStacks(cfg.stacks) {
@@ -153,6 +164,17 @@ func build(cfg config, withClients bool) error {
 		}
 		builds = append(builds, clientArgs)
 	}
+	if len(p.proxy) > 0 {
+		cSources[floor.binary()] = floor.c
+		if slices.ContainsFunc(p.proxies, func(s proxyStack) bool { return !s.haproxy }) {
+			bin, err := filepath.Abs(cfg.bin)
+			if err != nil {
+				return err
+			}
+			// -C: the root module, whose go.mod the proxy is built with.
+			builds = append(builds, []string{"build", "-C", "..", "-o", bin + "/", proxyPkg})
+		}
+	}
 	for bin, src := range cSources {
 		gcc := exec.Command("gcc", "-O2", "-Wall", "-o", filepath.Join(cfg.bin, bin), src)
 		if out, err := gcc.CombinedOutput(); err != nil {
@@ -161,18 +183,21 @@ func build(cfg config, withClients bool) error {
 	}
 	for _, args := range builds {
 		if out, err := exec.Command("go", args...).CombinedOutput(); err != nil {
-			return fmt.Errorf("go build: %v: %s", err, out)
+			return fmt.Errorf("go %s: %v: %s", strings.Join(args, " "), err, out)
 		}
 	}
 	return nil
 }
 
 // picked is what a run measures: the server-side shapes, the client-side
-// ones, and notes on what it leaves out.
+// ones, the proxy shapes and the proxies that can run here, and notes on
+// what it leaves out.
 type picked struct {
-	server []shape
-	client []clientShape
-	notes  []string
+	server  []shape
+	client  []clientShape
+	proxy   []shape
+	proxies []proxyStack
+	notes   []string
 }
 
 // pick chooses the shapes cfg asks for that this machine can measure.
@@ -187,82 +212,112 @@ func pick(cfg config) picked {
 		p.notes = append(p.notes, fmt.Sprintf("System call rows skipped: %v.", perfErr))
 	}
 	for _, sh := range shapes(timing) {
-		if (sh.perf && perfErr != nil) || !matches(sh.name, cfg.only) {
-			continue
+		if len(cfg.stacks) > 0 && (!sh.perf || perfErr == nil) && matches(sh.name, cfg.only) {
+			p.server = append(p.server, sh)
 		}
-		p.server = append(p.server, sh)
 	}
-	if len(clientStacks(cfg.stacks)) == 0 {
+	if len(clientStacks(cfg.stacks)) > 0 {
+		for _, sh := range clientShapes(timing) {
+			if matches(sh.name, cfg.only) {
+				p.client = append(p.client, sh)
+			}
+		}
+	}
+	var note string
+	if p.proxies, note = availableProxies(cfg.proxies); note != "" {
+		p.notes = append(p.notes, note)
+	}
+	if len(p.proxies) == 0 {
 		return p
 	}
-	for _, sh := range clientShapes(timing) {
-		if matches(sh.name, cfg.only) {
-			p.client = append(p.client, sh)
+	if !cfg.quick && cfg.only == "" {
+		p.notes = append(p.notes, "The proxy table is left out of the full run; -only proxy runs it.")
+		return p
+	}
+	for _, sh := range proxyShapes(timing) {
+		if (!sh.perf || perfErr == nil) && matches(sh.name, cfg.only) {
+			p.proxy = append(p.proxy, sh)
 		}
 	}
 	return p
 }
 
-// run takes every measurement and returns the server-side table, the
-// client-side one, and how many measurements failed.
-func run(cfg config, p picked) (servers, clients *table.Table, failures int) {
-	servers = table.New(base, names(cfg.stacks))
+// tables are a run's results: the server-side table, the client-side one
+// and the proxies'.
+type tables struct {
+	servers, clients, proxies *table.Table
+}
+
+// run takes every measurement and returns the tables and how many
+// measurements failed.
+func run(cfg config, p picked) (t tables, failures int) {
+	t.servers = table.New(base, names(cfg.stacks))
 	for _, sh := range p.server { // rows in shape order; B-14 comes last, as its figures do
 		for _, r := range sh.rows {
 			if r.name != allocsRow {
-				servers.AddRow(r.name)
+				t.servers.AddRow(r.name)
 			}
 		}
 	}
 	dialers := clientStacks(cfg.stacks)
-	clients = table.New(base, names(dialers))
+	t.clients = table.New(base, names(dialers))
 	for _, sh := range p.client {
 		for _, r := range sh.rows {
 			if r.name == sh.ratioRow {
-				clients.AddRatioRow(r.name)
+				t.clients.AddRatioRow(r.name)
 			} else {
-				clients.AddRow(r.name)
+				t.clients.AddRow(r.name)
 			}
 		}
 	}
+	t.proxies = newProxyTable(p.proxy, p.proxies)
 	for round := range cfg.rounds {
 		for _, sh := range p.server {
 			for i := range cfg.stacks {
 				st := cfg.stacks[(i+round)%len(cfg.stacks)]
-				failures += record(cfg, servers, round, sh.name, st, sh.rows, func() (measurement, error) { return measureOne(cfg, st, sh) })
+				failures += record(cfg, t.servers, round, sh.name, st.name, sh.rows, func() (measurement, error) { return measureOne(cfg, st, sh) })
 			}
 		}
 		for _, sh := range p.client {
 			for i := range dialers {
 				st := dialers[(i+round)%len(dialers)]
-				failures += record(cfg, clients, round, sh.name, st, sh.rows, func() (measurement, error) { return sh.measure(cfg, st, round) })
+				failures += record(cfg, t.clients, round, sh.name, st.name, sh.rows, func() (measurement, error) { return sh.measure(cfg, st, round) })
+			}
+		}
+		for _, sh := range p.proxy {
+			for i := range p.proxies {
+				st := p.proxies[(i+round)%len(p.proxies)]
+				if st.largeOnly && !sh.large {
+					continue
+				}
+				failures += record(cfg, t.proxies, round, sh.name, st.name, sh.rows, func() (measurement, error) { return measureProxy(cfg, st, sh) })
 			}
 		}
 	}
-	return servers, clients, failures
+	return t, failures
 }
 
-// record takes one measurement, logs it, and adds its figures to t; it
-// returns 1 if the measurement failed.
-func record(cfg config, t *table.Table, round int, shape string, st stack, rows []row, measure func() (measurement, error)) int {
+// record takes one measurement, logs it, and adds its figures to t under
+// stack; it returns 1 if the measurement failed.
+func record(cfg config, t *table.Table, round int, shape, stack string, rows []row, measure func() (measurement, error)) int {
 	if cfg.idle > 0 {
 		if idle, waited, err := waitIdle(cfg.cpus(), cfg.idle); err != nil {
 			fmt.Fprintln(os.Stderr, "bench: -idle:", err)
 		} else if idle < cfg.idle {
-			fmt.Fprintf(os.Stderr, "round %d, %s, %s: CPUs only %d%% idle after %v; measuring anyway\n", round+1, shape, st.name, idle, waited.Round(time.Second))
+			fmt.Fprintf(os.Stderr, "round %d, %s, %s: CPUs only %d%% idle after %v; measuring anyway\n", round+1, shape, stack, idle, waited.Round(time.Second))
 		}
 	}
 	start := time.Now()
 	m, err := measure()
 	if err != nil {
-		fmt.Fprintf(os.Stderr, "FAIL round %d, %s, %s: %v\n", round+1, shape, st.name, err)
+		fmt.Fprintf(os.Stderr, "FAIL round %d, %s, %s: %v\n", round+1, shape, stack, err)
 		return 1
 	}
 	fmt.Fprintf(os.Stderr, "round %d, %-17s %-8s %s (%.1f s)\n",
-		round+1, shape, st.name, summary(m), time.Since(start).Seconds())
+		round+1, shape, stack, summary(m), time.Since(start).Seconds())
 	for _, r := range rows {
 		if v, ok := r.value(m); ok {
-			t.Add(r.name, st.name, round, v)
+			t.Add(r.name, stack, round, v)
 		}
 	}
 	return 0

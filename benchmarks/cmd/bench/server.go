@@ -36,8 +36,9 @@ type server struct {
 	addrs  []string // every address it listens on, when more than one
 	stdout bytes.Buffer
 	stderr bytes.Buffer
-	done   chan struct{} // closed when the process has exited
-	err    error         // its exit status, once done is closed
+	quit   syscall.Signal // stops it gracefully
+	done   chan struct{}  // closed when the process has exited
+	err    error          // its exit status, once done is closed
 }
 
 // startServer starts st's server pinned to cpus and waits until its port
@@ -63,13 +64,22 @@ func startServer(st stack, bin string, cpus cpuList) (*server, error) {
 // launch starts st's server pinned to cpus with args, and does not wait for
 // it.
 func launch(st stack, bin string, cpus cpuList, args ...string) (*server, error) {
-	s := &server{done: make(chan struct{})}
-	args = append(append([]string{"-c", cpus.spec, filepath.Join(bin, st.exe())}, args...), st.flags...)
-	s.cmd = exec.Command("taskset", args...) // taskset execs the server: same process id
+	args = append(append([]string{filepath.Join(bin, st.exe())}, args...), st.flags...)
+	var env []string
 	if st.loops {
-		s.cmd.Args = append(s.cmd.Args, "-loops", cpus.n())
-		s.cmd.Env = append(s.cmd.Environ(), "GOMAXPROCS="+cpus.n())
+		args = append(args, "-loops", cpus.n())
+		env = append(env, "GOMAXPROCS="+cpus.n())
 	}
+	return start(cpus, syscall.SIGTERM, args, env...)
+}
+
+// start runs the command line args pinned to cpus, with env added to its
+// environment, and does not wait for it; quit is the signal that stops it
+// gracefully.
+func start(cpus cpuList, quit syscall.Signal, args []string, env ...string) (*server, error) {
+	s := &server{done: make(chan struct{}), quit: quit}
+	s.cmd = exec.Command("taskset", append([]string{"-c", cpus.spec}, args...)...) // taskset execs the server: same process id
+	s.cmd.Env = append(s.cmd.Environ(), env...)
 	s.cmd.Stdout, s.cmd.Stderr = &s.stdout, &s.stderr
 	if err := s.cmd.Start(); err != nil {
 		return nil, err
@@ -111,25 +121,33 @@ func (s *server) waitReady() error {
 
 func (s *server) pid() int { return s.cmd.Process.Pid }
 
-// stop asks the server to stop (SIGTERM), waits for it, and returns its
-// exit report. A server that crashed, hangs, or exits unclean is an error.
+// stop stops the server (halt) and returns its exit report.
 func (s *server) stop() (serve.Report, error) {
+	if err := s.halt(); err != nil {
+		return serve.Report{}, err
+	}
+	return serve.ParseReport(s.stdout.String())
+}
+
+// halt asks the server to stop (its quit signal) and waits for it. A server
+// that crashed, hangs, or exits unclean is an error.
+func (s *server) halt() error {
 	select {
 	case <-s.done:
-		return serve.Report{}, fmt.Errorf("%w: %v: %s", errExited, s.err, s.stderr.Bytes())
+		return fmt.Errorf("%w: %v: %s", errExited, s.err, s.stderr.Bytes())
 	default:
 	}
-	s.cmd.Process.Signal(syscall.SIGTERM)
+	s.cmd.Process.Signal(s.quit)
 	select {
 	case <-s.done:
 	case <-time.After(stopTimeout):
 		s.kill()
-		return serve.Report{}, fmt.Errorf("%w: no exit %v after SIGTERM", errStop, stopTimeout)
+		return fmt.Errorf("%w: no exit %v after %v", errStop, stopTimeout, s.quit)
 	}
 	if s.err != nil {
-		return serve.Report{}, fmt.Errorf("%w: %v: %s", errStop, s.err, s.stderr.Bytes())
+		return fmt.Errorf("%w: %v: %s", errStop, s.err, s.stderr.Bytes())
 	}
-	return serve.ParseReport(s.stdout.String())
+	return nil
 }
 
 // kill ends the server at once, for the failure paths.

@@ -15,6 +15,9 @@ type shape struct {
 	args []string // cmd/loadgen flags beyond -addr, -pid and -workers
 	rows []row
 	perf bool // needs perf (syscall counts)
+	// large: moves large messages, the rows the proxy table measures
+	// HAProxy's splice variant in
+	large bool
 }
 
 // A row is one line of the table and where its figure comes from.
@@ -78,27 +81,39 @@ func allocs(m measurement) (float64, bool) {
 }
 
 // pacedArgs returns the load generator's flags for the paced rows.
-func pacedArgs(t timing, conns int) []string {
+func (t timing) pacedArgs(conns int) []string {
 	return []string{"-mode", "paced", "-conns", strconv.Itoa(conns), "-size", "64",
 		"-rate", strconv.Itoa(pacedRate), "-warmup", t.pacedWarm.String(), "-duration", t.paced.String()}
+}
+
+// loadArgs returns the load generator's flags for a load of mode over
+// conns connections with messages of size bytes, and more.
+func loadArgs(mode string, conns, size int, more ...string) []string {
+	return append([]string{"-mode", mode, "-conns", strconv.Itoa(conns), "-size", strconv.Itoa(size)}, more...)
+}
+
+// closed returns the flags for the closed loop.
+func (t timing) closed(conns, size int) []string {
+	return loadArgs("closed", conns, size, "-warmup", t.warm.String(), "-duration", t.window.String())
+}
+
+// accepts returns the flags for connection setup, conns at a time.
+func (t timing) accepts(conns int) []string {
+	return loadArgs("accepts", conns, 64, "-warmup", t.warm.String(), "-duration", t.window.String())
+}
+
+// counted returns the flags for counting system calls over 64 B round
+// trips.
+func (t timing) counted(conns int) []string {
+	return loadArgs("syscalls", conns, 64, "-warmup", t.warm.String(), "-count", strconv.Itoa(t.syscallRoundTrips))
 }
 
 // shapes returns the measurements of a run, in the order the table lists
 // their rows.
 func shapes(t timing) []shape {
-	d := func(d time.Duration) string { return d.String() }
-	load := func(mode string, conns, size int, more ...string) []string {
-		return append([]string{"-mode", mode, "-conns", strconv.Itoa(conns), "-size", strconv.Itoa(size)}, more...)
-	}
-	closed := func(conns, size int) []string {
-		return load("closed", conns, size, "-warmup", d(t.warm), "-duration", d(t.window))
-	}
-	paced := func(conns int) []string { return pacedArgs(t, conns) }
-	counted := func(conns int) []string {
-		return load("syscalls", conns, 64, "-warmup", d(t.warm), "-count", strconv.Itoa(t.syscallRoundTrips))
-	}
+	closed, paced, counted := t.closed, t.pacedArgs, t.counted
 	return []shape{
-		{name: "B-1 accepts", args: load("accepts", 50, 64, "-warmup", d(t.warm), "-duration", d(t.window)),
+		{name: "B-1 accepts", args: t.accepts(50),
 			rows: []row{{"B-1 accepts/s (connect, 64 B round trip, close)", rate}}},
 		{name: "B-2 1 conn", args: closed(1, 64),
 			rows: []row{{"B-2 1 conn, 64 B: rt/s", rate}, {"B-2 1 conn, 64 B: p50 µs", p50}}},
@@ -114,7 +129,7 @@ func shapes(t timing) []shape {
 			rows: []row{{"Paced 30k rt/s, 100 conns, 64 B: server CPU µs/rt", cpu}}},
 		{name: "paced 1,000 conns", args: paced(1000),
 			rows: []row{{"Paced 30k rt/s, 1,000 conns, 64 B: server CPU µs/rt", cpu}, {"Paced 30k rt/s, 1,000 conns, 64 B: p99 µs", p99}}},
-		{name: "B-5 memory", args: load("memory", 10000, 64),
+		{name: "B-5 memory", args: loadArgs("memory", 10000, 64),
 			rows: []row{{"B-5 10,000 idle conns: resident B/conn", perConn}}},
 		{name: "B-13 1 conn", perf: true, args: counted(1),
 			rows: []row{{"B-13 1 conn: syscalls/rt", syscalls}}},

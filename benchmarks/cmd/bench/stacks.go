@@ -64,22 +64,30 @@ func (s stack) exe() string {
 	return s.binary()
 }
 
-// selectStacks returns the stacks named in a comma-separated list, in table
-// order, or every stack for "all".
-func selectStacks(list string) ([]stack, error) {
+// selectStacks returns the echo servers and the proxies named in a
+// comma-separated list, each in table order, or every one for "all".
+func selectStacks(list string) ([]stack, []proxyStack, error) {
 	if list == "all" {
-		return stacks, nil
+		return stacks, proxies, nil
 	}
 	names := strings.Split(list, ",")
-	var picked []stack
-	for _, s := range stacks {
-		if i := slices.Index(names, s.binary()); i >= 0 {
+	servers, names := named(stacks, stack.binary, names)
+	picked, names := named(proxies, func(p proxyStack) string { return p.name }, names)
+	if len(names) > 0 {
+		return nil, nil, fmt.Errorf("%w: %s", errUnknownStack, strings.Join(names, ","))
+	}
+	return servers, picked, nil
+}
+
+// named returns those of all whose names (as name gives them) are among
+// names, in the order of all, and the names it did not find.
+func named[S any](all []S, name func(S) string, names []string) ([]S, []string) {
+	var picked []S
+	for _, s := range all {
+		if i := slices.Index(names, name(s)); i >= 0 {
 			picked = append(picked, s)
 			names = slices.Delete(names, i, i+1)
 		}
 	}
-	if len(names) > 0 {
-		return nil, fmt.Errorf("%w: %s", errUnknownStack, strings.Join(names, ","))
-	}
-	return picked, nil
+	return picked, names
 }
