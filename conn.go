@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/valyala/bytebufferpool"
-	"golang.org/x/sys/unix"
 
 	"github.com/sluicenet/sluice/internal/socket"
 	"github.com/sluicenet/sluice/poller"
@@ -343,11 +342,11 @@ func (c *conn) SetIdleTimeout(d time.Duration) {
 }
 
 func (c *conn) LocalAddr() net.Addr {
-	sa, err := unix.Getsockname(c.fd)
+	a, err := socket.LocalAddr(c.fd)
 	if err != nil {
 		return nil
 	}
-	return socket.Addr(sa)
+	return a
 }
 
 func (c *conn) RemoteAddr() net.Addr {
@@ -356,13 +355,7 @@ func (c *conn) RemoteAddr() net.Addr {
 	}
 	// A unix socket: the peer's path, which a dialed one has and an
 	// accepted one usually does not.
-	ua := &net.UnixAddr{Net: "unix"}
-	if sa, err := unix.Getpeername(c.fd); err == nil {
-		if su, ok := sa.(*unix.SockaddrUnix); ok {
-			ua.Name = su.Name
-		}
-	}
-	return ua
+	return &net.UnixAddr{Name: socket.UnixPeer(c.fd), Net: "unix"}
 }
 
 func (c *conn) ProxyHeader() (proxyproto.Header, bool) {

@@ -12,8 +12,6 @@ import (
 	"syscall"
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/sluicenet/sluice/internal/socket"
 	"github.com/sluicenet/sluice/poller"
 )
@@ -199,8 +197,9 @@ type dialSpec struct {
 	addr    string // as the caller gave it, for errors
 	host    string // to resolve, when addr names a host
 	port    uint16
-	sa      unix.Sockaddr
-	family  int
+	path    string // a unix socket's, to dial
+	ep      socket.Endpoint
+	parsed  bool // ep is set: the address needs no resolving
 	remote  netip.AddrPort
 	ctx     any
 	timeout time.Duration
@@ -235,7 +234,7 @@ func (e *engine) dial(l *eventloop, addr string, ctx any, opts []DialOption) err
 	if l.tasks.isClosed() {
 		return ErrEngineStopped
 	}
-	if d.sa == nil {
+	if !d.parsed {
 		// The loop stays up, even stopping, until the dial reaches it
 		// (connect), so that the handler hears how it ended.
 		d.resolving = true
@@ -251,7 +250,8 @@ func (e *engine) dial(l *eventloop, addr string, ctx any, opts []DialOption) err
 	return l.postDial(d)
 }
 
-// parse reads addr; it leaves sa nil when the host is a name to resolve.
+// parse reads addr; it leaves parsed false when the host is a name to
+// resolve.
 func (d *dialSpec) parse(addr string) error {
 	network, address, err := parseAddr(addr)
 	if err != nil {
@@ -259,7 +259,7 @@ func (d *dialSpec) parse(addr string) error {
 	}
 	d.network, d.addr = network, addr
 	if network == "unix" {
-		d.family, d.sa = unix.AF_UNIX, &unix.SockaddrUnix{Name: address}
+		d.path, d.ep, d.parsed = address, socket.UnixEndpoint(address), true
 		return nil
 	}
 	host, port, err := net.SplitHostPort(address)
@@ -287,7 +287,7 @@ func (d *dialSpec) to(ip netip.Addr) error {
 		return fmt.Errorf("%w: %q: %s is not an address of %s", ErrInvalidAddr, d.addr, ip, d.network)
 	}
 	d.remote = netip.AddrPortFrom(ip, d.port)
-	d.family, d.sa = socket.Sockaddr(d.remote)
+	d.ep, d.parsed = socket.TCPEndpoint(d.remote), true
 	return nil
 }
 
@@ -318,29 +318,23 @@ func (e *engine) enroll(l *eventloop, nc net.Conn, ctx any, opts []DialOption) e
 		return err
 	}
 	if err := l.postDial(d); err != nil {
-		unix.Close(d.fd)
+		socket.Close(d.fd)
 		return err
 	}
 	return nil
 }
 
-// adopt takes a copy of nc's descriptor and closes nc.
+// adopt takes nc's socket (socket.Adopt) and closes nc.
 func (d *dialSpec) adopt(nc net.Conn) error {
-	sc, ok := nc.(syscall.Conn)
 	network := nc.LocalAddr().Network()
-	if !ok || network != "tcp" && network != "unix" {
+	if network != "tcp" && network != "unix" {
 		return fmt.Errorf("sluice: enroll %T over %s: %w", nc, network, errors.ErrUnsupported)
 	}
-	rc, err := sc.SyscallConn()
+	fd, err := socket.Adopt(nc)
 	if err != nil {
 		return fmt.Errorf("sluice: enroll: %w", err)
 	}
-	var dupErr error
-	err = rc.Control(func(fd uintptr) { d.fd, dupErr = socket.Dup(int(fd)) })
-	if err = errors.Join(err, dupErr); err != nil {
-		return fmt.Errorf("sluice: enroll: %w", err)
-	}
-	nc.Close()
+	d.fd = fd
 	d.network, d.addr = network, nc.RemoteAddr().String()
 	if ta, ok := nc.RemoteAddr().(*net.TCPAddr); ok {
 		d.remote = ta.AddrPort()
@@ -351,13 +345,11 @@ func (d *dialSpec) adopt(nc net.Conn) error {
 // opError wraps why d failed as the standard library's dials do.
 func (d *dialSpec) opError(err error) error {
 	var addr net.Addr
-	switch sa := d.sa.(type) {
-	case *unix.SockaddrUnix:
-		addr = &net.UnixAddr{Name: sa.Name, Net: "unix"}
-	default:
-		if d.remote.IsValid() { // a dial's address, or an enrolled socket's peer
-			addr = net.TCPAddrFromAddrPort(d.remote)
-		}
+	switch {
+	case d.path != "": // a unix socket's
+		addr = &net.UnixAddr{Name: d.path, Net: "unix"}
+	case d.remote.IsValid(): // a dial's address, or an enrolled socket's peer
+		addr = net.TCPAddrFromAddrPort(d.remote)
 	}
 	op := "dial"
 	if d.fd >= 0 {
@@ -406,7 +398,7 @@ func (l *eventloop) connect(d *dialSpec) {
 	}
 	if err != nil {
 		if d.fd >= 0 {
-			unix.Close(d.fd)
+			socket.Close(d.fd)
 		}
 		l.dialFailed(d, err)
 		return
@@ -426,7 +418,7 @@ func (l *eventloop) connect(d *dialSpec) {
 	}
 	id, err := l.eng.table.Claim(l.idx, uint64(fd))
 	if err != nil {
-		unix.Close(fd)
+		socket.Close(fd)
 		l.dialFailed(d, ErrTooManyConns)
 		return
 	}
@@ -456,11 +448,11 @@ func (l *eventloop) dialSocket(d *dialSpec) (int, error) {
 			err = socket.SetKeepAlive(d.fd, 0, 0, 0)
 		}
 		if err != nil {
-			unix.Close(d.fd)
+			socket.Close(d.fd)
 		}
 		return d.fd, err
 	}
-	fd, err := socket.Open(d.family)
+	fd, err := socket.Open(d.ep)
 	if err != nil {
 		return -1, err
 	}
@@ -471,7 +463,7 @@ func (l *eventloop) dialSocket(d *dialSpec) (int, error) {
 		err = d.bindLocal(fd)
 	}
 	if err != nil {
-		unix.Close(fd)
+		socket.Close(fd)
 		return -1, err
 	}
 	return fd, nil
@@ -487,11 +479,10 @@ func (d *dialSpec) bindLocal(fd int) error {
 		}
 		ap = netip.AddrPortFrom(ip, 0)
 	}
-	family, sa := socket.Sockaddr(ap)
-	if family != d.family {
+	if d.network == "unix" || ap.Addr().Unmap().Is4() != d.remote.Addr().Unmap().Is4() {
 		return fmt.Errorf("%w: local address %q is not of the remote's family", ErrInvalidAddr, d.local)
 	}
-	return socket.Bind(fd, sa)
+	return socket.Bind(fd, ap)
 }
 
 // register makes c, a dialed or enrolled connection, the loop's.
@@ -504,10 +495,10 @@ func (l *eventloop) register(c *conn) {
 // report its end as writable (connectDone). One that ends at once, as a
 // unix socket's may, opens c at once.
 func (l *eventloop) startConnect(c *conn, d *dialSpec) {
-	switch err := socket.Connect(c.fd, d.sa); err {
+	switch err := socket.Connect(c.fd, d.ep); err {
 	case nil:
 		l.connected(c)
-	case unix.EINPROGRESS:
+	case syscall.EINPROGRESS:
 		if err := l.poll.Add(c.fd, poller.Writable); err != nil {
 			l.closeConn(c, err)
 			return

@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/valyala/bytebufferpool"
-	"golang.org/x/sys/unix"
 
 	"github.com/sluicenet/sluice/internal/socket"
 	"github.com/sluicenet/sluice/kill"
@@ -216,7 +215,7 @@ func (e *engine) listen(s listenSpec, first *eventloop) error {
 	if err != nil {
 		return err
 	}
-	perLoop := e.opts.reusePort && network != "unix"
+	perLoop := e.opts.reusePort && network != "unix" && socket.ReusePort
 	if network == "unix" {
 		removeStaleSocket(address)
 	}
@@ -410,7 +409,7 @@ func listen(network, address string, o socket.Options) (*listener, error) {
 
 func (ln *listener) close() {
 	if ln.fd >= 0 {
-		unix.Close(ln.fd)
+		socket.Close(ln.fd)
 		ln.fd = -1
 	}
 }

@@ -2,14 +2,14 @@ package sluice
 
 import (
 	"fmt"
+	"net/netip"
 	"os"
 	"runtime"
 	"runtime/debug"
 	"slices"
 	"sync/atomic"
+	"syscall"
 	"time"
-
-	"golang.org/x/sys/unix"
 
 	"github.com/sluicenet/sluice/internal/socket"
 	"github.com/sluicenet/sluice/kill"
@@ -241,29 +241,30 @@ func (l *eventloop) dispatch(r poller.Ready) {
 }
 
 func (l *eventloop) accept(ln *listener) {
-	fd, sa, err := socket.Accept(ln.fd)
+	fd, remote, err := socket.Accept(ln.fd)
 	if err != nil {
 		l.acceptFailed(ln, err)
 		return
 	}
-	l.accepted(ln, fd, sa)
+	l.accepted(ln, fd, remote)
 }
 
 // acceptFailed pauses accepts when out of descriptors or memory, and
 // logs failures that are not the peer's or the moment's.
 func (l *eventloop) acceptFailed(ln *listener, err error) {
 	switch err {
-	case unix.EAGAIN, unix.ECONNABORTED, unix.EINTR, unix.ECANCELED:
-	case unix.EMFILE, unix.ENFILE, unix.ENOBUFS, unix.ENOMEM:
+	case syscall.EAGAIN, syscall.ECONNABORTED, syscall.EINTR, syscall.ECANCELED:
+	case syscall.EMFILE, syscall.ENFILE, syscall.ENOBUFS, syscall.ENOMEM:
 		l.pauseAccepts(err)
 	default:
 		l.eng.opts.logger.Warn("sluice: accept failed", "addr", ln.addr, "err", err)
 	}
 }
 
-// accepted admits fd, which ln accepted from sa, and opens it on its loop.
-func (l *eventloop) accepted(ln *listener, fd int, sa unix.Sockaddr) {
-	c := &conn{fd: fd, remote: socket.AddrPort(sa), loop: l}
+// accepted admits fd, which ln accepted from remote (zero for a unix
+// socket), and opens it on its loop.
+func (l *eventloop) accepted(ln *listener, fd int, remote netip.AddrPort) {
+	c := &conn{fd: fd, remote: remote, loop: l}
 	switch ln.proxy {
 	case ProxyOptional:
 		c.flags |= flagProxyOptional
@@ -278,7 +279,7 @@ func (l *eventloop) accepted(ln *listener, fd int, sa unix.Sockaddr) {
 		c.loop = l.eng.pick(c)
 	}
 	if !l.admit(c) {
-		unix.Close(fd)
+		socket.Close(fd)
 		return
 	}
 	if err := socket.Configure(fd, ln.unix, l.eng.sock); err != nil {
@@ -342,7 +343,7 @@ func (l *eventloop) drop(c *conn) {
 		socket.SetLingerZero(c.fd)
 		l.counts.add(countKilled)
 	}
-	unix.Close(c.fd)
+	socket.Close(c.fd)
 	l.eng.forget(c)
 }
 
@@ -428,7 +429,7 @@ func (l *eventloop) read(c *conn) []byte {
 		return l.buf[:n:n]
 	case err == nil:
 		l.peerClosed(c)
-	case err != unix.EAGAIN:
+	case err != syscall.EAGAIN:
 		l.readFailed(c, err)
 	}
 	return nil
@@ -641,7 +642,7 @@ func (l *eventloop) send(c *conn) {
 // when the write failed and closed c.
 func (l *eventloop) write(c *conn, p []byte) int {
 	n, err := socket.Write(c.fd, p)
-	if err != nil && err != unix.EAGAIN {
+	if err != nil && err != syscall.EAGAIN {
 		l.closeConn(c, os.NewSyscallError("write", err))
 		return -1
 	}
@@ -807,8 +808,8 @@ func (l *eventloop) shutWrite(c *conn) {
 		return
 	}
 	c.flags |= flagWriteShut
-	if err := unix.Shutdown(c.fd, unix.SHUT_WR); err != nil {
-		l.closeConn(c, os.NewSyscallError("shutdown", err))
+	if err := socket.ShutdownWrite(c.fd); err != nil {
+		l.closeConn(c, err)
 		return
 	}
 	if c.flags&flagInputEnded != 0 {
@@ -882,7 +883,7 @@ func (l *eventloop) linger(c *conn) {
 		l.closeConn(c, nil)
 		return
 	}
-	if err := unix.Shutdown(c.fd, unix.SHUT_WR); err != nil {
+	if err := socket.ShutdownWrite(c.fd); err != nil {
 		l.closeConn(c, nil) // the peer is gone
 		return
 	}
@@ -908,7 +909,7 @@ func (l *eventloop) discard(c *conn) {
 		l.discarded(c, l.buf[:n])
 	case err == nil:
 		l.peerClosed(c)
-	case err != unix.EAGAIN:
+	case err != syscall.EAGAIN:
 		l.readFailed(c, err)
 	}
 }

@@ -1,3 +1,5 @@
+//go:build !sluice_std
+
 package sluice
 
 import (
@@ -541,7 +543,7 @@ func (l *eventloop) pollConnect(c *conn, d *dialSpec) {
 		l.startConnect(c, d)
 		return
 	}
-	if err := d.raw.Set(d.sa); err != nil {
+	if err := d.raw.Set(d.ep.Sockaddr()); err != nil {
 		l.closeConn(c, err)
 		return
 	}
@@ -806,7 +808,7 @@ func (l *eventloop) ringAccept(ln *listener, fd int) {
 	if err != nil && !ln.unix {
 		sa = &unix.SockaddrInet6{} // "[::]:0": the address is lost with the connection
 	}
-	l.accepted(ln, fd, sa)
+	l.accepted(ln, fd, socket.AddrPort(sa))
 }
 
 // ringReceived handles a receive's completion, and gives the buffer it

@@ -1,11 +1,11 @@
-//go:build !linux
+//go:build !linux || sluice_std
 
 package sluice
 
 import (
 	"errors"
 
-	"golang.org/x/sys/unix"
+	"github.com/sluicenet/sluice/internal/socket"
 
 	"github.com/sluicenet/sluice/poller"
 )
@@ -38,7 +38,7 @@ func (l *eventloop) pollModify(fd int, old, ev poller.Event) error {
 	return l.poll.Modify(fd, old, ev)
 }
 
-func (l *eventloop) closeSocket(c *conn) { unix.Close(c.fd) }
+func (l *eventloop) closeSocket(c *conn) { socket.Close(c.fd) }
 
 func (l *eventloop) sendOut(c *conn, p []byte) int { return l.write(c, p) }
 

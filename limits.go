@@ -3,8 +3,7 @@ package sluice
 import (
 	"math"
 
-	"golang.org/x/sys/unix"
-
+	"github.com/sluicenet/sluice/internal/socket"
 	"github.com/sluicenet/sluice/kill"
 )
 
@@ -19,11 +18,11 @@ func tableCapacity(o *options) int {
 	if o.maxConns > 0 {
 		return min(o.maxConns, math.MaxUint32-1)
 	}
-	var rl unix.Rlimit
-	if err := unix.Getrlimit(unix.RLIMIT_NOFILE, &rl); err != nil || uint64(rl.Cur) > maxTableSlots {
+	n := socket.MaxFiles()
+	if n == 0 || n > maxTableSlots {
 		return maxTableSlots
 	}
-	return max(int(rl.Cur), 1)
+	return int(n)
 }
 
 // admit registers c, just accepted and assigned its loop, in the engine's

@@ -7,7 +7,6 @@ import (
 	"net"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/sluicenet/sluice"
@@ -124,17 +123,6 @@ func checkBackend(addr string) error {
 		return fmt.Errorf("backend %q: port %q is not a number", addr, port)
 	}
 	return nil
-}
-
-// descriptorBound is the most clients the process's descriptor limit
-// lets it relay: each costs two descriptors, its own and its backend's,
-// and a few are kept for the listeners, the pollers and the runtime.
-func descriptorBound() int {
-	var rl syscall.Rlimit
-	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &rl); err != nil || rl.Cur > 1<<21 {
-		return 1 << 20
-	}
-	return max(int(rl.Cur)-64, 2) / 2
 }
 
 // listFlag is a flag that may be given several times, each time with one

@@ -1,18 +1,42 @@
+//go:build !windows && !sluice_std
+
 package socket
 
 import (
 	"errors"
 	"fmt"
+	"net"
 	"net/netip"
 	"os"
+	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
 )
 
-// Sockaddr returns the address family and socket address for dialing ap.
-// An IPv4 address, or an IPv4-mapped IPv6 one, is dialed over IPv4.
-func Sockaddr(ap netip.AddrPort) (int, unix.Sockaddr) {
+// Endpoint is an address to connect to: a TCP address or a unix
+// socket's path.
+type Endpoint struct {
+	family int
+	sa     unix.Sockaddr
+}
+
+// TCPEndpoint returns the endpoint for ap. An IPv4 address, or an
+// IPv4-mapped IPv6 one, is dialed over IPv4.
+func TCPEndpoint(ap netip.AddrPort) Endpoint {
+	family, sa := sockaddrOf(ap)
+	return Endpoint{family, sa}
+}
+
+// UnixEndpoint returns the endpoint for the unix socket at path.
+func UnixEndpoint(path string) Endpoint {
+	return Endpoint{unix.AF_UNIX, &unix.SockaddrUnix{Name: path}}
+}
+
+// Sockaddr returns the endpoint's socket address, for io_uring's connect.
+func (ep Endpoint) Sockaddr() unix.Sockaddr { return ep.sa }
+
+func sockaddrOf(ap netip.AddrPort) (int, unix.Sockaddr) {
 	ip := ap.Addr().Unmap()
 	if ip.Is4() {
 		return unix.AF_INET, &unix.SockaddrInet4{Port: int(ap.Port()), Addr: ip.As4()}
@@ -20,24 +44,25 @@ func Sockaddr(ap netip.AddrPort) (int, unix.Sockaddr) {
 	return unix.AF_INET6, &unix.SockaddrInet6{Port: int(ap.Port()), Addr: ip.As16()}
 }
 
-// Open makes a non-blocking, close-on-exec stream socket of family.
-func Open(family int) (int, error) { return newSocket(family) }
+// Open makes a non-blocking, close-on-exec stream socket to connect to ep.
+func Open(ep Endpoint) (int, error) { return newSocket(ep.family) }
 
-// Bind binds fd to the local address sa, as a dialing socket does before
+// Bind binds fd to the local address ap, as a dialing socket does before
 // it connects to pick its source address or port.
-func Bind(fd int, sa unix.Sockaddr) error {
+func Bind(fd int, ap netip.AddrPort) error {
 	if err := setInt(fd, unix.SOL_SOCKET, unix.SO_REUSEADDR, 1, "SO_REUSEADDR"); err != nil {
 		return err
 	}
+	_, sa := sockaddrOf(ap)
 	return os.NewSyscallError("bind", unix.Bind(fd, sa))
 }
 
-// Connect starts connecting fd, non-blocking, to sa. It returns nil when
+// Connect starts connecting fd, non-blocking, to ep. It returns nil when
 // the connection is made at once (a unix socket's usually is),
 // unix.EINPROGRESS when it goes on in the background (the socket turns
 // writable once it ends: ask PendingError how), or why it failed.
-func Connect(fd int, sa unix.Sockaddr) error {
-	err := unix.Connect(fd, sa)
+func Connect(fd int, ep Endpoint) error {
+	err := unix.Connect(fd, ep.sa)
 	if err == unix.EINTR {
 		// The connect goes on in the background, as if interrupted before
 		// it began to wait.
@@ -121,9 +146,31 @@ func SetSendBuffer(fd, n int) error {
 	return setInt(fd, unix.SOL_SOCKET, unix.SO_SNDBUF, n, "SO_SNDBUF")
 }
 
-// Dup returns a non-blocking, close-on-exec copy of fd, for adopting a
-// socket another owner will close.
-func Dup(fd int) (int, error) {
+// Adopt takes nc's socket for a loop: it returns a non-blocking,
+// close-on-exec copy of nc's descriptor and closes nc. A conn with no
+// descriptor is refused with an error wrapping errors.ErrUnsupported.
+func Adopt(nc net.Conn) (int, error) {
+	sc, ok := nc.(syscall.Conn)
+	if !ok {
+		return -1, fmt.Errorf("%T has no descriptor: %w", nc, errors.ErrUnsupported)
+	}
+	rc, err := sc.SyscallConn()
+	if err != nil {
+		return -1, err
+	}
+	fd := -1
+	var dupErr error
+	if err = rc.Control(func(s uintptr) { fd, dupErr = dup(int(s)) }); err != nil {
+		return -1, err
+	}
+	if dupErr != nil {
+		return -1, dupErr
+	}
+	nc.Close()
+	return fd, nil
+}
+
+func dup(fd int) (int, error) {
 	nfd, err := unix.FcntlInt(uintptr(fd), unix.F_DUPFD_CLOEXEC, 0)
 	if err != nil {
 		return -1, os.NewSyscallError("fcntl F_DUPFD_CLOEXEC", err)

@@ -1,5 +1,5 @@
-// Package socket opens listeners and moves bytes through descriptors with
-// the raw, non-blocking system calls the event loops need.
+//go:build !windows && !sluice_std
+
 package socket
 
 import (
@@ -45,6 +45,10 @@ func Write(fd int, p []byte) (int, error) {
 		return n, err
 	}
 }
+
+// ReusePort reports whether listeners may share a port (SO_REUSEPORT),
+// one per loop.
+const ReusePort = true
 
 // Options are the socket options applied to listeners and accepted sockets.
 type Options struct {
@@ -230,4 +234,43 @@ func Addr(sa unix.Sockaddr) net.Addr {
 func SetLingerZero(fd int) error {
 	err := unix.SetsockoptLinger(fd, unix.SOL_SOCKET, unix.SO_LINGER, &unix.Linger{Onoff: 1, Linger: 0})
 	return os.NewSyscallError("setsockopt SO_LINGER", err)
+}
+
+// Close closes fd.
+func Close(fd int) error { return unix.Close(fd) }
+
+// ShutdownWrite ends fd's output: the peer reads end of stream once it has
+// everything sent before.
+func ShutdownWrite(fd int) error {
+	return os.NewSyscallError("shutdown", unix.Shutdown(fd, unix.SHUT_WR))
+}
+
+// LocalAddr returns the address fd is bound to.
+func LocalAddr(fd int) (net.Addr, error) {
+	sa, err := unix.Getsockname(fd)
+	if err != nil {
+		return nil, os.NewSyscallError("getsockname", err)
+	}
+	return Addr(sa), nil
+}
+
+// UnixPeer returns the path a unix socket's peer is bound to: "" when
+// it is bound to none, as an accepted connection's peer usually is not.
+func UnixPeer(fd int) string {
+	if sa, err := unix.Getpeername(fd); err == nil {
+		if su, ok := sa.(*unix.SockaddrUnix); ok {
+			return su.Name
+		}
+	}
+	return ""
+}
+
+// MaxFiles returns the process's limit on open descriptors (RLIMIT_NOFILE's
+// soft limit), or 0 when it cannot be read.
+func MaxFiles() uint64 {
+	var rl unix.Rlimit
+	if err := unix.Getrlimit(unix.RLIMIT_NOFILE, &rl); err != nil {
+		return 0
+	}
+	return uint64(rl.Cur)
 }

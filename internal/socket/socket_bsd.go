@@ -1,10 +1,11 @@
-//go:build darwin || dragonfly || freebsd
+//go:build (darwin || dragonfly || freebsd) && !sluice_std
 
 package socket
 
 import (
 	"errors"
 	"fmt"
+	"net/netip"
 	"os"
 	"syscall"
 
@@ -12,8 +13,9 @@ import (
 )
 
 // Accept takes one pending connection from the listener fd, already
-// non-blocking and close-on-exec.
-func Accept(fd int) (int, unix.Sockaddr, error) {
+// non-blocking and close-on-exec, with its peer's address (the zero
+// AddrPort for a unix socket).
+func Accept(fd int) (int, netip.AddrPort, error) {
 	// Without accept4 the descriptor exists for a moment without
 	// close-on-exec; the fork lock keeps an exec from inheriting it.
 	syscall.ForkLock.RLock()
@@ -23,13 +25,13 @@ func Accept(fd int) (int, unix.Sockaddr, error) {
 	}
 	syscall.ForkLock.RUnlock()
 	if err != nil {
-		return -1, nil, err
+		return -1, netip.AddrPort{}, err
 	}
 	if err := unix.SetNonblock(nfd, true); err != nil {
 		unix.Close(nfd)
-		return -1, nil, os.NewSyscallError("fcntl", err)
+		return -1, netip.AddrPort{}, os.NewSyscallError("fcntl", err)
 	}
-	return nfd, sa, nil
+	return nfd, AddrPort(sa), nil
 }
 
 func newSocket(family int) (int, error) {

@@ -1,20 +1,24 @@
+//go:build !sluice_std
+
 package socket
 
 import (
+	"net/netip"
 	"os"
 
 	"golang.org/x/sys/unix"
 )
 
 // Accept takes one pending connection from the listener fd, already
-// non-blocking and close-on-exec.
-func Accept(fd int) (int, unix.Sockaddr, error) {
+// non-blocking and close-on-exec, with its peer's address (the zero
+// AddrPort for a unix socket).
+func Accept(fd int) (int, netip.AddrPort, error) {
 	for {
 		nfd, sa, err := unix.Accept4(fd, unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC)
 		if err == unix.EINTR {
 			continue
 		}
-		return nfd, sa, err
+		return nfd, AddrPort(sa), err
 	}
 }
 
