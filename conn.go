@@ -281,17 +281,15 @@ func (c *conn) Write(p []byte) (int, error) {
 		return 0, ErrConnClosed
 	}
 	l := c.loop
-	if l.cur == c && c.out == nil {
+	switch {
+	case l.cur == c && c.out == nil:
 		// The common case: gather this callback's output in the loop's
 		// buffer and send it in one write when the callback returns.
 		l.wbuf = append(l.wbuf, p...)
-		return len(p), nil
-	}
-	c.queue(p)
-	if l.cur != c {
-		// Written from another connection's callback: nothing will flush
-		// this one when that callback returns, so ask to hear when it can.
-		l.watch(c)
+	case l.cur == c:
+		c.queue(p)
+	default:
+		l.writeOther(c, p)
 	}
 	return len(p), nil
 }

@@ -33,6 +33,7 @@ type eventloop struct {
 	buf       []byte       // every read lands here first
 	wbuf      []byte       // output of the running callback, sent when it returns
 	cur       *conn        // whose callback is running
+	written   []*conn      // written to by the running callback, not its own: sendWritten's queue
 	late      *conn        // closed inside its own callback; OnClose waits for it to return
 	lateErr   error
 	resumed   []*conn // read again with bytes held from while it was not: handOver's queue
@@ -590,6 +591,7 @@ func (l *eventloop) finish(c *conn, a Action) {
 	if c.state == stateClosed {
 		l.cur = nil
 		l.closedLate()
+		l.sendWritten()
 		return
 	}
 	c.keepUnread()
@@ -599,6 +601,7 @@ func (l *eventloop) finish(c *conn, a Action) {
 	l.send(c)
 	l.cur = nil
 	l.closedLate()
+	l.sendWritten()
 	if c.flags&flagWriteClosed != 0 {
 		l.shutWrite(c)
 	}
@@ -629,13 +632,57 @@ func (l *eventloop) send(c *conn) {
 			c.queue(p[n:])
 		}
 		l.resetWbuf()
-	} else if c.out != nil && c.events&poller.Writable == 0 {
-		l.flushOut(c)
+	} else if c.events&poller.Writable == 0 {
+		l.sendQueued(c)
 		if c.state == stateClosed {
 			return
 		}
 	}
 	l.watch(c)
+}
+
+// writeOther queues p for c from outside c's own callbacks. Written in
+// another connection's callback, as a relay writes, it goes when that
+// callback returns (sendWritten) together with whatever else the callback
+// writes to c, or at once if the callback flushes c, and c is watched for
+// writable only if its socket does not take it all: a relay's Write, with
+// or without Flush, then costs the poller nothing. Output c already waits
+// to send, and output written outside any connection's callback (OnTick,
+// Loop.Execute, OnClose outside one), which no callback's return would
+// send, has c watched at once.
+func (l *eventloop) writeOther(c *conn, p []byte) {
+	idle := c.out == nil
+	c.queue(p)
+	switch {
+	case l.cur == nil || c.events&poller.Writable != 0:
+		l.watch(c)
+		return
+	case c.out == nil: // p was empty
+		return
+	case idle && (len(l.written) == 0 || l.written[len(l.written)-1] != c):
+		// Queued output is listed from when it begins: a connection with
+		// output queued outside its own callback is listed here or
+		// watched for writable. Only a Flush that empties it can list it
+		// twice.
+		l.written = append(l.written, c)
+	}
+	if c.pending() > l.eng.opts.writeBufCap {
+		// The handler may have seen it pass the mark, as send has it.
+		c.flags |= flagOverHigh
+	}
+}
+
+// sendWritten sends what the callback that just returned wrote to other
+// connections (writeOther).
+func (l *eventloop) sendWritten() {
+	for i := 0; i < len(l.written); i++ {
+		c := l.written[i]
+		l.written[i] = nil
+		if c.state != stateClosed {
+			l.send(c)
+		}
+	}
+	l.written = l.written[:0]
 }
 
 // write writes p to c's socket once and returns how much it took, or -1
@@ -668,12 +715,19 @@ func (l *eventloop) resetWbuf() {
 	}
 }
 
-// flushQueued writes what c has queued, for Conn.Flush, even while c waits
-// to hear that its socket is writable: output written to c from another
-// connection's callback asks to hear that without the socket being full,
-// and a relay flushes it at once. Behind a send still in flight on
-// io_uring it waits, to keep the bytes in order.
+// flushQueued writes what c has queued, for Conn.Flush, while c waits to
+// hear that its socket is writable, which it may be again by now; send,
+// which follows, writes it otherwise.
 func (l *eventloop) flushQueued(c *conn) {
+	if c.events&poller.Writable != 0 {
+		l.sendQueued(c)
+	}
+}
+
+// sendQueued writes what c has queued, unless a send on io_uring is still
+// in flight ahead of it: the bytes stay in order, and the writable path
+// sends them after it.
+func (l *eventloop) sendQueued(c *conn) {
 	if c.out != nil && !l.sending(c) {
 		l.flushOut(c)
 	}
@@ -1111,14 +1165,14 @@ func (l *eventloop) runTask(t *task) {
 	}
 }
 
-// callback runs cb on the loop, sending whatever it writes.
+// callback runs cb on the loop, sending whatever it writes, also when
+// it panics.
 func (l *eventloop) callback(c *conn, cb AsyncCallback, err error) {
 	open := !c.done()
 	if open {
 		l.cur = c
 	}
-	defer l.recoverConn(c)
-	cb(c, err)
+	l.onAsync(c, cb, err)
 	if open {
 		l.finish(c, None)
 	}
@@ -1130,6 +1184,11 @@ func (l *eventloop) callback(c *conn, cb AsyncCallback, err error) {
 func (l *eventloop) onOpen(c *conn) (out []byte, a Action) {
 	defer l.recoverConn(c)
 	return l.eng.handler.OnOpen(c)
+}
+
+func (l *eventloop) onAsync(c *conn, cb AsyncCallback, err error) {
+	defer l.recoverConn(c)
+	cb(c, err)
 }
 
 func (l *eventloop) onTraffic(c *conn) Action {

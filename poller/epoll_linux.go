@@ -51,12 +51,14 @@ func (p *Poller) Close() error {
 
 // Add starts watching fd for ev.
 func (p *Poller) Add(fd int, ev Event) error {
+	syscount.Inc()
 	e := unix.EpollEvent{Events: epollEvents(ev), Fd: int32(fd)}
 	return os.NewSyscallError("epoll_ctl add", unix.EpollCtl(p.epfd, unix.EPOLL_CTL_ADD, fd, &e))
 }
 
 // Modify changes what fd is watched for from old to ev.
 func (p *Poller) Modify(fd int, old, ev Event) error {
+	syscount.Inc()
 	e := unix.EpollEvent{Events: epollEvents(ev), Fd: int32(fd)}
 	return os.NewSyscallError("epoll_ctl mod", unix.EpollCtl(p.epfd, unix.EPOLL_CTL_MOD, fd, &e))
 }

@@ -1,0 +1,197 @@
+//go:build unix && !sluice_std
+
+package sluice
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"math"
+	"runtime"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"golang.org/x/sys/unix"
+
+	"github.com/sluicenet/sluice/internal/syscount"
+)
+
+// relayHandler pairs the connections its loop opens, each with the next,
+// and relays what one of a pair sends to the other from its own OnTraffic,
+// as examples/proxy does: Write, then Flush if flush is set. Like the
+// proxy, it pauses a sender while its peer holds more than mark unsent,
+// and resumes it on the peer's OnDrain.
+type relayHandler struct {
+	BuiltinEventEngine
+	flush  bool
+	mark   int
+	alone  Conn         // opened, not yet paired; the loop's own
+	paired atomic.Int32 // pairs made
+	queued atomic.Int64 // the most output a peer held after a relayed write
+}
+
+func (h *relayHandler) OnOpen(c Conn) ([]byte, Action) {
+	if h.alone == nil {
+		h.alone = c
+		return nil, None
+	}
+	c.SetContext(h.alone)
+	h.alone.SetContext(c)
+	h.alone = nil
+	h.paired.Add(1)
+	return nil, None
+}
+
+func (h *relayHandler) OnTraffic(c Conn) Action {
+	peer, _ := c.Context().(Conn)
+	b, _ := c.Next(-1)
+	if _, err := peer.Write(b); err != nil {
+		return Close
+	}
+	if h.flush && peer.Flush() != nil {
+		return Close
+	}
+	n := peer.OutboundBuffered()
+	if int64(n) > h.queued.Load() {
+		h.queued.Store(int64(n))
+	}
+	if n > h.mark {
+		c.PauseRead()
+	}
+	return None
+}
+
+func (h *relayHandler) OnDrain(c Conn) Action {
+	c.Context().(Conn).ResumeRead()
+	return None
+}
+
+// relayModes are the ways relayHandler writes to the peer.
+var relayModes = []struct {
+	name  string
+	flush bool
+}{{"write", false}, {"write+flush", true}}
+
+// dialPair connects two raw clients to addr, which h pairs.
+func dialPair(t *testing.T, addr string, h *relayHandler) (a, b *rawClient) {
+	t.Helper()
+	a, b = dialRaw(t, addr), dialRaw(t, addr)
+	waitFor(t, 5*time.Second, func() bool { return h.paired.Load() == 1 }, func() string { return "the connections were not paired" })
+	a.readTimeout(t, 5*time.Second)
+	b.readTimeout(t, 5*time.Second)
+	return a, b
+}
+
+// relayTrip sends a's message through the relay to b, and b's back to a.
+func relayTrip(t testing.TB, a, b *rawClient) {
+	a.send(t)
+	b.receive(t)
+	if !bytes.Equal(b.got, a.msg) {
+		t.Fatal("the relay changed the message")
+	}
+	b.send(t)
+	a.receive(t)
+	if !bytes.Equal(a.got, b.msg) {
+		t.Fatal("the relay changed the message")
+	}
+}
+
+// A message relayed to another connection of the loop, written from the
+// sender's OnTraffic with or without Flush, costs what an echo does when
+// the socket takes it all: on epoll a read, a write and a wait, never a
+// change of what the poller watches for (epoll_ctl); on io_uring a write
+// and an enter, never a poll for writable and the turn its completion
+// takes.
+func TestRelayedWriteSystemCalls(t *testing.T) {
+	for _, m := range relayModes {
+		t.Run(m.name, func(t *testing.T) {
+			onEachPoller(t, func(t *testing.T, p Option) outcome {
+				syscount.Enabled = true
+				t.Cleanup(func() { syscount.Enabled = false })
+				h := &relayHandler{flush: m.flush, mark: 64 << 10}
+				eng, addr := serve(t, h, p, WithNumEventLoop(1))
+				a, b := dialPair(t, addr, h)
+				for range 100 {
+					relayTrip(t, a, b) // warm up: pools, buffers
+				}
+				loop := eng.e.loops[0]
+				asleep := func() {
+					for !loop.sleeping.Load() {
+						runtime.Gosched()
+					}
+				}
+				// The best of three counts, as in
+				// TestEchoRoundTripSystemCalls: a signal now and then
+				// costs a wait more, which is the runtime's doing.
+				const trips = 500
+				perMsg := math.Inf(1)
+				for range 3 {
+					asleep()
+					before := syscount.Load()
+					for range trips {
+						relayTrip(t, a, b)
+					}
+					asleep()
+					perMsg = min(perMsg, float64(syscount.Load()-before)/(2*trips))
+				}
+				t.Logf("%.2f system calls per relayed 64-byte message", perMsg)
+				budget := 3.0 // read, write, epoll_wait
+				if loop.ring != nil {
+					budget = 2.0 // write, io_uring_enter
+				}
+				require.LessOrEqual(t, perMsg, budget)
+				return outcome{}
+			})
+		})
+	}
+}
+
+// A relay that writes faster than the receiving socket takes keeps every
+// byte in order: a write the socket takes only part of queues the rest
+// and watches for writable, the sender pauses past the mark, and the
+// receiver's OnDrain resumes it.
+func TestRelayedWriteBackpressure(t *testing.T) {
+	const size = 1 << 20
+	payload := make([]byte, size)
+	for i := range payload {
+		payload[i] = byte(i * 7 / 5)
+	}
+	for _, m := range relayModes {
+		t.Run(m.name, func(t *testing.T) {
+			onEachPoller(t, func(t *testing.T, p Option) outcome {
+				h := &relayHandler{flush: m.flush, mark: 16 << 10}
+				_, addr := serve(t, h, p, WithNumEventLoop(1), WithWriteBufferCap(16<<10), WithSocketSendBuffer(4<<10))
+				// The small send buffer has the relay's writes taken in part.
+				a, b := dialPair(t, addr, h)
+				sent := make(chan error, 1)
+				go func() { sent <- writeAll(a.fd, payload) }()
+				got := make([]byte, size)
+				require.NoError(t, readFull(b.fd, got))
+				require.NoError(t, <-sent)
+				require.True(t, bytes.Equal(payload, got), "the relayed stream differs")
+				require.Positive(t, h.queued.Load(), "no relayed write was ever taken in part")
+				return outcome{}
+			})
+		})
+	}
+}
+
+// readFull reads len(p) bytes from the blocking socket fd, whose reads
+// time out (rawClient.readTimeout).
+func readFull(fd int, p []byte) error {
+	for n := 0; n < len(p); {
+		m, err := unix.Read(fd, p[n:min(len(p), n+4<<10)])
+		switch {
+		case err == unix.EINTR:
+			continue
+		case err != nil:
+			return fmt.Errorf("read after %d bytes: %w", n, err)
+		case m == 0:
+			return fmt.Errorf("read after %d bytes: %w", n, io.ErrUnexpectedEOF)
+		}
+		n += m
+	}
+	return nil
+}
