@@ -69,7 +69,9 @@ type Conn interface {
 	// kept for its life, not views of its inbound bytes.
 	ProxyHeader() (proxyproto.Header, bool)
 	// Fd returns the socket's descriptor, for setting options, or -1 once
-	// OnClose has returned. Do not read, write or close it.
+	// OnClose has returned. Do not read, write or close it. On the
+	// development backend (Windows, or the sluice_std build tag) it is the
+	// engine's handle for the connection, not an OS descriptor.
 	Fd() int
 	// SetIdleTimeout closes the connection, with ErrIdleTimeout, once it
 	// moves no bytes either way for d, counting from now; zero or less

@@ -131,6 +131,8 @@ func (eng Engine) Dial(addr string, ctx any, opts ...DialOption) error {
 // caller's. Once copied, nc is closed; if the engine has stopped, Enroll
 // returns ErrEngineStopped, and if it cannot open the connection later (a
 // limit, a stop) the connection is closed and OnDialFailed hears of it.
+// On the development backend (Windows, or the sluice_std build tag) the
+// engine takes nc itself rather than a copy: nc must not be used again.
 func (eng Engine) Enroll(nc net.Conn, ctx any, opts ...DialOption) error {
 	if eng.e == nil {
 		return ErrEngineStopped

@@ -1,3 +1,5 @@
+//go:build unix
+
 package sluice
 
 import (
@@ -173,4 +175,15 @@ func (s *syncBuffer) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.String()
+}
+
+// needsKernelSockets skips a test that reaches under the engine to the
+// kernel's sockets (a Conn's Fd with getsockopt, socket pairs, exact
+// system call counts), which the standard library's backend does not
+// expose: it says why.
+func needsKernelSockets(t testing.TB, why string) {
+	t.Helper()
+	if stdBackend {
+		t.Skip("the standard library's backend: " + why)
+	}
 }

@@ -1,3 +1,5 @@
+//go:build unix
+
 package sluice
 
 import (
@@ -81,6 +83,7 @@ func TestKillStaleID(t *testing.T) {
 // opening, as when a loop hands it to another: it must be reset without
 // OnOpen ever running for it.
 func TestKillBeforeOpen(t *testing.T) {
+	needsKernelSockets(t, "opens one end of a socket pair as a connection")
 	h := newLifetimes()
 	eng, addr := serve(t, h, WithNumEventLoop(1))
 	dial(t, addr)

@@ -17,6 +17,7 @@ import (
 // accept takes the descriptor limit when it is submitted, so a multishot
 // accept armed before the test lowers the limit never sees it.
 func TestAcceptPausesWhenOutOfDescriptors(t *testing.T) {
+	needsKernelSockets(t, "fills the process's descriptor table under the engine")
 	var logs syncBuffer
 	h := newOpener()
 	_, addr := serve(t, h, WithNumEventLoop(1), WithPoller(poller.Epoll),

@@ -1,3 +1,5 @@
+//go:build unix
+
 package sluice
 
 // Four of the servers gnet v2's examples show (echo, a length-prefixed

@@ -138,6 +138,7 @@ func TestLeastConnectionsFillsTheEmptiestLoop(t *testing.T) {
 }
 
 func TestSocketOptions(t *testing.T) {
+	needsKernelSockets(t, "reads the options back with getsockopt")
 	tests := []struct {
 		name string
 		opts []Option
@@ -163,6 +164,7 @@ func TestSocketOptions(t *testing.T) {
 }
 
 func TestSocketBuffers(t *testing.T) {
+	needsKernelSockets(t, "reads the options back with getsockopt")
 	h := newObserver()
 	_, addr := serve(t, h, WithNumEventLoop(1), WithSocketRecvBuffer(50000), WithSocketSendBuffer(60000))
 	h.open(t, addr, 1)

@@ -1,3 +1,5 @@
+//go:build !sluice_std
+
 package sluice
 
 import (

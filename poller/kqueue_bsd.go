@@ -1,4 +1,4 @@
-//go:build darwin || dragonfly || freebsd
+//go:build (darwin || dragonfly || freebsd) && !sluice_std
 
 package poller
 

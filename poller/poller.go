@@ -2,6 +2,11 @@
 // Linux and kqueue on macOS and the BSDs, behind the same small set of
 // methods. A Poller belongs to one event loop; only Wake may be called from
 // other goroutines.
+//
+// On Windows, and wherever the sluice_std build tag is given, the same
+// methods watch the development backend's connections instead, which
+// goroutines on the standard library's net package serve; Kind Epoll
+// names it there, and IOUring cannot serve.
 package poller
 
 // Event is a set of readiness conditions on a descriptor.

@@ -1,4 +1,4 @@
-//go:build dragonfly || freebsd
+//go:build (dragonfly || freebsd) && !sluice_std
 
 package socket
 

@@ -1,3 +1,5 @@
+//go:build !sluice_std
+
 package socket
 
 import "golang.org/x/sys/unix"

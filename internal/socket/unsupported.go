@@ -1,4 +1,4 @@
-//go:build !linux && !darwin && !dragonfly && !freebsd
+//go:build !linux && !darwin && !dragonfly && !freebsd && !windows
 
 package socket
 

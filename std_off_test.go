@@ -1,0 +1,5 @@
+//go:build !sluice_std
+
+package sluice
+
+const stdBackend = false
