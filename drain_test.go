@@ -215,3 +215,35 @@ func TestShutdownActionDuringStop(t *testing.T) {
 	require.ErrorIs(t, eng.Stop(ctx), context.DeadlineExceeded, "the stop ended before its context")
 	assert.GreaterOrEqual(t, time.Since(start), bound)
 }
+
+// StopAccepting refuses new clients at once, leaves the ones it has to
+// finish (they still echo), returns once the last has gone, and, when
+// ctx ends first, returns its error and leaves the engine serving.
+func TestStopAccepting(t *testing.T) {
+	onEachPoller(t, func(t *testing.T, p Option) outcome {
+		eng, addr := serve(t, echoHandler{}, p, WithNumEventLoop(2))
+		first, second := dial(t, addr), dial(t, addr)
+		require.NoError(t, echoOnce(first, []byte("before")))
+
+		short, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+		defer cancel()
+		require.ErrorIs(t, eng.StopAccepting(short), context.DeadlineExceeded)
+		_, err := net.DialTimeout("tcp", addr, time.Second)
+		require.Error(t, err, "a client was accepted after StopAccepting")
+		require.NoError(t, echoOnce(first, []byte("still served")))
+
+		done := make(chan error, 1)
+		go func() { done <- eng.StopAccepting(context.Background()) }()
+		require.NoError(t, echoOnce(second, []byte("still served")))
+		first.Close()
+		second.Close()
+		select {
+		case err := <-done:
+			require.NoError(t, err)
+		case <-time.After(10 * time.Second):
+			t.Fatal("StopAccepting did not return once every client had gone")
+		}
+		assert.Zero(t, eng.CountConnections())
+		return outcome{Stats: closedStats(t, eng)}
+	})
+}

@@ -51,6 +51,41 @@ func (eng Engine) Stop(ctx context.Context) error {
 	}
 }
 
+// StopAccepting closes the engine's listeners at once and waits, until
+// ctx ends, for every connection to close by itself: the first half of a
+// stop that lets each exchange under way finish, as a proxy or a server
+// behind a balancer wants before it is replaced. The engine keeps
+// serving, dialing and enrolling meanwhile. It returns nil once no
+// connection is left, or ctx's error; either way the listeners stay
+// closed, and Stop ends the rest. The handler can hasten the connections
+// left, for instance by closing each once it has answered what it has
+// (Engine.ConnIDs lists them).
+func (eng Engine) StopAccepting(ctx context.Context) error {
+	e := eng.e
+	if e == nil {
+		return ErrEngineStopped
+	}
+	for _, l := range e.loops {
+		if l.post(newTask(taskStopAccepting, nil)) != nil {
+			return ErrEngineStopped
+		}
+	}
+	// The loops keep no count to wait on, so look again now and then: a
+	// stop is no hot path.
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	for e.live() > 0 {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-e.done:
+			return nil
+		case <-tick.C:
+		}
+	}
+	return nil
+}
+
 // Kill resets the connection with the given ID (Conn.ID): its peer sees a
 // TCP reset, its queued output is dropped, and OnClose receives ErrKilled.
 // Kill marks the connection and wakes its loop, which resets it, and
@@ -118,6 +153,16 @@ func (eng Engine) Addrs() []net.Addr {
 		return nil
 	}
 	return slices.Clone(eng.e.addrs)
+}
+
+// live counts the connections open and those on their way to a loop that
+// has yet to open them.
+func (e *engine) live() int64 {
+	n := int64(0)
+	for _, l := range e.loops {
+		n += l.count.Load() + l.handed.Load()
+	}
+	return n
 }
 
 type engine struct {

@@ -638,6 +638,12 @@ func (l *eventloop) send(c *conn) {
 			return
 		}
 	}
+	if c.state == stateClosing {
+		// A write or Flush from elsewhere may have sent the last of what
+		// c had queued: nothing else would see it go and linger.
+		l.closeSent(c)
+		return
+	}
 	l.watch(c)
 }
 
@@ -1089,16 +1095,21 @@ func (l *eventloop) kill(fd int, id uint64) {
 // closes once its queued output is sent.
 func (l *eventloop) drain() {
 	l.draining = true
-	l.stopAccepts()
-	for _, ln := range l.listeners {
-		ln.close()
-	}
-	l.listeners = nil
+	l.closeListeners()
 	for _, c := range l.conns {
 		if c != nil {
 			l.closeGraceful(c)
 		}
 	}
+}
+
+// closeListeners stops the loop's accepts and closes its listeners.
+func (l *eventloop) closeListeners() {
+	l.stopAccepts()
+	for _, ln := range l.listeners {
+		ln.close()
+	}
+	l.listeners = nil
 }
 
 func (l *eventloop) runTasks(ts []*task) {
@@ -1120,6 +1131,9 @@ func (l *eventloop) runTask(t *task) {
 		return
 	case taskStop:
 		l.drain()
+		return
+	case taskStopAccepting:
+		l.closeListeners()
 		return
 	case taskForce:
 		l.drain()

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"golang.org/x/sys/unix"
 
@@ -194,4 +195,30 @@ func readFull(fd int, p []byte) error {
 		n += m
 	}
 	return nil
+}
+
+// A connection that closes with output queued, which a Flush from
+// elsewhere on its loop then sends whole, still lingers and closes: the
+// flush must not leave it watched for nothing.
+func TestFlushOfAClosingConnectionCloses(t *testing.T) {
+	onEachPoller(t, func(t *testing.T, p Option) outcome {
+		h := newLifetimes()
+		_, addr := serve(t, h, p, WithNumEventLoop(1))
+		client := dial(t, addr)
+		sc := h.conn(h.next(t))
+		done := make(chan error, 1)
+		require.NoError(t, sc.Loop().Execute(func() {
+			_, err := sc.Write([]byte("bye")) // outside a callback: queued
+			c := sc.(*conn)
+			c.loop.closeGraceful(c) // closing, "bye" still queued
+			sc.Flush() // sends it all, and so closes sc: ErrConnClosed
+			done <- err
+		}))
+		require.NoError(t, <-done)
+		client.SetReadDeadline(time.Now().Add(5 * time.Second))
+		got, err := io.ReadAll(client)
+		require.NoError(t, err, "the server's end of stream did not come")
+		assert.Equal(t, "bye", string(got))
+		return outcome{Delivered: []int{len(got)}}
+	})
 }

@@ -14,6 +14,7 @@ const (
 	taskClose                   // Close: flush, then close
 	taskOpen                    // a connection another loop accepted
 	taskStop                    // graceful stop
+	taskStopAccepting           // Engine.StopAccepting: close the listeners
 	taskForce                   // stop now
 	taskKill                    // Engine.Kill: reset the connection at fd if it is id
 	taskDial                    // Dial or Enroll: open the connection
