@@ -28,7 +28,8 @@ type config struct {
 	buffer         int           // high-water mark of each direction's unsent bytes
 	maxFails       int           // failed connects in a row that mark a backend down
 	downTime       time.Duration // how long a backend stays down before it is probed
-	grace          time.Duration // bound on a graceful stop
+	drain          time.Duration // how long a stop lets pairs finish by themselves; zero: not at all
+	grace          time.Duration // bound on closing what is left after that
 	statsInterval  time.Duration // zero: no periodic stats
 
 	out       io.Writer            // where the listening line and stats go
@@ -43,6 +44,7 @@ const (
 	defaultMaxFails       = 3
 	defaultDownTime       = 10 * time.Second
 	defaultGrace          = 10 * time.Second
+	defaultDrain          = 5 * time.Second
 )
 
 // maxBackends is how many backends one proxy may have: a client's tried

@@ -185,3 +185,56 @@ func dialSmall(t *testing.T, addr string) net.Conn {
 	t.Cleanup(func() { c.Close() })
 	return c
 }
+
+// A stop lets a pair finish for -drain: the proxy accepts no one from the
+// start, and a reply the backend sends only after the stop began still
+// reaches its client, which then ends the pair.
+func TestStopDrainsPairs(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer ln.Close()
+	answer := make(chan struct{})
+	go func() {
+		c, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		io.ReadFull(c, make([]byte, 4))
+		<-answer
+		c.Write([]byte("pong"))
+		c.Close()
+		// The test's probes that the proxy took before it stopped
+		// accepting, if any, end at once.
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			c.Close()
+		}
+	}()
+	tp := startProxy(t, config{backends: []string{ln.Addr().String()}, drain: deadline})
+	c, err := net.Dial("tcp", tp.addr())
+	require.NoError(t, err)
+	defer c.Close()
+	_, err = c.Write([]byte("ping"))
+	require.NoError(t, err)
+	waitFor(t, func() bool { return tp.snapshot().Pairs == 1 }, func() string { return "the pair did not form" })
+
+	stopped := make(chan error, 1)
+	go func() { stopped <- tp.stop() }()
+	waitFor(t, func() bool {
+		nc, err := net.Dial("tcp", tp.addr())
+		if err == nil {
+			nc.Close()
+		}
+		return err != nil
+	}, func() string { return "the proxy still accepts" })
+	close(answer)
+	c.SetReadDeadline(time.Now().Add(deadline))
+	got, err := io.ReadAll(c)
+	require.NoError(t, err)
+	assert.Equal(t, "pong", string(got))
+	c.Close()
+	require.NoError(t, <-stopped)
+}

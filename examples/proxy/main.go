@@ -45,12 +45,13 @@
 //
 // It prints the addresses it listens on; with -stats-interval, the
 // engine's counters, its own and each backend's, every interval. On
-// SIGINT or SIGTERM it stops accepting and closes every pair gracefully:
-// each connection sends what the proxy holds for it, then its end of
-// stream. What a backend sends after that is dropped, so a request relayed
-// just before the stop may go unanswered; clients of a stateless service
-// retry elsewhere. Pairs still open after -grace (a client that does not
-// read what it is sent) are reset. A second signal ends the proxy at once.
+// SIGINT or SIGTERM it stops accepting at once and lets the pairs it has
+// finish by themselves for up to -drain (5 s), so that replies on their
+// way from a backend still reach their clients. Then it closes every pair
+// left gracefully: each connection sends what the proxy holds for it, then
+// its end of stream; what a backend sends after that is dropped. Pairs
+// still open after a further -grace (a client that does not read what it
+// is sent) are reset. A second signal ends the proxy at once.
 package main
 
 import (
@@ -85,7 +86,8 @@ func main() {
 	flag.IntVar(&cfg.buffer, "buffer", defaultBuffer, "unsent bytes one side of a pair may hold before the other side is paused")
 	flag.IntVar(&cfg.maxFails, "max-fails", defaultMaxFails, "failed connects in a row that mark a backend down")
 	flag.DurationVar(&cfg.downTime, "down-time", defaultDownTime, "how long a backend stays down before a client probes it")
-	flag.DurationVar(&cfg.grace, "grace", defaultGrace, "how long a graceful stop waits for pairs to close before resetting them")
+	flag.DurationVar(&cfg.drain, "drain", defaultDrain, "how long a stop, having stopped accepting, lets pairs finish by themselves before it closes them")
+	flag.DurationVar(&cfg.grace, "grace", defaultGrace, "how long a graceful stop then waits for pairs to close before resetting them")
 	flag.DurationVar(&cfg.statsInterval, "stats-interval", 0, "print statistics this often (0: never)")
 	flag.Parse()
 	if len(addrs) == 0 {

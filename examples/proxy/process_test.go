@@ -132,7 +132,7 @@ func TestCommand(t *testing.T) {
 		ln.Close()
 	}
 	cmd, lines := command(t, "proxy", "-addr", "127.0.0.1:0,unix://"+sock, "-addr", second,
-		"-backend", backend.addr, "-loops", "2", "-stats-interval", "20ms")
+		"-backend", backend.addr, "-loops", "2", "-stats-interval", "20ms", "-drain", "100ms")
 	listening := regexp.MustCompile(`^proxy: listening on (\w+)://(.+)$`)
 	var addrs [][2]string
 	for range 3 {

@@ -132,13 +132,23 @@ func (px *proxy) OnBoot(eng sluice.Engine) sluice.Action {
 func (px *proxy) OnShutdown(sluice.Engine) { close(px.done) }
 
 // stopWhenDone stops the engine once run's context ends: it stops
-// accepting, and every connection sends what the proxy has queued for it
-// and closes. Pairs that have not closed when -grace has passed are reset.
+// accepting and lets the pairs finish by themselves for -drain, so that a
+// reply on its way from a backend still reaches its client; then every
+// connection left sends what the proxy has queued for it and closes.
+// Pairs that have not closed when -grace has passed are reset.
 func (px *proxy) stopWhenDone() {
 	select {
 	case <-px.stop:
 	case <-px.done:
 		return
+	}
+	if px.cfg.drain > 0 {
+		ctx, cancel := context.WithTimeout(context.Background(), px.cfg.drain)
+		err := px.eng.StopAccepting(ctx)
+		cancel()
+		if err != nil {
+			px.cfg.logf("proxy: stop: pairs still open after %v are closed now", px.cfg.drain)
+		}
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), px.cfg.grace)
 	defer cancel()
