@@ -211,7 +211,7 @@ func TestFlushOfAClosingConnectionCloses(t *testing.T) {
 			_, err := sc.Write([]byte("bye")) // outside a callback: queued
 			c := sc.(*conn)
 			c.loop.closeGraceful(c) // closing, "bye" still queued
-			sc.Flush() // sends it all, and so closes sc: ErrConnClosed
+			sc.Flush()              // sends it all, and so closes sc: ErrConnClosed
 			done <- err
 		}))
 		require.NoError(t, <-done)

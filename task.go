@@ -8,17 +8,17 @@ import (
 type taskKind uint8
 
 const (
-	taskWrite   taskKind = iota // AsyncWrite
-	taskWritev                  // AsyncWritev
-	taskWake                    // Wake: run OnTraffic
-	taskClose                   // Close: flush, then close
-	taskOpen                    // a connection another loop accepted
-	taskStop                    // graceful stop
-	taskStopAccepting           // Engine.StopAccepting: close the listeners
-	taskForce                   // stop now
-	taskKill                    // Engine.Kill: reset the connection at fd if it is id
-	taskDial                    // Dial or Enroll: open the connection
-	taskExecute                 // Loop.Execute: run fn
+	taskWrite         taskKind = iota // AsyncWrite
+	taskWritev                        // AsyncWritev
+	taskWake                          // Wake: run OnTraffic
+	taskClose                         // Close: flush, then close
+	taskOpen                          // a connection another loop accepted
+	taskStop                          // graceful stop
+	taskStopAccepting                 // Engine.StopAccepting: close the listeners
+	taskForce                         // stop now
+	taskKill                          // Engine.Kill: reset the connection at fd if it is id
+	taskDial                          // Dial or Enroll: open the connection
+	taskExecute                       // Loop.Execute: run fn
 )
 
 // task is work another goroutine hands to a loop. Tasks are pooled, so
