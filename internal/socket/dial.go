@@ -119,10 +119,6 @@ func SetKeepAlive(fd int, idle, interval time.Duration, count int) error {
 	return setInt(fd, unix.IPPROTO_TCP, unix.TCP_KEEPCNT, count, "TCP_KEEPCNT")
 }
 
-// ErrLingerBlocks is wrapped by SetLinger's error for a positive time; it
-// matches errors.ErrUnsupported.
-var ErrLingerBlocks = fmt.Errorf("a positive SO_LINGER makes close block: %w", errors.ErrUnsupported)
-
 // SetLinger sets what closing fd does with output the peer has yet to
 // take: with sec < 0, the default, the kernel goes on sending it in the
 // background; with sec == 0 it is dropped and the peer sees a reset. A

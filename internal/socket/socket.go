@@ -3,12 +3,10 @@
 package socket
 
 import (
-	"errors"
 	"fmt"
 	"net"
 	"net/netip"
 	"os"
-	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -49,24 +47,6 @@ func Write(fd int, p []byte) (int, error) {
 // ReusePort reports whether listeners may share a port (SO_REUSEPORT),
 // one per loop.
 const ReusePort = true
-
-// Options are the socket options applied to listeners and accepted sockets.
-type Options struct {
-	ReusePort bool
-	NoDelay   bool
-	KeepAlive time.Duration // idle time before probes; zero leaves keep-alive off
-	// KeepAliveInterval and KeepAliveCount are SetKeepAlive's; zero
-	// means its defaults.
-	KeepAliveInterval time.Duration
-	KeepAliveCount    int
-	RecvBuf           int // zero keeps the kernel's default
-	SendBuf           int
-}
-
-// keepAliveProbes is how many unanswered keep-alive probes declare a peer
-// dead. Sent every fifth of the idle time, as gnet sends them, they find a
-// dead peer about twice the idle time after it went quiet.
-const keepAliveProbes = 5
 
 // Listen opens a non-blocking listening socket. network is tcp, tcp4, tcp6
 // or unix. It returns the descriptor and the address it is bound to, which
@@ -167,9 +147,6 @@ func listenBacklog() int {
 	// The kernel clamps this to net.core.somaxconn.
 	return 4096
 }
-
-// ErrNetwork reports a network other than tcp, tcp4, tcp6 and unix.
-var ErrNetwork = errors.New("unsupported network")
 
 func sockaddr(network, addr string) (int, unix.Sockaddr, error) {
 	switch network {

@@ -494,22 +494,6 @@ func Accept(fd int) (int, netip.AddrPort, error) {
 	return adopt(nc), remote, nil
 }
 
-// ErrNetwork reports a network other than tcp, tcp4, tcp6 and unix.
-var ErrNetwork = errors.New("unsupported network")
-
-// Options are the socket options applied to listeners and accepted sockets.
-type Options struct {
-	ReusePort bool
-	NoDelay   bool
-	KeepAlive time.Duration // idle time before probes; zero leaves keep-alive off
-	// KeepAliveInterval and KeepAliveCount are SetKeepAlive's; zero
-	// means its defaults.
-	KeepAliveInterval time.Duration
-	KeepAliveCount    int
-	RecvBuf           int // zero keeps the system's default
-	SendBuf           int
-}
-
 // Configure applies the per-connection options to a connection, or, for
 // one still dialing, once it connects.
 func Configure(fd int, unixSocket bool, o Options) error {
@@ -552,10 +536,6 @@ func configure(nc net.Conn, o Options) error {
 	}
 	return nil
 }
-
-// keepAliveProbes is how many unanswered keep-alive probes declare a peer
-// dead, as on the native backend.
-const keepAliveProbes = 5
 
 func keepAlive(idle, interval time.Duration, count int) net.KeepAliveConfig {
 	if idle <= 0 {
@@ -600,10 +580,6 @@ func SetKeepAlive(fd int, idle, interval time.Duration, count int) error {
 		return tc.SetKeepAliveConfig(keepAlive(idle, interval, count))
 	})
 }
-
-// ErrLingerBlocks is wrapped by SetLinger's error for a positive time; it
-// matches errors.ErrUnsupported.
-var ErrLingerBlocks = fmt.Errorf("a positive SO_LINGER makes close block: %w", errors.ErrUnsupported)
 
 // SetLinger sets what closing fd does with output the peer has yet to
 // take: sent in the background (sec < 0) or dropped with a reset (0). A
