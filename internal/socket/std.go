@@ -327,6 +327,10 @@ func Close(fd int) error {
 	}
 	queue := h.queue
 	h.queue = nil
+	if tc, ok := nc.(*net.TCPConn); ok && reset {
+		// Before the writer can see kick closed and close nc itself.
+		tc.SetLinger(0)
+	}
 	if nc != nil {
 		// Free the reader, which may wait for Read to take its bytes, and
 		// end the writer once it has sent what it has.
@@ -351,9 +355,6 @@ func Close(fd int) error {
 		}
 		return nil
 	case reset:
-		if tc, ok := nc.(*net.TCPConn); ok {
-			tc.SetLinger(0)
-		}
 		return nc.Close()
 	}
 	// A peer that never reads could hold the writer for ever; a minute
@@ -645,8 +646,11 @@ func UnixPeer(fd int) string {
 	return ""
 }
 
-// MaxFiles returns 0: the limit on open descriptors is not read here.
-func MaxFiles() uint64 { return 0 }
+// MaxFiles returns the most connections the development backend admits
+// unless WithMaxConnections says otherwise. It has no descriptor limit to
+// read; this bound keeps the engine's connection table small (about 1.5
+// MiB), as a native process's descriptor limit does.
+func MaxFiles() uint64 { return 1 << 16 }
 
 // Endpoint is an address to connect to: a TCP address or a unix
 // socket's path.
