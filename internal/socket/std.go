@@ -29,10 +29,9 @@ type handle struct {
 	notify func(fd int) // the poller watching, if any
 	closed bool
 
-	ln     net.Listener
-	queue  []net.Conn // accepted, not yet taken by Accept
-	room   chan struct{}
-	lnUnix bool
+	ln    net.Listener
+	queue []net.Conn // accepted, not yet taken by Accept
+	room  chan struct{}
 
 	nc      net.Conn
 	dialing bool // Open was called; nc is nil until the dial ends
@@ -425,6 +424,8 @@ func PendingError(fd int) error {
 // Listen opens a listener. network is tcp, tcp4, tcp6 or unix. It
 // returns its descriptor and the address it is bound to, which tells the
 // port when addr asked for port 0.
+// The standard library's listeners take none of o's options: the
+// per-connection ones reach each connection through Configure.
 func Listen(network, addr string, o Options) (int, net.Addr, error) {
 	switch network {
 	case "tcp", "tcp4", "tcp6", "unix":
@@ -435,7 +436,7 @@ func Listen(network, addr string, o Options) (int, net.Addr, error) {
 	if err != nil {
 		return -1, nil, err
 	}
-	h := &handle{ln: ln, room: make(chan struct{}, 1), lnUnix: network == "unix", opts: o}
+	h := &handle{ln: ln, room: make(chan struct{}, 1)}
 	fd := add(h)
 	go h.accept()
 	return fd, ln.Addr(), nil
