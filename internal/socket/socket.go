@@ -18,7 +18,7 @@ import (
 func Read(fd int, p []byte) (int, error) {
 	syscount.Inc()
 	for {
-		n, err := unix.Read(fd, p)
+		n, err := recv(fd, p)
 		if err == unix.EINTR {
 			continue
 		}
@@ -33,7 +33,7 @@ func Read(fd int, p []byte) (int, error) {
 func Write(fd int, p []byte) (int, error) {
 	syscount.Inc()
 	for {
-		n, err := unix.Write(fd, p)
+		n, err := send(fd, p)
 		if err == unix.EINTR {
 			continue
 		}
