@@ -45,6 +45,10 @@ type Conn interface {
 	// Writev queues several slices as one write.
 	Writev(bs [][]byte) (int, error)
 	// Flush sends queued output now rather than after the callback returns.
+	// Output written to another connection from a callback goes when that
+	// callback returns too, so a relay needs no Flush; on io_uring a Flush
+	// is a write(2) of its own, where otherwise the output goes in the
+	// loop's next io_uring_enter with everything else.
 	Flush() error
 	// OutboundBuffered returns how many bytes are queued but not yet sent.
 	OutboundBuffered() int

@@ -730,15 +730,6 @@ func (l *eventloop) flushQueued(c *conn) {
 	}
 }
 
-// sendQueued writes what c has queued, unless a send on io_uring is still
-// in flight ahead of it: the bytes stay in order, and the writable path
-// sends them after it.
-func (l *eventloop) sendQueued(c *conn) {
-	if c.out != nil && !l.sending(c) {
-		l.flushOut(c)
-	}
-}
-
 // flushOut writes c's own outbound buffer until the socket is full.
 func (l *eventloop) flushOut(c *conn) {
 	for c.out != nil {

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/valyala/bytebufferpool"
 	"golang.org/x/sys/unix"
 
 	"github.com/sluicenet/sluice/internal/socket"
@@ -106,10 +107,13 @@ type ringSlot struct {
 }
 
 // pendingSend is a send in flight: the connection and the bytes, which
-// stay in place until the send's result is in.
+// stay in place until the send's result is in. buf, if set, is the
+// connection's own output buffer, which the send took and which goes back
+// to the pool once the result is in.
 type pendingSend struct {
-	c *conn
-	p []byte
+	c   *conn
+	p   []byte
+	buf *bytebufferpool.ByteBuffer
 }
 
 // ring is a loop's io_uring and what it has armed.
@@ -404,7 +408,10 @@ func (l *eventloop) settle(grow bool) {
 	n := len(*list)
 	for _, s := range *list {
 		s.c.rs.armed &^= armedSend
-		if l.eng.opts.wipe {
+		switch {
+		case s.buf != nil:
+			l.eng.recycle(&l.eng.outPool, s.buf)
+		case l.eng.opts.wipe:
 			clear(s.p)
 		}
 	}
@@ -606,17 +613,43 @@ func (l *eventloop) sendOut(c *conn, p []byte) int {
 	if rg.now {
 		return l.write(c, p)
 	}
+	l.ringSend(c, pendingSend{c: c, p: p})
+	return len(p)
+}
+
+// ringSend queues s, one of c's sends, with the turn's others.
+func (l *eventloop) ringSend(c *conn, s pendingSend) {
+	rg := l.ring
 	list := &rg.sends[rg.turn&1]
 	c.rs.armed |= armedSend
 	c.rs.send = uint32(len(*list))
-	*list = append(*list, pendingSend{c: c, p: p})
+	*list = append(*list, s)
 	// MSG_WAITALL makes a short send a failure, so that SkipSuccess posts
 	// a completion for it and none for a send that took everything.
 	const flags = unix.MSG_DONTWAIT | unix.MSG_WAITALL | unix.MSG_NOSIGNAL
 	kind := opSend + opKind(rg.turn&1)
-	rg.r.PrepSend(c.fd, p, flags, userData(kind, c.rs.gen, c.fd)).SetFlags(uring.SkipSuccess)
+	rg.r.PrepSend(c.fd, s.p, flags, userData(kind, c.rs.gen, c.fd)).SetFlags(uring.SkipSuccess)
 	l.sent(c)
-	return len(p)
+}
+
+// sendQueued sends what c has queued, unless a send on the ring is still
+// in flight ahead of it: the bytes stay in order, and the writable path
+// sends them after it. On the ring, output queued outside c's callbacks,
+// as a relay writes it, goes with the turn's other sends rather than in a
+// system call of its own: the send takes c's buffer, which stays in place
+// until the send's result is in, and c starts another for anything written
+// meanwhile. Conn.Flush writes at once.
+func (l *eventloop) sendQueued(c *conn) {
+	rg := l.ring
+	switch {
+	case c.out == nil || l.sending(c):
+	case rg == nil || rg.now:
+		l.flushOut(c)
+	default:
+		s := pendingSend{c: c, p: c.out.B[c.outHead:], buf: c.out}
+		c.out, c.outHead = nil, 0
+		l.ringSend(c, s)
+	}
 }
 
 // flush sends c's output for Conn.Flush. It writes at once on io_uring
@@ -691,14 +724,23 @@ func (l *eventloop) sendFailed(fd int, gen uint32, odd int, e uring.CQE) {
 		l.closeConn(c, os.NewSyscallError("write", err))
 		return
 	}
-	rest := list[c.rs.send].p[n:]
-	out := l.eng.outPool.Get()
-	out.B = append(out.B, rest...)
+	s := &list[c.rs.send]
+	rest := s.p[n:]
+	out, head := s.buf, 0
+	if out != nil {
+		// The send took c's buffer, whose tail the rest is: it is c's
+		// again, rather than the rest copied, which would cost a large
+		// write taken in part a copy for each part.
+		s.buf, head = nil, len(out.B)-len(rest)
+	} else {
+		out = l.eng.outPool.Get()
+		out.B = append(out.B, rest...)
+	}
 	if c.out != nil {
 		out.B = append(out.B, c.out.B[c.outHead:]...)
 		l.eng.recycle(&l.eng.outPool, c.out)
 	}
-	c.out, c.outHead = out, 0
+	c.out, c.outHead = out, head
 	l.watch(c)
 	if c.state != stateClosed {
 		l.ring.armWrite(fd, &c.rs)

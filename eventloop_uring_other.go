@@ -47,6 +47,13 @@ func (l *eventloop) flush(c *conn) {
 	l.send(c)
 }
 
+// sendQueued writes what c has queued.
+func (l *eventloop) sendQueued(c *conn) {
+	if c.out != nil {
+		l.flushOut(c)
+	}
+}
+
 func (l *eventloop) awaitSent(c *conn) bool { return false }
 
 func (l *eventloop) receiveAgain(c *conn) {}

@@ -309,13 +309,12 @@ func (px *proxy) OnTraffic(c sluice.Conn) sluice.Action {
 	if p.clientGone || p.backendGone {
 		return sluice.None // the other side is gone, and this one is closing
 	}
+	// What is written to peer goes when c's callback returns, with
+	// whatever else the loop sends then (on io_uring, in the same system
+	// call as the loop's wait): no Flush, which would write it at once.
 	if _, err := peer.Write(b); err != nil {
 		return sluice.None
 	}
-	// c's callback is running, not peer's, so nothing sends peer's output
-	// when it returns: Flush asks for it to go now, rather than once the
-	// loop hears that peer's socket has room.
-	peer.Flush()
 	n := peer.OutboundBuffered()
 	ls := px.loop(c)
 	ls.peak = max(ls.peak, n)
