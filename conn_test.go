@@ -605,3 +605,32 @@ func TestKeptNextSliceIsOverwritten(t *testing.T) {
 	c.Write([]byte("SECOND"))
 	assert.Equal(t, "SECON", string(<-h.second), "the kept slice now shows the next read's bytes")
 }
+
+// An accepted connection's RemoteAddr is the client's own address, over
+// IPv4 and IPv6.
+func TestRemoteAddrIsTheClients(t *testing.T) {
+	for _, addr := range []string{"tcp4://127.0.0.1:0", "tcp6://[::1]:0"} {
+		t.Run(addr, func(t *testing.T) {
+			h := &remoteRecorder{remotes: make(chan string, 1)}
+			_, served := serveAddr(t, addr, h, WithNumEventLoop(1))
+			c := dial(t, served)
+			select {
+			case got := <-h.remotes:
+				assert.Equal(t, c.LocalAddr().String(), got)
+			case <-time.After(5 * time.Second):
+				t.Fatal("no connection opened")
+			}
+		})
+	}
+}
+
+// remoteRecorder sends each opened connection's RemoteAddr.
+type remoteRecorder struct {
+	BuiltinEventEngine
+	remotes chan string
+}
+
+func (h *remoteRecorder) OnOpen(c Conn) ([]byte, Action) {
+	h.remotes <- c.RemoteAddr().String()
+	return nil, None
+}

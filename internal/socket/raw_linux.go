@@ -63,3 +63,9 @@ func (r *RawAddr) Pointer() unsafe.Pointer { return unsafe.Pointer(&r.sa) }
 
 // Len returns the address's length in bytes.
 func (r *RawAddr) Len() uint32 { return r.n }
+
+// portOf reads a port stored in network byte order.
+func portOf(p uint16) uint16 {
+	b := (*[2]byte)(unsafe.Pointer(&p))
+	return uint16(b[0])<<8 | uint16(b[1])
+}

@@ -46,15 +46,38 @@ func bytesPtr(p []byte) unsafe.Pointer {
 
 // Accept takes one pending connection from the listener fd, already
 // non-blocking and close-on-exec, with its peer's address (the zero
-// AddrPort for a unix socket).
+// AddrPort for a unix socket). It calls accept4(2) itself: unix.Accept4
+// asks the listener for its protocol (getsockopt SO_PROTOCOL) on every
+// accept, a system call more, and returns the address on the heap.
 func Accept(fd int) (int, netip.AddrPort, error) {
+	var rsa unix.RawSockaddrAny
 	for {
-		nfd, sa, err := unix.Accept4(fd, unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC)
-		if err == unix.EINTR {
+		n := uint32(unix.SizeofSockaddrAny)
+		// Raw: the listener is non-blocking, so accept4 never waits.
+		nfd, _, e := syscall.RawSyscall6(unix.SYS_ACCEPT4, uintptr(fd), uintptr(unsafe.Pointer(&rsa)), uintptr(unsafe.Pointer(&n)),
+			unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, 0, 0)
+		switch e {
+		case 0:
+			return int(nfd), rawAddrPort(&rsa), nil
+		case unix.EINTR:
 			continue
 		}
-		return nfd, AddrPort(sa), err
+		return -1, netip.AddrPort{}, e
 	}
+}
+
+// rawAddrPort reads an IPv4 or IPv6 address and port as the kernel laid
+// them out; any other family is the zero AddrPort.
+func rawAddrPort(rsa *unix.RawSockaddrAny) netip.AddrPort {
+	switch rsa.Addr.Family {
+	case unix.AF_INET:
+		sa := (*unix.RawSockaddrInet4)(unsafe.Pointer(rsa))
+		return netip.AddrPortFrom(netip.AddrFrom4(sa.Addr), portOf(sa.Port))
+	case unix.AF_INET6:
+		sa := (*unix.RawSockaddrInet6)(unsafe.Pointer(rsa))
+		return netip.AddrPortFrom(netip.AddrFrom16(sa.Addr), portOf(sa.Port))
+	}
+	return netip.AddrPort{}
 }
 
 // tcpKeepIdle is the option for the idle time before keep-alive probes.
