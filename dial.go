@@ -512,11 +512,15 @@ func (l *eventloop) startConnect(c *conn, d *dialSpec) {
 }
 
 // connectDone handles the end of c's connect on epoll or kqueue, which
-// report it as writable.
-func (l *eventloop) connectDone(c *conn) {
-	if err := socket.PendingError(c.fd); err != nil {
-		l.closeConn(c, os.NewSyscallError("connect", err))
-		return
+// report it as writable, with ev marked Failed if it did not succeed: only
+// then is the socket asked why, a system call that a connect which
+// succeeded is spared.
+func (l *eventloop) connectDone(c *conn, ev poller.Event) {
+	if ev&poller.Failed != 0 {
+		if err := socket.PendingError(c.fd); err != nil {
+			l.closeConn(c, os.NewSyscallError("connect", err))
+			return
+		}
 	}
 	l.connected(c)
 }

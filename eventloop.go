@@ -219,7 +219,7 @@ func (l *eventloop) dispatch(r poller.Ready) {
 	}
 	c := l.conns[r.Fd]
 	if c.state == stateConnecting {
-		l.connectDone(c)
+		l.connectDone(c, r.Events)
 		return
 	}
 	if r.Events&poller.Writable != 0 && c.out != nil {

@@ -90,6 +90,9 @@ func (p *Poller) Wait(timeout time.Duration) ([]Ready, error) {
 		if e.Events&(unix.EPOLLOUT|unix.EPOLLERR|unix.EPOLLHUP) != 0 {
 			ev |= Writable
 		}
+		if e.Events&(unix.EPOLLERR|unix.EPOLLHUP) != 0 {
+			ev |= Failed
+		}
 		ready = append(ready, Ready{Fd: int(e.Fd), Events: ev})
 	}
 	return ready, nil

@@ -116,6 +116,9 @@ func (p *Poller) Wait(timeout time.Duration) ([]Ready, error) {
 		if e.Flags&unix.EV_ERROR != 0 {
 			ev = Readable | Writable
 		}
+		if e.Flags&(unix.EV_ERROR|unix.EV_EOF) != 0 {
+			ev |= Failed
+		}
 		ready = append(ready, Ready{Fd: int(e.Ident), Events: ev})
 	}
 	return ready, nil

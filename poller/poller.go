@@ -17,6 +17,12 @@ const (
 	Readable Event = 1 << iota
 	// Writable means a write will not block, or will report an error.
 	Writable
+	// Failed comes with Readable and Writable when the kernel reports an
+	// error or a hang-up (epoll's EPOLLERR or EPOLLHUP, kqueue's EV_ERROR
+	// or EV_EOF) rather than plain readiness. A connect in progress that
+	// is reported without it has succeeded, so its outcome needs no
+	// getsockopt(SO_ERROR).
+	Failed
 )
 
 // Ready is one descriptor the kernel reported, and what it is ready for.

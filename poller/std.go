@@ -124,9 +124,9 @@ func (p *Poller) collect() []Ready {
 			ev |= Writable
 		}
 		if failed {
-			ev |= interest
+			ev |= interest | Failed
 			if interest == 0 {
-				ev = Readable | Writable
+				ev = Readable | Writable | Failed
 			}
 		}
 		if ev != 0 {
