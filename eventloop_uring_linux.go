@@ -142,7 +142,6 @@ type ring struct {
 	out      [2][]byte
 	outgrown bool // this turn's output outgrew its buffer
 	sends    [2][]pendingSend
-	unsent   int    // sends queued since the last submission
 	now      bool   // Conn.Flush is sending: write at once
 	turn     uint64 // turns begun
 }
@@ -195,7 +194,6 @@ func (l *eventloop) serveRing() {
 	for l.serving() {
 		l.releaseIdle()
 		timeout := l.sleep()
-		rg.unsent = 0
 		err := rg.r.SubmitAndWait(1, timeout)
 		l.awake()
 		if err != nil {
@@ -632,27 +630,6 @@ func (l *eventloop) ringSend(c *conn, s pendingSend) {
 	kind := opSend + opKind(rg.turn&1)
 	rg.r.PrepSend(c.fd, s.p, flags, userData(kind, c.rs.gen, c.fd)).SetFlags(uring.SkipSuccess)
 	l.sent(c)
-	if rg.unsent++; rg.unsent == sendBatch {
-		rg.submit()
-	}
-}
-
-// sendBatch is how many sends a turn queues before it submits them rather
-// than wait for its end. A turn that handles many completions would
-// otherwise hold every send until the last is handled, while the peers,
-// on other cores, wait: relaying 64 B over 100 connections in a closed
-// loop through examples/proxy, the relay's sends held to the turn's end
-// made 0.91x the round trips a second of sending each at once with
-// write(2), and 0.97x submitted this way (medians of 8 rounds, a noisy
-// figure). Under a paced load a turn seldom queues this many, and
-// submits nothing early.
-const sendBatch = 8
-
-// submit hands the kernel what the loop has queued, without waiting.
-// An error comes back from the loop's next wait.
-func (rg *ring) submit() {
-	rg.unsent = 0
-	rg.r.Submit()
 }
 
 // sendQueued sends what c has queued, unless a send on the ring is still
@@ -753,8 +730,9 @@ func (l *eventloop) sendFailed(fd int, gen uint32, odd int, e uring.CQE) {
 	if out != nil {
 		// The send took c's buffer, whose tail the rest is: it is c's
 		// again, rather than the rest copied, which would cost a large
-		// write taken in part a copy for each part.
-		s.buf, head = nil, len(out.B)-len(rest)
+		// write taken in part a copy for each part. The send no longer
+		// holds its bytes, so settling it wipes nothing.
+		s.buf, s.p, head = nil, nil, len(out.B)-len(rest)
 	} else {
 		out = l.eng.outPool.Get()
 		out.B = append(out.B, rest...)
