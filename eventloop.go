@@ -357,6 +357,16 @@ func (l *eventloop) open(c *conn) {
 		return
 	}
 	l.place(c)
+	if l.ring == nil && c.state != stateHeader {
+		// Registered by its first watch, once OnOpen has said what it is
+		// watched for: a handler that pauses it there, as a proxy does
+		// until its backend connects, costs no epoll_ctl to take back
+		// the registration's interest.
+		c.events = unwatched
+		l.count.Add(1)
+		l.start(c)
+		return
+	}
 	if err := l.pollAdd(c.fd, poller.Readable); err != nil {
 		l.conns[c.fd] = nil
 		l.eng.opts.logger.Warn("sluice: registering a connection failed", "err", err)
@@ -371,6 +381,11 @@ func (l *eventloop) open(c *conn) {
 	}
 	l.start(c)
 }
+
+// unwatched is what c.events holds for a connection accepted on epoll or
+// kqueue until its first watch registers it with the poller: no
+// readiness, and unlike any set of it.
+const unwatched poller.Event = 1 << 7
 
 // place puts c in the loop's table of connections by descriptor.
 func (l *eventloop) place(c *conn) {
@@ -804,7 +819,13 @@ func (l *eventloop) watch(c *conn) {
 			l.resume(c)
 		}
 	}
-	if err := l.pollModify(c.fd, c.events, want); err != nil {
+	var err error
+	if c.events == unwatched {
+		err = l.poll.Add(c.fd, want)
+	} else {
+		err = l.pollModify(c.fd, c.events, want)
+	}
+	if err != nil {
 		l.closeConn(c, err)
 		return
 	}
