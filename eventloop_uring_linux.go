@@ -32,10 +32,12 @@ import (
 // that one receive brings what one read would on epoll. Each buffer is
 // touched, and so resident, once used.
 const (
-	ringEntries   = 1024
 	ringCQEntries = 8192
 	ringBufBytes  = 4 << 20
 )
+
+// ringEntries is a variable so that a test can make turns submit early.
+var ringEntries uint32 = 1024
 
 // recvLimitBufs is how many read buffers' worth a multishot receive takes
 // before it must be armed again, where the kernel can cap it: all that a
@@ -942,6 +944,14 @@ func (l *eventloop) ringWritable(fd int, gen uint32) {
 	c := l.conns[fd]
 	switch {
 	case c == nil:
+		return
+	case c.out == nil && l.sending(c):
+		// A poll armed after c's send, which went whole, completed within
+		// the turn that submitted both, as when a full submission queue
+		// is submitted mid-turn: the send settles only when the next turn
+		// begins, and until then watch would take c as still sending and
+		// leave it waiting for a poll it has spent. Hear again after it.
+		l.ring.armWrite(fd, st)
 		return
 	case c.out == nil: // its last send went whole
 		switch c.state {

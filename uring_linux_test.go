@@ -3,10 +3,14 @@
 package sluice
 
 import (
+	"bytes"
+	"errors"
 	"fmt"
 	"math"
+	"net"
 	"os"
 	"runtime"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -306,4 +310,58 @@ func TestRingStarvedBehindOthers(t *testing.T) {
 		}
 	}
 	t.Fatal("no client has the surviving connection's port")
+}
+
+// A turn that fills the submission queue submits it early, in the middle
+// of the turn, and what it submitted may complete within it: a send that
+// goes whole and a poll for writable armed after it, for a connection
+// paused for its output, complete before the send is settled at the next
+// turn. The connection must still hear that its output drained, and be
+// read again: with eight submission entries every busy turn submits early,
+// and echoes to peers that read slowly, past the high-water mark, all
+// arrive whole and in time.
+func TestEarlySubmissionKeepsOutputFlowing(t *testing.T) {
+	skipWithoutRing(t)
+	saved := ringEntries
+	t.Cleanup(func() { ringEntries = saved }) // after the engine stops
+	ringEntries = 8
+	_, addr := serve(t, echoHandler{}, WithPoller(poller.IOUring), WithNumEventLoop(1),
+		WithWriteBufferCap(16<<10), WithSocketSendBuffer(16<<10), WithWriteTimeout(10*time.Second))
+	const clients, size = 20, 256 << 10
+	errs := make(chan error, clients)
+	for i := range clients {
+		go func() { errs <- slowReaderEcho(addr, size, byte(i)) }()
+	}
+	for range clients {
+		require.NoError(t, <-errs)
+	}
+}
+
+// slowReaderEcho sends size bytes to the echo server at addr and reads them back
+// 4 KiB at a time, pausing between reads, within 20 seconds.
+func slowReaderEcho(addr string, size int, seed byte) error {
+	c, err := net.DialTimeout("tcp", strings.TrimPrefix(addr, "tcp://"), 5*time.Second)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(20 * time.Second))
+	msg := make([]byte, size)
+	for i := range msg {
+		msg[i] = byte(i*7) ^ seed
+	}
+	go c.Write(msg)
+	got := make([]byte, size)
+	for n := 0; n < size; {
+		m, err := c.Read(got[n:min(n+4<<10, size)])
+		if err != nil {
+			return fmt.Errorf("after %d of %d bytes: %w", n, size, err)
+		}
+		n += m
+		time.Sleep(100 * time.Microsecond)
+	}
+	if !bytes.Equal(got, msg) {
+		return errors.New("the echo differs")
+	}
+	return nil
 }
