@@ -17,7 +17,6 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/sluicenet/sluice/internal/syscount"
-	"github.com/sluicenet/sluice/poller"
 )
 
 // relayHandler pairs the connections its loop opens, each with the next,
@@ -285,33 +284,4 @@ func (h *relayCloser) OnTraffic(c Conn) Action {
 		h.second.Close()
 	}
 	return None
-}
-
-// A connection accepted on epoll is registered once OnOpen has said what
-// it is watched for: one paused there, as a proxy pauses a client until
-// its backend connects, costs one epoll_ctl, not an ADD for reading and a
-// MOD to take it back. Counted from the loop asleep to the loop asleep
-// again: the wait that hears of the connection and the ADD (accept(2) and
-// setsockopt(2) are not counted).
-func TestPausedInOnOpenIsRegisteredOnce(t *testing.T) {
-	syscount.Enabled = true
-	t.Cleanup(func() { syscount.Enabled = false })
-	h := &pausedInOnOpen{conns: make(chan Conn, 16), got: make(chan string, 16)}
-	eng, addr := serve(t, h, WithPoller(poller.Epoll), WithNumEventLoop(1))
-	loop := eng.e.loops[0]
-	asleep := func() {
-		for !loop.sleeping.Load() {
-			runtime.Gosched()
-		}
-	}
-	fewest := uint64(math.MaxUint64)
-	for range 3 { // the best of three: a signal now and then costs a wait more
-		asleep()
-		before := syscount.Load()
-		dial(t, addr)
-		<-h.conns
-		asleep()
-		fewest = min(fewest, syscount.Load()-before)
-	}
-	require.LessOrEqual(t, fewest, uint64(2), "counted system calls for a connection paused in OnOpen")
 }
