@@ -144,8 +144,11 @@ type ring struct {
 	out      [2][]byte
 	outgrown bool // this turn's output outgrew its buffer
 	sends    [2][]pendingSend
-	now      bool   // Conn.Flush is sending: write at once
-	turn     uint64 // turns begun
+	// unsettled lists connections whose poll for writable completed
+	// before their send settled, to be looked at once it has.
+	unsettled []*conn
+	now       bool   // Conn.Flush is sending: write at once
+	turn      uint64 // turns begun
 }
 
 // ringAddr is where a dial keeps the address its connect on the ring
@@ -422,6 +425,13 @@ func (l *eventloop) settle(grow bool) {
 	if cap(*list) > maxKeptSends && n < cap(*list)/4 {
 		*list = nil
 	}
+	for i, c := range rg.unsettled {
+		rg.unsettled[i] = nil
+		if c.out == nil && !l.sending(c) {
+			l.sentWhole(c)
+		}
+	}
+	rg.unsettled = rg.unsettled[:0]
 	if last := &rg.out[(rg.turn-1)&1]; grow && cap(*last) < maxTurnOutput {
 		l.dropOutput(*last)
 		*last = make([]byte, 0, min(2*cap(*last), maxTurnOutput))
@@ -948,24 +958,32 @@ func (l *eventloop) ringWritable(fd int, gen uint32) {
 	case c.out == nil && l.sending(c):
 		// A poll armed after c's send, which went whole, completed within
 		// the turn that submitted both, as when a full submission queue
-		// is submitted mid-turn: the send settles only when the next turn
-		// begins, and until then watch would take c as still sending and
-		// leave it waiting for a poll it has spent. Hear again after it.
-		l.ring.armWrite(fd, st)
+		// is submitted mid-turn. The send settles only when the next turn
+		// begins: until then c would be taken as still sending, waiting
+		// for a poll it has spent, and a poll armed again would complete
+		// in the same turn again. c is looked at once the send settles.
+		l.ring.unsettled = append(l.ring.unsettled, c)
 		return
-	case c.out == nil: // its last send went whole
-		switch c.state {
-		case stateClosing:
-			l.closeSent(c)
-		case stateOpen:
-			l.watch(c)
-			l.shutWrite(c)
-		}
+	case c.out == nil:
+		l.sentWhole(c)
 		return
 	}
 	l.writable(c)
 	if c.state != stateClosed && c.events&poller.Writable != 0 {
 		// Still more to send: the poll was one-shot.
 		l.pollModify(fd, c.events, c.events)
+	}
+}
+
+// sentWhole handles c, whose last send went whole, as a poll for writable
+// finds it: a closing connection moves on to linger, an open one is
+// watched for what it wants now and shut for writing if it asked.
+func (l *eventloop) sentWhole(c *conn) {
+	switch c.state {
+	case stateClosing:
+		l.closeSent(c)
+	case stateOpen:
+		l.watch(c)
+		l.shutWrite(c)
 	}
 }
