@@ -3,8 +3,6 @@
 package sluice
 
 import (
-	"math"
-	"runtime"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -24,20 +22,9 @@ func TestPausedInOnOpenIsRegisteredOnce(t *testing.T) {
 	t.Cleanup(func() { syscount.Enabled = false })
 	h := &pausedInOnOpen{conns: make(chan Conn, 16), got: make(chan string, 16)}
 	eng, addr := serve(t, h, WithPoller(poller.Epoll), WithNumEventLoop(1))
-	loop := eng.e.loops[0]
-	asleep := func() {
-		for !loop.sleeping.Load() {
-			runtime.Gosched()
-		}
-	}
-	fewest := uint64(math.MaxUint64)
-	for range 3 { // the best of three: a signal now and then costs a wait more
-		asleep()
-		before := syscount.Load()
+	fewest := fewestSystemCalls(eng.e.loops[0], func() {
 		dial(t, addr)
 		<-h.conns
-		asleep()
-		fewest = min(fewest, syscount.Load()-before)
-	}
+	})
 	require.LessOrEqual(t, fewest, uint64(2), "counted system calls for a connection paused in OnOpen")
 }

@@ -6,8 +6,6 @@ import (
 	"bytes"
 	"fmt"
 	"io"
-	"math"
-	"runtime"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -119,25 +117,12 @@ func TestRelayedWriteSystemCalls(t *testing.T) {
 					relayTrip(t, a, b) // warm up: pools, buffers
 				}
 				loop := eng.e.loops[0]
-				asleep := func() {
-					for !loop.sleeping.Load() {
-						runtime.Gosched()
-					}
-				}
-				// The best of three counts, as in
-				// TestEchoRoundTripSystemCalls: a signal now and then
-				// costs a wait more, which is the runtime's doing.
 				const trips = 500
-				perMsg := math.Inf(1)
-				for range 3 {
-					asleep()
-					before := syscount.Load()
+				perMsg := float64(fewestSystemCalls(loop, func() {
 					for range trips {
 						relayTrip(t, a, b)
 					}
-					asleep()
-					perMsg = min(perMsg, float64(syscount.Load()-before)/(2*trips))
-				}
+				})) / (2 * trips)
 				t.Logf("%.2f system calls per relayed 64-byte message", perMsg)
 				budget := 3.0 // read, write, epoll_wait
 				switch {
