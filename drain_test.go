@@ -199,13 +199,19 @@ func (h shutdownOnClose) OnClose(c Conn, err error) Action {
 // handler begins.
 func TestShutdownActionDuringStop(t *testing.T) {
 	h := shutdownOnClose{newLifetimes()}
-	h.traffic = flood(None, make(chan time.Time, 1))
+	flooding := make(chan time.Time, 1)
+	h.traffic = flood(None, flooding)
 	eng, addr := serve(t, h, WithNumEventLoop(1), WithSocketSendBuffer(32<<10), WithShutdownTimeout(50*time.Millisecond))
 	flooded := dial(t, addr)
 	flooded.(*net.TCPConn).SetReadBuffer(4 << 10)
 	h.next(t)
 	_, err := flooded.Write([]byte("flood me"))
 	require.NoError(t, err)
+	select { // the stop must find the flood's output queued
+	case <-flooding:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the flooded connection was not flooded")
+	}
 	dial(t, addr) // idle: it closes at once when the stop begins, and its OnClose returns Shutdown
 	h.next(t)
 	const bound = 500 * time.Millisecond
