@@ -4,6 +4,7 @@ import (
 	"io"
 	"net"
 	"net/netip"
+	"sync/atomic"
 	"time"
 
 	"github.com/valyala/bytebufferpool"
@@ -52,6 +53,16 @@ type Conn interface {
 	Flush() error
 	// OutboundBuffered returns how many bytes are queued but not yet sent.
 	OutboundBuffered() int
+	// OutboundQueued returns, from any goroutine, how much output the
+	// connection holds against its bound (WithMaxOutbound): what
+	// AsyncWrite and AsyncWritev posted that its loop has yet to take,
+	// and its unsent output as its loop last saw it. Fan-out code asks it
+	// before it builds a message for a connection that may be slow.
+	OutboundQueued() int
+	// Writable reports, from any goroutine, whether OutboundQueued is
+	// below the high-water mark (WithWriteBufferCap): whether the peer is
+	// keeping up with what it is sent.
+	Writable() bool
 
 	// Context returns the value set by SetContext.
 	Context() any
@@ -90,10 +101,14 @@ type Conn interface {
 	ID() uint64
 	// AsyncWrite queues p from any goroutine and calls cb on the loop once it
 	// is queued behind earlier output. p must not change until cb runs. cb
-	// may be nil. It returns ErrEngineStopped, and never calls cb, when the
-	// engine no longer runs.
+	// may be nil. p counts against the connection's bound on queued output
+	// (WithMaxOutbound) from the moment it is posted: past the bound it
+	// returns ErrOutboundFull and queues nothing. It returns
+	// ErrEngineStopped when the engine no longer runs. On either error cb
+	// never runs.
 	AsyncWrite(p []byte, cb AsyncCallback) error
-	// AsyncWritev is AsyncWrite for several slices.
+	// AsyncWritev is AsyncWrite for several slices, which count and are
+	// refused together.
 	AsyncWritev(bs [][]byte, cb AsyncCallback) error
 	// Wake runs OnTraffic for the connection on its loop, then cb.
 	Wake(cb AsyncCallback) error
@@ -171,7 +186,7 @@ const (
 )
 
 // connFlags are a connection's yes-or-no facts.
-type connFlags uint16
+type connFlags uint32
 
 const (
 	// flagSourced: counted against its source's limit.
@@ -216,6 +231,13 @@ const (
 	flagDrainQueued
 	// flagAbort: SetLinger(0) asked for closes to reset.
 	flagAbort
+	// flagOutPaused: its unsent output passed the backpressure mark, and
+	// it is not read until the output drains to half of it.
+	flagOutPaused
+	// flagEndWaits: its peer finished sending while the handler had left
+	// bytes unread and output queued; the end waits for the output to
+	// drain and the bytes to be offered again (eventloop.endWaits).
+	flagEndWaits
 )
 
 // conn is kept small and flat: an idle connection holds no buffer, only
@@ -237,11 +259,17 @@ type conn struct {
 	ctx     any
 	proxy   *proxyproto.Header // the PROXY header it began with, if any
 
+	// Queued output as other goroutines see it (OutboundQueued): bytes
+	// AsyncWrite posted that the loop has yet to take, and the loop's
+	// last look at the unsent output (watch).
+	posted, held atomic.Int64
+
 	// Deadlines (deadline.go). idle is the idle timeout, which idleTimer
 	// is armed with whenever it is positive. Before the connection opens,
 	// readTimer bounds the wait for its PROXY header.
 	idle                             time.Duration
 	idleTimer, readTimer, writeTimer wheel.Timer
+	softTimer                        wheel.Timer // over WithOutboundSoftLimit since it was armed
 }
 
 func (c *conn) Read(p []byte) (int, error) {
@@ -283,6 +311,27 @@ func (c *conn) Discard(n int) (int, error) {
 func (c *conn) InboundBuffered() int { return len(c.buf) }
 
 func (c *conn) Write(p []byte) (int, error) {
+	if c.full(len(p)) {
+		return 0, ErrOutboundFull
+	}
+	return c.write(p)
+}
+
+// full reports whether n more bytes would take c's queued output past its
+// bound (WithMaxOutbound), counting the refusal: what its loop holds and
+// what AsyncWrite has posted for it.
+func (c *conn) full(n int) bool {
+	limit := c.loop.eng.opts.maxOutbound
+	if limit == 0 || n == 0 || c.done() || c.OutboundBuffered()+int(c.posted.Load())+n <= limit {
+		return false
+	}
+	c.loop.counts.add(countOutboundRefused)
+	return true
+}
+
+// write queues p for c's peer, within its bound or not: the bytes of an
+// AsyncWrite, counted when it was posted, come this way.
+func (c *conn) write(p []byte) (int, error) {
 	if c.done() || c.flags&flagWriteClosed != 0 {
 		return 0, ErrConnClosed
 	}
@@ -301,9 +350,12 @@ func (c *conn) Write(p []byte) (int, error) {
 }
 
 func (c *conn) Writev(bs [][]byte) (int, error) {
+	if c.full(size(bs)) {
+		return 0, ErrOutboundFull // refused whole, not in part
+	}
 	n := 0
 	for _, b := range bs {
-		m, err := c.Write(b)
+		m, err := c.write(b)
 		n += m
 		if err != nil {
 			return n, err
@@ -333,6 +385,10 @@ func (c *conn) OutboundBuffered() int {
 	}
 	return n
 }
+
+func (c *conn) OutboundQueued() int { return int(c.posted.Load() + c.held.Load()) }
+
+func (c *conn) Writable() bool { return c.OutboundQueued() < c.loop.eng.opts.writeBufCap }
 
 func (c *conn) Context() any     { return c.ctx }
 func (c *conn) SetContext(v any) { c.ctx = v }
@@ -370,15 +426,59 @@ func (c *conn) ProxyHeader() (proxyproto.Header, bool) {
 }
 
 func (c *conn) AsyncWrite(p []byte, cb AsyncCallback) error {
+	if !c.reserve(len(p)) {
+		return ErrOutboundFull
+	}
 	t := newTask(taskWrite, c)
 	t.buf, t.cb = p, cb
-	return c.loop.post(t)
+	return c.postWrite(t, len(p))
 }
 
 func (c *conn) AsyncWritev(bs [][]byte, cb AsyncCallback) error {
+	n := size(bs)
+	if !c.reserve(n) {
+		return ErrOutboundFull
+	}
 	t := newTask(taskWritev, c)
 	t.bufs, t.cb = bs, cb
-	return c.loop.post(t)
+	return c.postWrite(t, n)
+}
+
+// reserve counts n bytes an AsyncWrite posts against c's bound on queued
+// output, before they are queued, and reports false, counting the
+// refusal, when they would pass it. The loop takes them off (runTask)
+// when it runs the write.
+func (c *conn) reserve(n int) bool {
+	limit := int64(c.loop.eng.opts.maxOutbound)
+	for {
+		posted := c.posted.Load()
+		if limit > 0 && n > 0 && posted+c.held.Load()+int64(n) > limit {
+			c.loop.counts.add(countOutboundRefused)
+			return false
+		}
+		if c.posted.CompareAndSwap(posted, posted+int64(n)) {
+			return true
+		}
+	}
+}
+
+// postWrite posts t, an AsyncWrite of n reserved bytes, and gives the
+// reservation back if the loop no longer takes tasks.
+func (c *conn) postWrite(t *task, n int) error {
+	if err := c.loop.post(t); err != nil {
+		c.posted.Add(-int64(n))
+		return err
+	}
+	return nil
+}
+
+// size returns how many bytes bs holds.
+func size(bs [][]byte) int {
+	n := 0
+	for _, b := range bs {
+		n += len(b)
+	}
+	return n
 }
 
 func (c *conn) Wake(cb AsyncCallback) error {

@@ -238,7 +238,7 @@ func TestSlowReaderBoundsMemory(t *testing.T) {
 	h := &pressure{}
 	// Small socket buffers on both sides, so that the kernel cannot absorb
 	// the message and the server has to queue it.
-	_, addr := serve(t, h, WithNumEventLoop(1), WithWriteBufferCap(writeCap), WithSocketSendBuffer(32<<10))
+	_, addr := serve(t, h, WithNumEventLoop(1), WithWriteBufferCap(writeCap), WithBackpressureMark(writeCap), WithSocketSendBuffer(32<<10))
 	c := dial(t, addr)
 	c.(*net.TCPConn).SetReadBuffer(64 << 10)
 	msg := randomBytes(rand.New(rand.NewPCG(5, 6)), 8<<20)

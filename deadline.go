@@ -30,6 +30,7 @@ const (
 	timerHeader  // the wait for a PROXY header, kept in readTimer (proxy.go)
 	timerLinger  // a lingering close's bound, kept in readTimer
 	timerConnect // a dial's bound, kept in readTimer (dial.go)
+	timerSoft    // over WithOutboundSoftLimit for its time
 
 	timerKindBits = 3
 )
@@ -75,6 +76,7 @@ func (l *eventloop) stopTimers(c *conn) {
 	l.disarm(&c.idleTimer)
 	l.disarm(&c.readTimer)
 	l.disarm(&c.writeTimer)
+	l.disarm(&c.softTimer)
 }
 
 // setIdleTimeout gives c an idle timeout of d from now on, or none when d
@@ -129,8 +131,12 @@ func (l *eventloop) checkUnread(c *conn, consumed bool) {
 	d := l.eng.opts.readTimeout
 	switch {
 	case d <= 0 || n == 0:
-	case c.events&poller.Readable == 0:
-		// Paused for its output (watch): not the peer's delay.
+	case c.events&poller.Readable == 0 || c.pending() > 0 || l.sending(c):
+		// Paused for its output (watch), or holding answers the peer has
+		// yet to read, as a handler that bounds its output leaves them:
+		// the peer is waited on to read, not to send, which the write
+		// deadline judges. Once the output has drained, the bytes are
+		// offered again and the deadline starts over.
 		l.disarm(&c.readTimer)
 	case c.readTimer == noTimer:
 		l.arm(c, &c.readTimer, timerRead, d)
@@ -177,6 +183,11 @@ func (l *eventloop) expire(handle uint64) {
 	case timerConnect:
 		c.readTimer = noTimer
 		err = ErrDialTimeout
+	case timerSoft:
+		c.softTimer = noTimer
+		l.counts.add(countOutboundOverLimit)
+		l.reset(c, ErrOutboundOverLimit)
+		return
 	}
 	l.closeConn(c, err)
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"iter"
+	"math"
 	"net"
 	"os"
 	"slices"
@@ -202,6 +203,9 @@ func Run(handler EventHandler, addr string, opts ...Option) error {
 		opt(&e.opts)
 	}
 	o := &e.opts
+	if !o.backpressure {
+		o.pauseMark = math.MaxInt
+	}
 	specs := o.listen(addr)
 	if err := o.choosePoller(); err != nil {
 		return err

@@ -64,6 +64,16 @@ var (
 	// connections as WithMaxConnections allows.
 	ErrTooManyConns = errors.New("sluice: too many connections")
 
+	// ErrOutboundFull is returned by Write, Writev, AsyncWrite and
+	// AsyncWritev for a write that would take a connection's queued output
+	// past WithMaxOutbound's bound. Nothing of the write is queued.
+	ErrOutboundFull = errors.New("sluice: outbound queue full")
+
+	// ErrOutboundOverLimit is what OnClose receives for a connection reset
+	// because its unsent output stayed over WithOutboundSoftLimit's bound
+	// for its time, or was over it when the connection was closed.
+	ErrOutboundOverLimit = errors.New("sluice: unsent output over its limit")
+
 	// ErrInboundTooLarge is what OnClose receives for a connection whose
 	// peer sent more than the handler consumed, past the bound set by
 	// WithMaxInboundBuffered.

@@ -477,9 +477,25 @@ func (l *eventloop) peerClosed(c *conn) {
 		// Whatever the handler does with the bytes meanwhile, resuming
 		// hands over what is left and acts on the end (watch, handOver).
 		c.flags |= flagHeld
+	case l.endWaits(c):
 	default:
 		l.endOfInput(c)
 	}
+}
+
+// endWaits holds back the end of c's stream while the handler has left
+// bytes unread with output queued: it may have stopped to bound its
+// output, as a pipeline of large answers does, and waits to be called
+// again once the output drains. c is not read meanwhile; once its output
+// has drained, the bytes are offered again (watch, handOver), and the end
+// is acted on when the handler takes no more of them.
+func (l *eventloop) endWaits(c *conn) bool {
+	if c.state != stateOpen || len(c.buf) == 0 || c.pending() == 0 && !l.sending(c) {
+		return false
+	}
+	c.flags |= flagEndWaits | flagHeld
+	l.watch(c)
+	return true
 }
 
 // endOfInput acts on the end of c's stream once every byte before it has
@@ -594,7 +610,9 @@ func (l *eventloop) handOver(c *conn) {
 	switch {
 	case c.state != stateOpen || l.holding(c):
 	case c.flags&flagEOF != 0:
-		l.endOfInput(c)
+		if !l.endWaits(c) {
+			l.endOfInput(c)
+		}
 	case c.flags&flagHeld == 0:
 		l.receiveAgain(c)
 	}
@@ -782,20 +800,17 @@ func (l *eventloop) watch(c *conn) {
 	if n > 0 {
 		want |= poller.Writable
 	}
-	high := l.eng.opts.writeBufCap
-	switch {
-	case n > high:
-		c.flags |= flagOverHigh
-	case c.flags&flagOverHigh == 0 || n > high/2:
-	case l.sending(c):
-		// On io_uring, output past the mark may be in a send whose
-		// result is still to come: it has drained only once that is in,
-		// and a send that goes whole posts none, so ask to hear when c
-		// may take more output, which is after it.
-		want |= poller.Writable
-	default:
-		c.flags &^= flagOverHigh
+	if c.held.Load() != int64(n) {
+		c.held.Store(int64(n)) // for OutboundQueued, from any goroutine
+	}
+	l.overSoft(c, n)
+	o := &l.eng.opts
+	if l.passed(c, n, o.writeBufCap, flagOverHigh, &want) {
 		l.queueDrained(c)
+	}
+	l.passed(c, n, o.pauseMark, flagOutPaused, &want)
+	if n == 0 && !l.sending(c) {
+		c.flags &^= flagEndWaits
 	}
 	if l.unread(c) {
 		want &^= poller.Readable
@@ -832,14 +847,46 @@ func (l *eventloop) watch(c *conn) {
 	c.events = want
 }
 
+// passed keeps flag set on c from when its unsent output n passes mark
+// until it drains to half of it, and reports whether it just drained.
+func (l *eventloop) passed(c *conn, n, mark int, flag connFlags, want *poller.Event) bool {
+	switch {
+	case n > mark:
+		c.flags |= flag
+	case c.flags&flag == 0 || n > mark/2:
+	case l.sending(c):
+		// On io_uring, output past the mark may be in a send whose
+		// result is still to come: it has drained only once that is in,
+		// and a send that goes whole posts none, so ask to hear when c
+		// may take more output, which is after it.
+		*want |= poller.Writable
+	default:
+		c.flags &^= flag
+		return true
+	}
+	return false
+}
+
+// overSoft keeps c's soft-limit timer armed while its unsent output n is
+// over WithOutboundSoftLimit's bound.
+func (l *eventloop) overSoft(c *conn, n int) {
+	o := &l.eng.opts
+	switch {
+	case o.softOutbound == 0:
+	case n <= o.softOutbound:
+		l.disarm(&c.softTimer)
+	case c.softTimer == noTimer:
+		l.arm(c, &c.softTimer, timerSoft, o.softFor)
+	}
+}
+
 // unread reports whether c is not to be read now (watch).
 func (l *eventloop) unread(c *conn) bool {
 	switch c.state {
 	case stateClosing:
 		return true
 	case stateOpen:
-		return c.flags&flagOverHigh != 0 && l.eng.opts.backpressure ||
-			c.flags&(flagReadPaused|flagInputEnded) != 0
+		return c.flags&(flagOutPaused|flagEndWaits|flagReadPaused|flagInputEnded) != 0
 	}
 	return false
 }
@@ -922,6 +969,12 @@ func (l *eventloop) closeGraceful(c *conn) {
 	case stateOpen:
 		if c.flags&flagAbort != 0 {
 			l.reset(c, nil) // SetLinger(0)
+			return
+		}
+		if soft := l.eng.opts.softOutbound; soft > 0 && c.pending() > soft {
+			// Sending what it holds could take for ever: free it now.
+			l.counts.add(countOutboundOverLimit)
+			l.reset(c, ErrOutboundOverLimit)
 			return
 		}
 		c.state = stateClosing
@@ -1041,6 +1094,7 @@ func (l *eventloop) release(c *conn) {
 	l.closeSocket(c)
 	c.fd = -1 // its number may be reused: a Conn kept past OnClose names no socket
 	c.releaseBuffers()
+	c.held.Store(0)
 	l.count.Add(-1)
 	l.eng.forget(c)
 }
@@ -1161,6 +1215,11 @@ func (l *eventloop) runTask(t *task) {
 		l.execute(t.fn)
 		return
 	}
+	// What an AsyncWrite posted was counted against c's bound when it was
+	// posted (conn.reserve), and is queued now whatever the bound says; it
+	// stops counting as posted only once watch counts it as queued, so
+	// that posters never see less than c holds.
+	defer c.posted.Add(-int64(len(t.buf) + size(t.bufs)))
 	if c.done() {
 		if t.cb != nil {
 			l.callback(c, t.cb, ErrConnClosed)
@@ -1172,9 +1231,13 @@ func (l *eventloop) runTask(t *task) {
 	var err error // the write's: after CloseWrite, ErrConnClosed
 	switch t.kind {
 	case taskWrite:
-		_, err = c.Write(t.buf)
+		_, err = c.write(t.buf)
 	case taskWritev:
-		_, err = c.Writev(t.bufs)
+		for _, b := range t.bufs {
+			if _, err = c.write(b); err != nil {
+				break
+			}
+		}
 	case taskWake:
 		if c.state == stateOpen { // a closing connection is offered no more input
 			a = l.onTraffic(c)

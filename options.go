@@ -79,6 +79,10 @@ type options struct {
 	ticker        bool
 	readBufferCap int
 	writeBufCap   int
+	pauseMark     int // reading pauses past it; math.MaxInt WithBackpressure(false)
+	maxOutbound   int // zero: no limit
+	softOutbound  int // zero: no soft limit
+	softFor       time.Duration
 	noDelay       bool
 	keepAlive     time.Duration
 	recvBuf       int
@@ -114,10 +118,13 @@ func defaultOptions() options {
 		lockOSThread:  true,
 		readBufferCap: 64 << 10,
 		writeBufCap:   64 << 10,
+		pauseMark:     DefaultBackpressureMark,
+		maxOutbound:   DefaultMaxOutbound,
 		noDelay:       true,
 		logger:        slog.Default(),
 		maxInbound:    DefaultMaxInboundBuffered,
 		backpressure:  true,
+		writeTimeout:  DefaultWriteTimeout,
 
 		shutdownTimeout: DefaultShutdownTimeout,
 		lingerTimeout:   DefaultLingerTimeout,
@@ -125,11 +132,13 @@ func defaultOptions() options {
 	}
 }
 
-// timed reports whether the options give connections a deadline, so that
-// every loop needs a timing wheel from the start. A PROXY header's timeout
-// is one.
+// timed reports whether the options give connections a deadline from the
+// start, so that every loop needs a timing wheel at once. A PROXY header's
+// timeout is one. The write timeout and the soft outbound limit are not:
+// they are armed only once output is queued, and a loop makes its wheel
+// then (timers), so an echo that never queues output keeps none.
 func (o *options) timed() bool {
-	if o.idleTimeout > 0 || o.readTimeout > 0 || o.writeTimeout > 0 || o.proxy != ProxyOff {
+	if o.idleTimeout > 0 || o.readTimeout > 0 || o.proxy != ProxyOff {
 		return true
 	}
 	for _, s := range o.listeners {
@@ -192,15 +201,78 @@ func WithReadBufferCap(n int) Option {
 }
 
 // WithWriteBufferCap sets the high-water mark of a connection's unsent
-// output (default 64 KiB). Past it the loop stops reading the connection
-// until the output drains below half, so a peer that never reads cannot
-// grow the server's memory without bound (WithBackpressure), and a
-// DrainHandler hears when it has drained.
+// output (default 64 KiB): past it Conn.Writable reports false, and a
+// DrainHandler hears when the output has drained to half of it. It is
+// also how much output a handler that answers one frame per call gathers
+// before the loop sends it. Reading pauses at a mark of its own,
+// WithBackpressureMark's.
 func WithWriteBufferCap(n int) Option {
 	return func(o *options) {
 		if n > 0 {
 			o.writeBufCap = n
 		}
+	}
+}
+
+// DefaultBackpressureMark is how much unsent output a connection may hold
+// before the engine stops reading it, unless WithBackpressureMark says
+// otherwise: enough that a client which writes a batch of requests before
+// it reads any answer, as load generators and pipelining clients do, gets
+// its answers, as it would from a server without the bound, up to batches
+// of about this size beyond what the sockets hold.
+const DefaultBackpressureMark = 16 << 20
+
+// WithBackpressureMark sets the mark at which backpressure
+// (WithBackpressure) stops reading a connection: once its unsent output
+// passes n bytes, no more of its input is read until the output drains
+// to half of n, so a peer that sends requests but never reads the
+// answers holds at most n bytes of server memory, plus what one callback
+// writes. The default is DefaultBackpressureMark.
+//
+// A low mark bounds memory more tightly, but a client that writes more
+// than the mark (and what the sockets hold) before it reads stalls: the
+// server waits for it to read, and it waits for the server to read. The
+// write timeout (WithWriteTimeout) then closes the connection rather than
+// leaving both waiting for ever.
+func WithBackpressureMark(n int) Option {
+	return func(o *options) {
+		if n > 0 {
+			o.pauseMark = n
+		}
+	}
+}
+
+// DefaultMaxOutbound is the most output a connection may hold queued
+// unless WithMaxOutbound says otherwise: Redis's hard limit for a
+// pub/sub subscriber.
+const DefaultMaxOutbound = 32 << 20
+
+// WithMaxOutbound bounds the output a connection may hold queued for its
+// peer: what its handler wrote and the socket has yet to take, what
+// other connections wrote to it, and what AsyncWrite and AsyncWritev
+// posted for it from other goroutines, counted when they are posted. A
+// write that would take it past n is refused whole, before anything is
+// queued: Write returns ErrOutboundFull, and so do AsyncWrite and
+// AsyncWritev (whose callback then never runs), so a publisher can drop
+// the message or close the connection; Stats.OutboundRefused counts it.
+// A single write larger than n always fails. Zero or less means no bound.
+// The default is DefaultMaxOutbound.
+func WithMaxOutbound(n int) Option {
+	return func(o *options) { o.maxOutbound = max(n, 0) }
+}
+
+// WithOutboundSoftLimit resets a connection whose unsent output stays
+// over n bytes for d, as Redis's client-output-buffer-limit does for its
+// soft limit: its queued output is dropped and its memory freed at once,
+// its peer sees a TCP reset, OnClose receives ErrOutboundOverLimit, and
+// Stats.OutboundOverLimit counts it. Closing such a connection (the Close
+// action, Conn.Close) resets it at once rather than waiting to send what
+// it holds. It is off by default (n zero or less); d of zero or less
+// resets it as soon as it is over, within the deadlines' 10ms resolution.
+func WithOutboundSoftLimit(n int, d time.Duration) Option {
+	return func(o *options) {
+		o.softOutbound = max(n, 0)
+		o.softFor = max(d, 0)
 	}
 }
 
@@ -269,9 +341,18 @@ func WithReadTimeout(d time.Duration) Option {
 	return func(o *options) { o.readTimeout = max(d, 0) }
 }
 
+// DefaultWriteTimeout is how long queued output may make no progress
+// before the connection is closed, unless WithWriteTimeout says
+// otherwise: nginx's send_timeout.
+const DefaultWriteTimeout = 60 * time.Second
+
 // WithWriteTimeout closes a connection whose queued output makes no
 // progress for d, such as one whose peer stopped reading; OnClose receives
-// ErrWriteTimeout. Zero, the default, means no write timeout.
+// ErrWriteTimeout. It bounds every wait on a peer that does not read: a
+// reply waiting to be sent, a graceful close waiting to send what is
+// queued, and a connection whose reading backpressure paused, which would
+// otherwise wait on a peer that waits on it. The default is
+// DefaultWriteTimeout; zero or less means none.
 func WithWriteTimeout(d time.Duration) Option {
 	return func(o *options) { o.writeTimeout = max(d, 0) }
 }
@@ -438,16 +519,16 @@ func WithHalfClose(halfClose bool) Option {
 }
 
 // WithBackpressure sets whether the engine stops reading a connection
-// while its own unsent output is past the high-water mark
-// (WithWriteBufferCap), until it drains to half of it. It does by
+// while its own unsent output is past the backpressure mark
+// (WithBackpressureMark), until it drains to half of it. It does by
 // default: a peer that sends requests but does not read the answers
 // stops being read, and cannot grow the server's memory. A relay turns it
 // off: it pauses each connection by the output of the other one it feeds
 // (Conn.PauseRead, DrainHandler) instead, and pausing a connection for
 // its own output as well would deadlock against a peer that stops
 // reading while its output is full, as most servers do. Off, the handler
-// bounds what it queues; WithWriteTimeout still bounds a peer that never
-// reads.
+// bounds what it queues, within WithMaxOutbound; WithWriteTimeout still
+// bounds a peer that never reads.
 func WithBackpressure(on bool) Option {
 	return func(o *options) { o.backpressure = on }
 }

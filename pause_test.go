@@ -280,7 +280,7 @@ func TestPauseReadComposesWithBackpressure(t *testing.T) {
 					s.take(c)
 					return None
 				}
-				eng, addr := serve(t, h, p, WithNumEventLoop(1), WithWriteBufferCap(mark), WithSocketSendBuffer(32<<10))
+				eng, addr := serve(t, h, p, WithNumEventLoop(1), WithWriteBufferCap(mark), WithBackpressureMark(mark), WithSocketSendBuffer(32<<10))
 				c := dialSmall(t, addr)
 				id := h.next(t)
 				sc := h.conn(id)
@@ -527,7 +527,7 @@ func TestOnDrain(t *testing.T) {
 					sent = tt.produce(c, sent)
 					return None
 				}
-				eng, addr := serve(t, h, p, WithNumEventLoop(1), WithWriteBufferCap(mark), WithSocketSendBuffer(32<<10))
+				eng, addr := serve(t, h, p, WithNumEventLoop(1), WithWriteBufferCap(mark), WithBackpressureMark(mark), WithSocketSendBuffer(32<<10))
 				slow := dialSmall(t, addr)
 				slowID := h.next(t)
 				quick := dial(t, addr)
@@ -588,7 +588,7 @@ func TestBackpressure(t *testing.T) {
 					s.take(c)
 					return None
 				}
-				eng, addr := serve(t, h, p, WithNumEventLoop(1), WithWriteBufferCap(mark),
+				eng, addr := serve(t, h, p, WithNumEventLoop(1), WithWriteBufferCap(mark), WithBackpressureMark(mark),
 					WithSocketSendBuffer(32<<10), WithBackpressure(on))
 				c := dialSmall(t, addr)
 				id := h.next(t)
@@ -688,7 +688,7 @@ func TestRelayPausesUpstreamUntilDrained(t *testing.T) {
 	payload := randomBytes(rand.New(rand.NewPCG(24, 25)), 4<<20)
 	onEachPoller(t, func(t *testing.T, p Option) outcome {
 		h := newRelay(mark)
-		eng, addr := serve(t, h, p, WithNumEventLoop(1), WithWriteBufferCap(mark),
+		eng, addr := serve(t, h, p, WithNumEventLoop(1), WithWriteBufferCap(mark), WithBackpressureMark(mark),
 			WithBackpressure(false), WithSocketSendBuffer(32<<10))
 		up := dial(t, addr)
 		upID := h.next(t)

@@ -153,7 +153,7 @@ func TestRelayedWriteBackpressure(t *testing.T) {
 		t.Run(m.name, func(t *testing.T) {
 			onEachPoller(t, func(t *testing.T, p Option) outcome {
 				h := &relayHandler{flush: m.flush, mark: 16 << 10}
-				_, addr := serve(t, h, p, WithNumEventLoop(1), WithWriteBufferCap(16<<10), WithSocketSendBuffer(4<<10), WithWipeBuffers(true))
+				_, addr := serve(t, h, p, WithNumEventLoop(1), WithWriteBufferCap(16<<10), WithBackpressureMark(16<<10), WithSocketSendBuffer(4<<10), WithWipeBuffers(true))
 				// The small send buffer has the relay's writes taken in part.
 				a, b := dialPair(t, addr, h)
 				sent := make(chan error, 1)

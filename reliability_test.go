@@ -261,7 +261,7 @@ func slowEcho(t testing.TB, p Option, total int) (heap, resident uint64) {
 	// Written to, so that its pages are resident before the count starts.
 	payload := bytes.Repeat([]byte{'s'}, total)
 	h := newLifetimes()
-	_, addr := serve(t, h, p, WithNumEventLoop(1), WithMaxInboundBuffered(16<<20))
+	_, addr := serve(t, h, p, WithNumEventLoop(1), WithMaxInboundBuffered(16<<20), WithBackpressureMark(64<<10))
 	c := dialSmall(t, addr)
 	id := h.next(t)
 	got := 0

@@ -27,6 +27,11 @@ type Stats struct {
 	// InboundTooLarge counts connections closed for leaving more unread
 	// inbound bytes than WithMaxInboundBuffered allows.
 	InboundTooLarge uint64
+	// OutboundRefused counts writes refused because they would have taken
+	// a connection's queued output past WithMaxOutbound (ErrOutboundFull),
+	// and OutboundOverLimit the connections reset for staying over
+	// WithOutboundSoftLimit (ErrOutboundOverLimit).
+	OutboundRefused, OutboundOverLimit uint64
 	// ProxyTimeouts, ProxyInvalid and ProxyMissing count connections closed
 	// before opening (WithProxyProtocol) because their PROXY header did not
 	// complete in time, was malformed, or was missing where it is required.
@@ -55,6 +60,8 @@ const (
 	countReadTimeouts
 	countWriteTimeouts
 	countInboundTooLarge
+	countOutboundRefused
+	countOutboundOverLimit
 	countProxyTimeouts
 	countProxyInvalid
 	countProxyMissing
@@ -65,8 +72,9 @@ const (
 	numCounters
 )
 
-// counters are one loop's counts. Only the loop adds to them, so the
-// atomics are never contended; Engine.Stats sums every loop's.
+// counters are one loop's counts. The loop adds to them, and so do
+// goroutines whose AsyncWrite is refused (countOutboundRefused), a path
+// that is not hot; Engine.Stats sums every loop's.
 type counters [numCounters]atomic.Uint64
 
 func (cs *counters) add(c counter) { cs[c].Add(1) }
@@ -89,6 +97,8 @@ func (e *engine) stats() Stats {
 		ReadTimeouts:         sum[countReadTimeouts],
 		WriteTimeouts:        sum[countWriteTimeouts],
 		InboundTooLarge:      sum[countInboundTooLarge],
+		OutboundRefused:      sum[countOutboundRefused],
+		OutboundOverLimit:    sum[countOutboundOverLimit],
 		ProxyTimeouts:        sum[countProxyTimeouts],
 		ProxyInvalid:         sum[countProxyInvalid],
 		ProxyMissing:         sum[countProxyMissing],

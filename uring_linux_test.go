@@ -315,7 +315,7 @@ func TestEarlySubmissionKeepsOutputFlowing(t *testing.T) {
 	t.Cleanup(func() { ringEntries = saved }) // after the engine stops
 	ringEntries = 8
 	_, addr := serve(t, echoHandler{}, WithPoller(poller.IOUring), WithNumEventLoop(1),
-		WithWriteBufferCap(16<<10), WithSocketSendBuffer(16<<10), WithWriteTimeout(10*time.Second))
+		WithWriteBufferCap(16<<10), WithBackpressureMark(16<<10), WithSocketSendBuffer(16<<10), WithWriteTimeout(10*time.Second))
 	const clients, size = 20, 256 << 10
 	errs := make(chan error, clients)
 	for i := range clients {
