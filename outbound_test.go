@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -35,7 +36,7 @@ func pushed(seq uint64) []byte {
 
 // readPushes reads n messages of size bytes from c and reports the first
 // one out of order, or the error that ended the stream early.
-func readPushes(c net.Conn, n, size int, body []byte) error {
+func readPushes(c net.Conn, n, size int, body []byte, read *atomic.Int64) error {
 	c.SetReadDeadline(time.Now().Add(60 * time.Second))
 	msg := make([]byte, size)
 	for i := range n {
@@ -45,6 +46,7 @@ func readPushes(c net.Conn, n, size int, body []byte) error {
 		if seq := binary.BigEndian.Uint64(msg); seq != uint64(i) || !bytes.Equal(msg[8:], body) {
 			return fmt.Errorf("message %d came as %d", i, seq)
 		}
+		read.Add(1)
 	}
 	return nil
 }
@@ -77,8 +79,9 @@ func TestPushesToANonReaderAreBounded(t *testing.T) {
 	}
 	readers = readers[:2] // the third never reads
 	errs := make(chan error, 2)
-	for _, c := range readers {
-		go func() { errs <- readPushes(c, messages, size, body) }()
+	var read [2]atomic.Int64
+	for i, c := range readers {
+		go func() { errs <- readPushes(c, messages, size, body, &read[i]) }()
 	}
 
 	var refused atomic.Int64
@@ -101,7 +104,10 @@ func TestPushesToANonReaderAreBounded(t *testing.T) {
 					waitFor(t, 10*time.Second, func() bool {
 						_, gone := h.closing(c.ID())
 						return gone || c.OutboundQueued() <= soft/4
-					}, func() string { return "a subscriber's queue never drained" })
+					}, func() string {
+						return fmt.Sprintf("message %d: subscriber %d holds %d bytes; readers read %d, %d messages",
+							i, slices.Index(subs, c), c.OutboundQueued(), read[0].Load(), read[1].Load())
+					})
 				}
 			}
 		}
