@@ -5,17 +5,26 @@ package sluice
 // Four of the servers gnet v2's examples show (echo, a length-prefixed
 // protocol, a push server and a pipelined HTTP responder), ported as
 // MIGRATING.md tells a gnet user to port them, each run on every poller
-// against real clients on loopback.
+// against real clients on loopback; and the client program MIGRATING.md
+// prints, built from the page and run against an echo server.
 
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"go/ast"
+	"go/parser"
+	"go/token"
 	"io"
 	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -366,4 +375,135 @@ func TestPortHTTP(t *testing.T) {
 		assert.Equal(t, string(response("/a"))+"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n", string(got))
 		return outcome{}
 	})
+}
+
+// docProgram returns the Go code block MIGRATING.md marks as the program
+// name: the fenced block right after its marker comment.
+func docProgram(t *testing.T, page, name string) string {
+	t.Helper()
+	marker := "<!-- migrating_test.go builds this program: " + name + " -->\n```go\n"
+	_, rest, ok := strings.Cut(page, marker)
+	require.True(t, ok, "MIGRATING.md has no program %q", name)
+	code, _, ok := strings.Cut(rest, "\n```\n")
+	require.True(t, ok, "program %q has no end", name)
+	return code + "\n"
+}
+
+// declaresFunc says whether the package's own source declares a function
+// (not a method) of that name.
+func declaresFunc(t *testing.T, name string) bool {
+	t.Helper()
+	files, err := filepath.Glob("*.go")
+	require.NoError(t, err)
+	fset := token.NewFileSet()
+	for _, f := range files {
+		if strings.HasSuffix(f, "_test.go") {
+			continue
+		}
+		file, err := parser.ParseFile(fset, f, nil, parser.SkipObjectResolution)
+		require.NoError(t, err)
+		for _, d := range file.Decls {
+			if fn, ok := d.(*ast.FuncDecl); ok && fn.Recv == nil && fn.Name.Name == name {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// buildPrograms builds each program, a main package's source by name, in
+// a module of its own that takes this package from this directory, and
+// returns the directory that holds the commands. They are built with the
+// race detector and the build tags the tests run with.
+func buildPrograms(t *testing.T, programs map[string]string) string {
+	t.Helper()
+	root, err := os.Getwd()
+	require.NoError(t, err)
+	sum, err := os.ReadFile("go.sum")
+	require.NoError(t, err)
+	mod := filepath.Join(t.TempDir(), "mod")
+	files := map[string]string{
+		"go.mod": "module migrating\n\ngo 1.26.0\n\nrequire github.com/sluicenet/sluice v0.0.0\n\n" +
+			"replace github.com/sluicenet/sluice => " + root + "\n",
+		"go.sum": string(sum),
+	}
+	bin := t.TempDir()
+	args := []string{"build", "-mod=mod", "-o", bin}
+	if raceEnabled {
+		args = append(args, "-race")
+	}
+	if stdBackend {
+		args = append(args, "-tags", "sluice_std")
+	}
+	for name, src := range programs {
+		files[filepath.Join(name, "main.go")] = src
+		args = append(args, "./"+name)
+	}
+	for name, text := range files {
+		path := filepath.Join(mod, name)
+		require.NoError(t, os.MkdirAll(filepath.Dir(path), 0o755))
+		require.NoError(t, os.WriteFile(path, []byte(text), 0o644))
+	}
+	cmd := exec.Command("go", args...)
+	cmd.Dir = mod
+	// Everything the build needs is here: this module, and the module
+	// cache that built it.
+	cmd.Env = append(os.Environ(), "GOPROXY=off", "GOWORK=off", "GOTOOLCHAIN=local")
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, "building MIGRATING.md's programs:\n%s", out)
+	return bin
+}
+
+// runProgram runs the command with args, and returns what it printed once
+// it has exited, which it must do by itself, cleanly.
+func runProgram(t *testing.T, path string, args ...string) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, path, args...).CombinedOutput()
+	require.NoError(t, err, "%s %v printed:\n%s", filepath.Base(path), args, out)
+	return string(out)
+}
+
+// MIGRATING.md's client, as the page prints it: against an echo server it
+// hears every connection open and echo its line, against a port nobody
+// listens on every dial fail, and either way it stops by itself. The page
+// gives it with sluice.Start, and with a main for sluice.Run in place of
+// that one; the version with Start is built once the package has Start.
+func TestMigratingClient(t *testing.T) {
+	page, err := os.ReadFile("MIGRATING.md")
+	require.NoError(t, err)
+	withStart := docProgram(t, string(page), "client-start")
+	withRun := docProgram(t, string(page), "client-run")
+	// The Run version is the Start version with its main, which comes
+	// last, replaced by the Run version's declarations.
+	i := strings.Index(withStart, "\nfunc main() {")
+	require.Positive(t, i, "the client has no main")
+	programs := map[string]string{"run": withStart[:i+1] + withRun}
+	if declaresFunc(t, "Start") {
+		programs["start"] = withStart
+	} else {
+		t.Log("the package has no Start yet: only the Run version is built")
+	}
+	bin := buildPrograms(t, programs)
+
+	_, addr := serve(t, echoHandler{})
+	addr = strings.TrimPrefix(addr, "tcp://")
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	closed := ln.Addr().String()
+	require.NoError(t, ln.Close())
+
+	for name := range programs {
+		t.Run(name, func(t *testing.T) {
+			out := runProgram(t, filepath.Join(bin, name), "-addr", addr, "-conns", "20")
+			assert.Contains(t, out, "client: 20 connected, 0 failed\n")
+			assert.Contains(t, out, "client: 20 echoed\n")
+
+			out = runProgram(t, filepath.Join(bin, name), "-addr", closed, "-conns", "3")
+			assert.Contains(t, out, "client: 0 connected, 3 failed\n")
+			assert.Equal(t, 3, strings.Count(out, "connection refused"), "each failed dial is logged:\n%s", out)
+			assert.Contains(t, out, "client: 0 echoed\n")
+		})
+	}
 }

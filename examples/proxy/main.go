@@ -43,8 +43,11 @@
 // send-proxy and send-proxy-v2 do, naming the original client: with both,
 // a backend learns the address of the client in front of the balancer.
 //
-// It prints the addresses it listens on; with -stats-interval, the
-// engine's counters, its own and each backend's, every interval. On
+// It prints the addresses it listens on; with -stats-interval, every
+// interval, a line of its own totals, one of the engine's counters and one
+// per backend, each stamped with the time (RFC 3339) and with byte counts
+// in bytes ("up 1024 B"). A line that reads as it did when last printed is
+// left out, so a proxy with nothing happening prints nothing. On
 // SIGINT or SIGTERM it stops accepting at once and lets the pairs it has
 // finish by themselves for up to -drain (5 s), so that replies on their
 // way from a backend still reach their clients. Then it closes every pair
@@ -88,7 +91,7 @@ func main() {
 	flag.DurationVar(&cfg.downTime, "down-time", defaultDownTime, "how long a backend stays down before a client probes it")
 	flag.DurationVar(&cfg.drain, "drain", defaultDrain, "how long a stop, having stopped accepting, lets pairs finish by themselves before it closes them")
 	flag.DurationVar(&cfg.grace, "grace", defaultGrace, "how long a graceful stop then waits for pairs to close before resetting them")
-	flag.DurationVar(&cfg.statsInterval, "stats-interval", 0, "print statistics this often (0: never)")
+	flag.DurationVar(&cfg.statsInterval, "stats-interval", 0, "print statistics this often, the lines that changed (0: never)")
 	flag.Parse()
 	if len(addrs) == 0 {
 		addrs = listFlag{"127.0.0.1:7000"}

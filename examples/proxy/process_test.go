@@ -147,7 +147,9 @@ func TestCommand(t *testing.T) {
 		require.NoError(t, echo(c, payload(uint64(i), 100<<10)), "through %s", a[1])
 		c.Close()
 	}
-	expectLine(t, lines, regexp.MustCompile(`^proxy: backend `+regexp.QuoteMeta(backend.addr)+` up active 0 connected [1-9]`))
+	stats := expectLine(t, lines, regexp.MustCompile(`^(\S+) proxy: backend `+regexp.QuoteMeta(backend.addr)+` up active 0 connected [1-9]`))
+	_, err := time.Parse(statsTime, stats[1])
+	require.NoError(t, err, "the time on a stats line")
 
 	// A client open as the stop begins reads what was relayed for it,
 	// then the end of the stream.

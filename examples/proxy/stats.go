@@ -102,35 +102,74 @@ func (px *proxy) snapshot() snapshot {
 	return s
 }
 
-// printStats prints a snapshot every interval until the engine shuts down.
+// printStats prints the proxy's state every interval until the engine
+// shuts down, each line only when it has changed (statsPrinter).
 func (px *proxy) printStats(interval time.Duration) {
 	t := time.NewTicker(interval)
 	defer t.Stop()
+	var p statsPrinter
 	for {
 		select {
 		case <-t.C:
-			px.snapshot().print(px.cfg.out)
+			p.print(px.cfg.out, time.Now(), px.snapshot())
 		case <-px.done:
 			return
 		}
 	}
 }
 
-// print writes s as a line of totals, one of the engine's counters and
-// one per backend.
-func (s snapshot) print(w io.Writer) {
-	fmt.Fprintf(w, "proxy: clients %d pairs %d held %d buffered %d peak %d up %d down %d rejected %d unserved %d\n",
-		s.Clients, s.Pairs, s.Held, s.Buffered, s.Peak, s.Up, s.Down, s.Rejected, s.Unserved)
+// statsTime is how a stats line gives its time: RFC 3339, to the
+// millisecond.
+const statsTime = "2006-01-02T15:04:05.000Z07:00"
+
+// statsPrinter prints snapshots as lines, each stamped with the time of its
+// snapshot. A line that reads as it did when last printed is left out, so
+// that a proxy with nothing happening prints nothing.
+type statsPrinter struct {
+	last map[string]string // each line's text when last printed, by its key
+}
+
+// print writes to w the lines of s that changed since they were last
+// printed, stamped with now.
+func (p *statsPrinter) print(w io.Writer, now time.Time, s snapshot) {
+	if p.last == nil {
+		p.last = make(map[string]string)
+	}
+	stamp := now.Format(statsTime)
+	for _, l := range s.lines() {
+		if p.last[l.key] == l.text {
+			continue
+		}
+		p.last[l.key] = l.text
+		fmt.Fprintf(w, "%s proxy: %s\n", stamp, l.text)
+	}
+}
+
+// statsLine is one line of a snapshot, and what it stands for: the
+// totals, the engine's counters, or one backend.
+type statsLine struct {
+	key, text string
+}
+
+// lines returns s as a line of totals, one of the engine's counters and
+// one per backend. Byte counts carry their unit, B; the rest count
+// connections, or times a backend was marked down.
+func (s snapshot) lines() []statsLine {
 	e := s.Engine
-	fmt.Fprintf(w, "proxy: engine conns %d accepted %d dialed %d dial-failed %d rejected-max %d killed %d idle-timeouts %d proxy-invalid %d proxy-missing %d proxy-timeouts %d\n",
-		e.Conns, e.Accepted, e.Dialed, e.DialFailed, e.RejectedMaxConns, e.Killed, e.IdleTimeouts,
-		e.ProxyInvalid, e.ProxyMissing, e.ProxyTimeouts)
-	for _, b := range s.Backends {
+	lines := []statsLine{
+		{"totals", fmt.Sprintf("clients %d pairs %d held %d buffered %d B peak %d B up %d B down %d B rejected %d unserved %d",
+			s.Clients, s.Pairs, s.Held, s.Buffered, s.Peak, s.Up, s.Down, s.Rejected, s.Unserved)},
+		{"engine", fmt.Sprintf("engine conns %d accepted %d dialed %d dial-failed %d rejected-max %d killed %d idle-timeouts %d proxy-invalid %d proxy-missing %d proxy-timeouts %d",
+			e.Conns, e.Accepted, e.Dialed, e.DialFailed, e.RejectedMaxConns, e.Killed, e.IdleTimeouts,
+			e.ProxyInvalid, e.ProxyMissing, e.ProxyTimeouts)},
+	}
+	for i, b := range s.Backends {
 		state := "up"
 		if b.Down {
 			state = "down"
 		}
-		fmt.Fprintf(w, "proxy: backend %s %s active %d connected %d failed %d errors %d downs %d\n",
-			b.Addr, state, b.Active, b.Connected, b.Failed, b.Errors, b.Downs)
+		lines = append(lines, statsLine{fmt.Sprint("backend ", i), fmt.Sprintf("backend %s %s active %d connected %d failed %d errors %d downs %d",
+			b.Addr, state, b.Active, b.Connected, b.Failed, b.Errors, b.Downs)})
 	}
+	return lines
 }
