@@ -146,6 +146,7 @@ func (s *server) infoKeyspace(b []byte) []byte {
 func (s *server) configParams() [][2]string {
 	return [][2]string{
 		{"appendonly", "no"},
+		{"client-output-buffer-limit", s.cfg.output.String()},
 		{"client-query-buffer-limit", strconv.Itoa(s.cfg.requestLimit())},
 		{"databases", "1"},
 		{"maxclients", strconv.Itoa(s.cfg.maxClients)},

@@ -1,9 +1,11 @@
 package main
 
 import (
+	"io"
 	"regexp"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -57,18 +59,20 @@ func TestConfigGet(t *testing.T) {
 	assert.Equal(t, dedent(`
 		 1) "appendonly"
 		 2) "no"
-		 3) "client-query-buffer-limit"
-		 4) "4096"
-		 5) "databases"
-		 6) "1"
-		 7) "maxclients"
-		 8) "0"
-		 9) "maxmemory"
+		 3) "client-output-buffer-limit"
+		 4) "normal 33554432 0 0"
+		 5) "client-query-buffer-limit"
+		 6) "4096"
+		 7) "databases"
+		 8) "1"
+		 9) "maxclients"
 		10) "0"
-		11) "save"
-		12) ""
-		13) "timeout"
-		14) "0"
+		11) "maxmemory"
+		12) "0"
+		13) "save"
+		14) ""
+		15) "timeout"
+		16) "0"
 	`), ts.cli(t, "CONFIG GET *"))
 	assert.Equal(t, "1) \"maxmemory\"\n2) \"0\"", ts.do(t, "CONFIG", "GET", "MAXM*"))
 }
@@ -108,4 +112,31 @@ func TestCommandIntrospection(t *testing.T) {
 	assert.Contains(t, docs, `"group"`)
 	assert.Contains(t, docs, `"string"`)
 	assert.Contains(t, ts.do(t, "COMMAND", "DOCS", "client"), `"client|setname"`)
+}
+
+// The reply limits come from the command line in Redis's form, and a
+// client that stops reading while its replies pile up past the soft limit
+// is disconnected once it has stayed over it for its time.
+func TestClientOutputBufferLimit(t *testing.T) {
+	var o outputLimit
+	require.NoError(t, o.Set("normal 1mb 256kb 0"))
+	assert.Equal(t, "normal 1048576 262144 0", o.String())
+	require.NoError(t, o.Set("NORMAL 0 0 0"))
+	assert.Equal(t, 0, o.hardBytes(), "zero set is no bound, as in Redis")
+	for _, bad := range []string{"pubsub 32mb 8mb 60", "normal 1mb", "normal x 0 0", "normal 1mb 1mb -1"} {
+		assert.Error(t, o.Set(bad), bad)
+	}
+	assert.Equal(t, "normal 33554432 0 0", outputLimit{}.String(), "the engine's default")
+
+	var limit outputLimit
+	require.NoError(t, limit.Set("normal 8mb 256kb 0"))
+	ts := startServer(t, config{output: limit})
+	c := ts.dial(t)
+	c.send(t, "*3\r\n$3\r\nSET\r\n$3\r\nbig\r\n$1048576\r\n"+strings.Repeat("v", 1<<20)+"\r\n")
+	c.expect(t, "+OK\r\n")
+	// Ask for the value many times and read nothing: the replies pile up.
+	c.send(t, strings.Repeat("GET big\r\n", 64))
+	require.Eventually(t, func() bool { return ts.eng.Stats().OutboundOverLimit == 1 }, 10*time.Second, time.Millisecond)
+	_, err := io.Copy(io.Discard, c.r)
+	require.ErrorIs(t, err, syscall.ECONNRESET, "the replies queued for it were dropped")
 }

@@ -20,6 +20,10 @@ type config struct {
 	idleTimeout time.Duration // zero means none
 	proxy       sluice.ProxyMode
 	poller      poller.Kind // the zero Kind is epoll
+
+	readTimeout  time.Duration // zero means none
+	writeTimeout time.Duration // zero means sluice.DefaultWriteTimeout; below zero, none
+	output       outputLimit   // the zero limit means the engine's defaults
 }
 
 // requestLimit returns the largest command accepted, in bytes.
@@ -47,7 +51,19 @@ func (c *config) options() []sluice.Option {
 		sluice.WithProxyProtocol(c.proxy, 0),
 		sluice.WithMaxInboundBuffered(c.inboundLimit()),
 		sluice.WithPoller(c.poller),
+		sluice.WithReadTimeout(c.readTimeout),
+		sluice.WithWriteTimeout(c.writeLimit()),
+		sluice.WithMaxOutbound(c.output.hardBytes()),
+		sluice.WithOutboundSoftLimit(c.output.soft, c.output.softFor),
 	}
+}
+
+// writeLimit returns how long a client's replies may wait on it to read.
+func (c *config) writeLimit() time.Duration {
+	if c.writeTimeout == 0 {
+		return sluice.DefaultWriteTimeout
+	}
+	return max(c.writeTimeout, 0)
 }
 
 // sweepEvery is how often active expiry runs, as Redis does at hz 10.
