@@ -448,8 +448,12 @@ const DefaultMaxInboundBuffered = 128 << 20
 // receive brought after reading was paused, which wait for the handler
 // until it resumes. A peer that sends more than the handler consumes is
 // closed once OnTraffic returns with more than n bytes buffered, or once
-// held bytes pass n, rather than growing the server's memory; OnClose
-// receives ErrInboundTooLarge and Stats.InboundTooLarge counts it. On
+// held bytes pass n, rather than growing the server's memory: at once,
+// without sending what is queued or lingering, so its peer, still
+// sending, sees a TCP reset. OnClose receives ErrInboundTooLarge and
+// Stats.InboundTooLarge counts it. A protocol whose frames may be larger
+// (a 150 MiB upload with the default) needs a larger n, or a handler
+// that consumes a frame as it arrives. On
 // io_uring a paused connection holds at most two read buffers' worth
 // (WithReadBufferCap) where the kernel can cap a multishot receive; where
 // it cannot, a connection's first pause may hold up to the loop's 4 MiB of
