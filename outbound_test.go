@@ -36,7 +36,7 @@ func pushed(seq uint64) []byte {
 
 // readPushes reads n messages of size bytes from c and reports the first
 // one out of order, or the error that ended the stream early.
-func readPushes(c net.Conn, n, size int, body []byte, read *atomic.Int64) error {
+func readPushes(c net.Conn, n, size int, body []byte) error {
 	c.SetReadDeadline(time.Now().Add(60 * time.Second))
 	msg := make([]byte, size)
 	for i := range n {
@@ -46,9 +46,61 @@ func readPushes(c net.Conn, n, size int, body []byte, read *atomic.Int64) error 
 		if seq := binary.BigEndian.Uint64(msg); seq != uint64(i) || !bytes.Equal(msg[8:], body) {
 			return fmt.Errorf("message %d came as %d", i, seq)
 		}
-		read.Add(1)
 	}
 	return nil
+}
+
+// publish pushes n numbered messages, each the number then body, to every
+// one of subs with AsyncWritev, as a pub/sub server fans a message out. A
+// push refused with ErrOutboundFull waits for its subscriber to drain to
+// room, or to close, and is tried again, so that a subscriber that reads
+// loses nothing; the soft limit cuts one that never reads, after which
+// what is posted to it is dropped on its loop. It returns how many pushes
+// were refused.
+func publish(t *testing.T, h *lifetimes, subs []Conn, n int, body []byte, room int) int {
+	refused := 0
+	for i := range n {
+		for _, c := range subs {
+			for {
+				err := c.AsyncWritev([][]byte{pushed(uint64(i)), body}, nil)
+				if err == nil {
+					break
+				}
+				require.ErrorIs(t, err, ErrOutboundFull)
+				refused++
+				waitFor(t, 20*time.Second, func() bool {
+					_, gone := h.closing(c.ID())
+					return gone || c.OutboundQueued() <= room
+				}, func() string {
+					return fmt.Sprintf("message %d: subscriber %d holds %d bytes", i, slices.Index(subs, c), c.OutboundQueued())
+				})
+			}
+		}
+	}
+	return refused
+}
+
+// subscribe opens n subscribers to addr, each with a small receive buffer
+// so that the kernel holds little of what they are sent, and returns the
+// clients and the server's Conns, in the same order.
+func subscribe(t *testing.T, h *lifetimes, addr string, n int) ([]net.Conn, []Conn) {
+	var clients []net.Conn
+	var subs []Conn
+	for range n {
+		clients = append(clients, dialSmallUnix(t, addr))
+		subs = append(subs, h.conn(h.next(t)))
+	}
+	return clients, subs
+}
+
+// readAll has each of readers read n messages of size bytes, checking
+// their order, and returns a channel of their results.
+func readAll(readers []net.Conn, n, size int, body []byte) <-chan error {
+	errs := make(chan error, len(readers))
+	for _, c := range readers {
+		go func() { errs <- readPushes(c, n, size, body) }()
+	}
+	return errs
 }
 
 // A publisher pushes 3,000 messages of 60 KiB with AsyncWritev to two
@@ -70,65 +122,70 @@ func TestPushesToANonReaderAreBounded(t *testing.T) {
 	h.traffic = func(c Conn) Action { c.Discard(-1); return None }
 	eng, addr := serve(t, h, WithNumEventLoop(2), WithMaxOutbound(hard),
 		WithOutboundSoftLimit(soft, 500*time.Millisecond))
-	var subs []Conn
-	var readers []net.Conn
-	for range 3 {
-		c := dial(t, addr)
-		readers = append(readers, c)
-		subs = append(subs, h.conn(h.next(t)))
-	}
-	readers = readers[:2] // the third never reads
-	errs := make(chan error, 2)
-	var read [2]atomic.Int64
-	for i, c := range readers {
-		go func() { errs <- readPushes(c, messages, size, body, &read[i]) }()
-	}
-
-	var refused atomic.Int64
-	publish := func() {
-		for i := range messages {
-			for _, c := range subs {
-				for {
-					err := c.AsyncWritev([][]byte{pushed(uint64(i)), body}, nil)
-					if err == nil {
-						break
-					}
-					require.ErrorIs(t, err, ErrOutboundFull)
-					require.LessOrEqual(t, c.OutboundQueued(), hard)
-					refused.Add(1)
-					// A publisher that must not lose a message waits for
-					// its subscriber to catch up, which a reader does well
-					// within the soft limit's time; the non-reader is
-					// reset meanwhile, after which what is posted to it is
-					// dropped on its loop.
-					waitFor(t, 10*time.Second, func() bool {
-						_, gone := h.closing(c.ID())
-						return gone || c.OutboundQueued() <= soft/4
-					}, func() string {
-						return fmt.Sprintf("message %d: subscriber %d holds %d bytes; readers read %d, %d messages",
-							i, slices.Index(subs, c), c.OutboundQueued(), read[0].Load(), read[1].Load())
-					})
-				}
-			}
-		}
-	}
-	heap, _ := heapGrowth(t, publish)
-	for range readers {
+	clients, subs := subscribe(t, h, addr, 3)
+	errs := readAll(clients[:2], messages, size, body) // the third never reads
+	var refused int
+	heap, _ := heapGrowth(t, func() { refused = publish(t, h, subs, messages, body, soft/4) })
+	for range 2 {
 		require.NoError(t, <-errs)
 	}
-	t.Logf("heap grew by %d KiB at most; %d pushes refused", heap>>10, refused.Load())
-	assert.Positive(t, refused.Load(), "no push was refused")
+	t.Logf("heap grew by %d KiB at most; %d pushes refused", heap>>10, refused)
+	assert.Positive(t, refused, "no push was refused")
 	_, err := h.waitClosed(t, subs[2].ID())
 	assert.ErrorIs(t, err, ErrOutboundOverLimit)
 	st := eng.Stats()
 	assert.Equal(t, uint64(1), st.OutboundOverLimit)
-	assert.GreaterOrEqual(t, st.OutboundRefused, uint64(refused.Load()))
+	assert.GreaterOrEqual(t, st.OutboundRefused, uint64(refused))
 	// Three queues at the bound, each buffer at most twice what it holds,
 	// the buffers their pools keep, and on the development backend the
 	// copies its writers take: far below the 180 MB the pushes add up to
 	// for each subscriber. Measured: 12 MiB on epoll, 58 MiB on the
 	// development backend under the race detector.
 	assert.Less(t, heap, uint64(3*2*hard+64<<20), "the heap grew with the pushes")
+}
+
+// Among 1,000 subscribers, 10 never read: the readers get every message in
+// order, and the 10 are cut by the soft limit, no sooner than its time.
+func TestManySubscribersFewNonReaders(t *testing.T) {
+	subscribers, silent := 1000, 10
+	if raceEnabled {
+		subscribers = 300 // the race detector slows every goroutine
+	}
+	// Each subscriber is sent 200 KiB, several times what the kernel holds
+	// for one that does not read.
+	const (
+		messages = 100
+		size     = 2 << 10
+		hard     = 64 << 10
+		soft     = 16 << 10
+		softFor  = time.Second
+	)
+	body := bytes.Repeat([]byte{'m'}, size-8)
+	h := newLifetimes()
+	h.traffic = func(c Conn) Action { c.Discard(-1); return None }
+	eng, addr := serve(t, h, WithNumEventLoop(2), WithMaxOutbound(hard),
+		WithOutboundSoftLimit(soft, softFor), WithSocketSendBuffer(16<<10))
+	clients, subs := subscribe(t, h, addr, subscribers)
+	readers := clients[silent:]
+	errs := readAll(readers, messages, size, body)
+	// The silent ones first, so that they fill up while the readers read.
+	// A publisher sending the same message to all of them would send it
+	// once; the pushes here are each their own.
+	start := time.Now()
+	publish(t, h, subs, messages, body, soft/4)
+	for range readers {
+		require.NoError(t, <-errs)
+	}
+	for _, c := range subs[:silent] {
+		after, err := h.waitClosed(t, c.ID())
+		require.ErrorIs(t, err, ErrOutboundOverLimit)
+		assert.GreaterOrEqual(t, time.Since(start), softFor, "cut before its time (%v after opening)", after)
+	}
+	for _, c := range subs[silent:] {
+		_, gone := h.closing(c.ID())
+		assert.False(t, gone, "a reader was cut")
+	}
+	assert.Equal(t, uint64(silent), eng.Stats().OutboundOverLimit)
 }
 
 // A push that would take a connection past WithMaxOutbound is refused
