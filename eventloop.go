@@ -809,7 +809,11 @@ func (l *eventloop) watch(c *conn) {
 		l.queueDrained(c)
 	}
 	l.passed(c, n, o.pauseMark, flagOutPaused, &want)
-	if n == 0 && !l.sending(c) {
+	switch {
+	case c.flags&flagEndWaits == 0 || n > 0:
+	case l.sending(c):
+		want |= poller.Writable // to hear when the send in flight is done
+	default:
 		c.flags &^= flagEndWaits
 	}
 	if l.unread(c) {
