@@ -11,7 +11,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"sync/atomic"
 
@@ -23,9 +22,8 @@ import (
 // A slot is one of the dials in flight: the connection's context, and the
 // goroutine that dials it again once it has closed.
 type slot struct {
-	n      int    // this dial's number: the slot's index, plus Conns for each before it
-	msg    []byte // the message, and so the echo expected
-	judged bool   // the echo came and was counted, right or wrong
+	n int // this dial's number: the slot's index, plus Conns for each before it
+	churn.Echo
 	closed chan struct{}
 }
 
@@ -52,8 +50,8 @@ func (d *dialer) Start(cfg churn.Config, t *churn.Tally) error {
 	}
 	d.cli = cli
 	for i := range cfg.Conns {
-		s := &slot{n: i, msg: make([]byte, cfg.Size), closed: make(chan struct{}, 1)}
-		churn.Fill(s.msg, i)
+		s := &slot{n: i, Echo: churn.Echo{Msg: make([]byte, cfg.Size)}, closed: make(chan struct{}, 1)}
+		churn.Fill(s.Msg, i)
 		go d.dialLoop(s)
 	}
 	return nil
@@ -62,7 +60,6 @@ func (d *dialer) Start(cfg churn.Config, t *churn.Tally) error {
 // dialLoop dials slot s again and again until the window closes.
 func (d *dialer) dialLoop(s *slot) {
 	for ; !d.tally.Stopping(); s.n += d.cfg.Conns {
-		s.judged = false
 		if _, err := d.cli.DialContext("tcp", d.cfg.Addrs[s.n%len(d.cfg.Addrs)], s); err != nil {
 			d.tally.DialFailed()
 			continue
@@ -73,30 +70,20 @@ func (d *dialer) dialLoop(s *slot) {
 
 func (d *dialer) OnOpen(c gnet.Conn) ([]byte, gnet.Action) {
 	s := c.Context().(*slot)
-	churn.Stamp(s.msg, uint64(s.n))
-	return s.msg, gnet.None
+	churn.Stamp(s.Msg, uint64(s.n))
+	return s.Msg, gnet.None
 }
 
 func (d *dialer) OnTraffic(c gnet.Conn) gnet.Action {
-	s := c.Context().(*slot)
-	if c.InboundBuffered() < len(s.msg) {
-		return gnet.None
+	if c.Context().(*slot).Judge(c, d.tally) {
+		return gnet.Close
 	}
-	echo, _ := c.Next(len(s.msg))
-	s.judged = true
-	if bytes.Equal(echo, s.msg) && c.InboundBuffered() == 0 {
-		d.tally.Done()
-	} else {
-		d.tally.Mismatch()
-	}
-	return gnet.Close
+	return gnet.None
 }
 
 func (d *dialer) OnClose(c gnet.Conn, err error) gnet.Action {
 	s := c.Context().(*slot)
-	if err != nil || !s.judged {
-		d.tally.Closed()
-	}
+	s.Closed(err, d.tally)
 	s.closed <- struct{}{}
 	return gnet.None
 }

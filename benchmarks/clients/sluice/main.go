@@ -15,7 +15,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"flag"
@@ -31,10 +30,9 @@ import (
 // A slot is one of the dials in flight; the dial under way carries it as its
 // context. Only the loop that owns its connection touches it.
 type slot struct {
-	n      int         // this dial's number: the slot's index, plus Conns for each before it
-	msg    []byte      // the message, and so the echo expected
-	judged bool        // the echo came and was counted, right or wrong
-	loop   sluice.Loop // the loop of its last connection, for -loop-dial
+	n int // this dial's number: the slot's index, plus Conns for each before it
+	churn.Echo
+	loop sluice.Loop // the loop of its last connection, for -loop-dial
 }
 
 type dialer struct {
@@ -70,8 +68,8 @@ func (d *dialer) Start(cfg churn.Config, t *churn.Tally) error {
 		return fmt.Errorf("sluice: engine ended: %w", err)
 	}
 	for i := range cfg.Conns {
-		s := &slot{n: i, msg: make([]byte, cfg.Size)}
-		churn.Fill(s.msg, i)
+		s := &slot{n: i, Echo: churn.Echo{Msg: make([]byte, cfg.Size)}}
+		churn.Fill(s.Msg, i)
 		if err := d.dial(s); err != nil {
 			return err
 		}
@@ -91,7 +89,6 @@ func (d *dialer) dial(s *slot) error {
 	if d.tally.Stopping() {
 		return nil
 	}
-	s.judged = false
 	addr := d.cfg.Addrs[s.n%len(d.cfg.Addrs)]
 	if d.loopDial && s.loop != (sluice.Loop{}) {
 		return s.loop.Dial(addr, s)
@@ -109,30 +106,20 @@ func (d *dialer) next(s *slot) {
 
 func (d *dialer) OnOpen(c sluice.Conn) ([]byte, sluice.Action) {
 	s := c.Context().(*slot)
-	churn.Stamp(s.msg, uint64(s.n))
-	return s.msg, sluice.None
+	churn.Stamp(s.Msg, uint64(s.n))
+	return s.Msg, sluice.None
 }
 
 func (d *dialer) OnTraffic(c sluice.Conn) sluice.Action {
-	s := c.Context().(*slot)
-	if c.InboundBuffered() < len(s.msg) {
-		return sluice.None
+	if c.Context().(*slot).Judge(c, d.tally) {
+		return sluice.Close
 	}
-	echo, _ := c.Next(len(s.msg))
-	s.judged = true
-	if bytes.Equal(echo, s.msg) && c.InboundBuffered() == 0 {
-		d.tally.Done()
-	} else {
-		d.tally.Mismatch()
-	}
-	return sluice.Close
+	return sluice.None
 }
 
 func (d *dialer) OnClose(c sluice.Conn, err error) sluice.Action {
 	s := c.Context().(*slot)
-	if err != nil || !s.judged {
-		d.tally.Closed()
-	}
+	s.Closed(err, d.tally)
 	if d.loopDial {
 		s.loop = c.Loop()
 	}

@@ -9,6 +9,10 @@
 // CPU time (package proc: the scheduler's clock, summed over its threads) at
 // both ends of the window, so the report's CPUPerRT is the dialer's CPU per
 // completed dial and its Rate the dials per second.
+//
+// The clients on event loops, whose callbacks see the echo arrive in
+// pieces, judge it with an Echo, so that they count the same dial the same
+// way.
 package churn
 
 import (
