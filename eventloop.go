@@ -512,17 +512,20 @@ func (l *eventloop) holding(c *conn) bool {
 // bytes but leaves others, and c is still read, it is called again: a
 // handler may stop early to bound the output one call makes (a pipeline
 // of GETs of a large value), or take one frame per call, and no new bytes
-// may ever come to call it. The output of calls made in a row is sent
-// together, once it passes the high-water mark or the handler stops
-// consuming, so a handler that answers one frame per call costs one write
-// per mark's worth of answers, not one per frame.
+// may ever come to call it. A handler that paused c (PauseRead, which
+// takes effect in watch at once) is not: the bytes wait for ResumeRead.
+// The output of calls made in a row is sent together, once it passes the
+// high-water mark or the handler stops consuming, so a handler that
+// answers one frame per call costs one write per mark's worth of answers,
+// not one per frame.
 func (l *eventloop) traffic(c *conn) {
 	high := l.eng.opts.writeBufCap
 	for {
 		fed := len(c.buf)
 		l.cur = c
 		a := l.onTraffic(c)
-		for last := fed; a == None && c.state == stateOpen && 0 < len(c.buf) && len(c.buf) < last && c.OutboundBuffered() <= high; {
+		for last := fed; a == None && c.state == stateOpen && c.events&poller.Readable != 0 &&
+			0 < len(c.buf) && len(c.buf) < last && c.OutboundBuffered() <= high; {
 			last = len(c.buf)
 			a = l.onTraffic(c)
 		}
