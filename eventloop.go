@@ -484,21 +484,24 @@ func (l *eventloop) peerClosed(c *conn) {
 
 // endOfInput acts on the end of c's stream once every byte before it has
 // been offered to the handler: c closes gracefully, or in half-close mode
-// stops being read and the handler is told. With its own write side shut
-// down too, c is done either way, and closes.
+// stops being read and the handler is told, whether or not c's own write
+// side is shut down (CloseWrite): when its output was still queued at
+// that moment must not decide whether the handler hears. c closes once
+// both sides are done: here, if its write side is shut down already,
+// else when it is (shutWrite).
 func (l *eventloop) endOfInput(c *conn) {
-	switch {
-	case c.state != stateOpen || c.flags&flagHalfClose == 0:
+	if c.state != stateOpen || c.flags&flagHalfClose == 0 {
 		l.closeGraceful(c)
-	case c.flags&flagWriteShut != 0:
+		return
+	}
+	c.flags |= flagInputEnded
+	l.watch(c) // reading stops
+	if h, ok := l.eng.handler.(HalfCloseHandler); ok && c.state == stateOpen {
+		l.cur = c
+		l.finish(c, l.onHalfClose(h, c))
+	}
+	if c.state == stateOpen && c.flags&flagWriteShut != 0 {
 		l.closeConn(c, nil)
-	default:
-		c.flags |= flagInputEnded
-		l.watch(c) // reading stops
-		if h, ok := l.eng.handler.(HalfCloseHandler); ok && c.state == stateOpen {
-			l.cur = c
-			l.finish(c, l.onHalfClose(h, c))
-		}
 	}
 }
 

@@ -115,6 +115,13 @@ type HalfCloseHandler interface {
 	// sent; any it left unread are still buffered. c stays open for
 	// writing until the handler closes it, with Close, CloseWrite or an
 	// action, or a deadline does.
+	//
+	// It runs once for every connection in half-close mode whose peer
+	// finishes while it is open, also when the handler has shut c's own
+	// write side down already (CloseWrite), whether or not c was still
+	// sending what it had queued then. A connection whose two sides are
+	// both done closes: when OnHalfClose returns if its write side is
+	// shut down already, else once its queued output is sent.
 	OnHalfClose(c Conn) Action
 }
 
