@@ -64,8 +64,7 @@ func serve(t testing.TB, h EventHandler, opts ...Option) (Engine, string) {
 func serveAddr(t testing.TB, addr string, h EventHandler, opts ...Option) (Engine, string) {
 	t.Helper()
 	opts = append([]Option{WithPoller(testPoller)}, opts...)
-	runtimePollerOnce.Do(openRuntimePoller)
-	goroutines, fds := runtime.NumGoroutine(), openFDs(t)
+	leaks := leakCheck(t)
 	b := &booter{EventHandler: h, booted: make(chan Engine, 1)}
 	done := make(chan error, 1)
 	go func() { done <- Run(b, addr, opts...) }()
@@ -80,15 +79,28 @@ func serveAddr(t testing.TB, addr string, h EventHandler, opts ...Option) (Engin
 		defer cancel()
 		require.NoError(t, eng.Stop(ctx))
 		require.NoError(t, <-done)
+		leaks()
+	})
+	a := eng.Addrs()[0]
+	return eng, a.Network() + "://" + a.String()
+}
+
+// leakCheck counts the goroutines and descriptors open now, and returns a
+// function that waits for the counts to fall back to these, failing the
+// test if they do not.
+func leakCheck(t testing.TB) func() {
+	t.Helper()
+	runtimePollerOnce.Do(openRuntimePoller)
+	goroutines, fds := runtime.NumGoroutine(), openFDs(t)
+	return func() {
+		t.Helper()
 		waitFor(t, 5*time.Second, func() bool {
 			return runtime.NumGoroutine() <= goroutines && openFDs(t) <= fds
 		}, func() string {
 			return fmt.Sprintf("leak: goroutines %d -> %d, descriptors %d -> %d",
 				goroutines, runtime.NumGoroutine(), fds, openFDs(t))
 		})
-	})
-	a := eng.Addrs()[0]
-	return eng, a.Network() + "://" + a.String()
+	}
 }
 
 // The runtime opens its own poller's descriptors (an epoll and an
