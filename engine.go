@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"iter"
 	"net"
+	"net/netip"
 	"os"
 	"slices"
 	"strings"
@@ -169,8 +170,9 @@ type engine struct {
 	handler  EventHandler
 	opts     options
 	sock     socket.Options
-	addrs    []net.Addr   // one per listening address, in order
-	drain    DrainHandler // the handler, if it is one
+	addrs    []net.Addr     // one per listening address, in order
+	drain    DrainHandler   // the handler, if it is one
+	refusal  RefusalHandler // the handler, if it is one
 	loops    []*eventloop
 	rr       atomic.Uint32 // next loop for RoundRobin
 	table    *kill.Table   // every admitted connection, by ID
@@ -256,6 +258,7 @@ func newEngine(handler EventHandler, addr string, opts []Option) (*engine, error
 	e := &engine{handler: handler, opts: defaultOptions(), epoch: time.Now(), done: make(chan struct{})}
 	e.stopping, e.stopped = context.WithCancel(context.Background())
 	e.drain, _ = handler.(DrainHandler)
+	e.refusal, _ = handler.(RefusalHandler)
 	for _, opt := range opts {
 		opt(&e.opts)
 	}
@@ -441,8 +444,9 @@ func (e *engine) post(kind taskKind) {
 	}
 }
 
-// pick chooses the loop for a connection accepted on a shared listener.
-func (e *engine) pick(c *conn) *eventloop {
+// pick chooses the loop for a connection accepted from remote on a shared
+// listener.
+func (e *engine) pick(remote netip.AddrPort) *eventloop {
 	n := len(e.loops)
 	if n == 1 {
 		return e.loops[0]
@@ -457,7 +461,7 @@ func (e *engine) pick(c *conn) *eventloop {
 		}
 		return best
 	case SourceAddrHash:
-		return e.loops[hashAddr(c.remote.Addr().As16())%uint32(n)]
+		return e.loops[hashAddr(remote.Addr().As16())%uint32(n)]
 	default:
 		return e.loops[e.rr.Add(1)%uint32(n)]
 	}

@@ -54,6 +54,13 @@ func (b *booter) OnDrain(c Conn) Action {
 	return None
 }
 
+func (b *booter) OnRefuse(remote net.Addr, reason error) []byte {
+	if h, ok := b.EventHandler.(RefusalHandler); ok {
+		return h.OnRefuse(remote, reason)
+	}
+	return nil
+}
+
 // serve starts an engine with h on a free loopback port and returns it and
 // the address to dial. Stopping it, and checking that it leaked no
 // goroutine and no descriptor, is registered as cleanup.

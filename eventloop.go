@@ -2,6 +2,7 @@ package sluice
 
 import (
 	"fmt"
+	"net"
 	"net/netip"
 	"os"
 	"runtime"
@@ -265,7 +266,17 @@ func (l *eventloop) acceptFailed(ln *listener, err error) {
 // accepted admits fd, which ln accepted from remote (zero for a unix
 // socket), and opens it on its loop.
 func (l *eventloop) accepted(ln *listener, fd int, remote netip.AddrPort) {
-	c := &conn{fd: fd, remote: remote, loop: l}
+	owner := l
+	if !ln.perLoop {
+		owner = l.eng.pick(remote)
+	}
+	id, flags, err := l.admit(owner, fd, remote, ln.proxy != ProxyOff)
+	if err != nil {
+		l.turnAway(fd, remote, err)
+		socket.Close(fd)
+		return
+	}
+	c := &conn{fd: fd, remote: remote, loop: owner, id: uint64(id), flags: flags}
 	switch ln.proxy {
 	case ProxyOptional:
 		c.flags |= flagProxyOptional
@@ -275,13 +286,6 @@ func (l *eventloop) accepted(ln *listener, fd int, remote netip.AddrPort) {
 	}
 	if l.eng.opts.halfClose {
 		c.flags |= flagHalfClose
-	}
-	if !ln.perLoop {
-		c.loop = l.eng.pick(c)
-	}
-	if !l.admit(c) {
-		socket.Close(fd)
-		return
 	}
 	if err := socket.Configure(fd, ln.unix, l.eng.sock); err != nil {
 		l.eng.opts.logger.Warn("sluice: configuring an accepted socket failed", "err", err)
@@ -1236,6 +1240,11 @@ func (l *eventloop) onClose(c *conn, err error) Action {
 func (l *eventloop) onHalfClose(h HalfCloseHandler, c *conn) Action {
 	defer l.recoverConn(c)
 	return h.OnHalfClose(c)
+}
+
+func (l *eventloop) onRefuse(h RefusalHandler, remote net.Addr, reason error) []byte {
+	defer l.recoverConn(nil)
+	return h.OnRefuse(remote, reason)
 }
 
 func (l *eventloop) onDrain(c *conn) Action {
