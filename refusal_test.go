@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"strings"
 	"sync"
@@ -232,4 +233,25 @@ func TestRefusalWithoutHandler(t *testing.T) {
 		in.Close()
 		return outcome{Delivered: []int{ok}, Closed: h.closedErrs(t, id), Stats: closedStats(t, eng)}
 	})
+}
+
+// panickyRefuser panics in OnRefuse.
+type panickyRefuser struct{ *lifetimes }
+
+func (panickyRefuser) OnRefuse(net.Addr, error) []byte { panic("no words") }
+
+// A panic in OnRefuse is logged and closes only the refused connection,
+// without an answer; the loop and its connections carry on.
+func TestRefusalPanics(t *testing.T) {
+	var logs syncBuffer
+	h := panickyRefuser{newLifetimes()}
+	eng := start(t, h, "tcp://127.0.0.1:0", WithNumEventLoop(1), WithMaxConnections(1),
+		WithLogger(slog.New(slog.NewTextHandler(&logs, nil))))
+	addr := "tcp://" + eng.Addrs()[0].String()
+	in := dial(t, addr)
+	h.next(t)
+	checkHeard(t, knockAll(t, addr, "", 2, sameCommand), "")
+	require.NoError(t, echoOnce(in, []byte("still served")))
+	assert.Equal(t, 2, strings.Count(logs.String(), "no words"), "panics logged")
+	assert.EqualValues(t, 2, eng.Stats().RejectedMaxConns)
 }
