@@ -129,12 +129,14 @@ type Conn interface {
 	ListenerAddr() net.Addr
 
 	// PauseRead stops reading the connection: no OnTraffic runs for it
-	// until ResumeRead, and what its peer sends meanwhile waits in the
-	// kernel's socket buffer, which fills and stops the peer. It composes
-	// with the engine's own pause for unsent output (WithWriteBufferCap):
-	// reading resumes only when neither holds it. Call it, and ResumeRead,
-	// on the connection's loop: in a callback for it or for another
-	// connection of the same loop, or in Loop.Execute.
+	// until ResumeRead, except those Wake asks for, even when it is
+	// called in OnTraffic with bytes left unread; what its peer sends
+	// meanwhile waits in the kernel's socket buffer, which fills and
+	// stops the peer. It composes with the engine's own pause for unsent
+	// output (WithWriteBufferCap): reading resumes only when neither
+	// holds it. Call it, and ResumeRead, on the connection's loop: in a
+	// callback for it or for another connection of the same loop, or in
+	// Loop.Execute.
 	PauseRead() error
 	// ResumeRead undoes PauseRead. Bytes the handler left unread are
 	// offered again before more are read, and a peer that finished

@@ -6,6 +6,7 @@ import (
 	"iter"
 	"math"
 	"net"
+	"net/netip"
 	"os"
 	"slices"
 	"strings"
@@ -20,8 +21,8 @@ import (
 	"github.com/sluicenet/sluice/poller"
 )
 
-// Engine is a handle on a running engine, passed to OnBoot. Its methods
-// are safe from any goroutine.
+// Engine is a handle on a running engine, passed to OnBoot and returned
+// by Start. Its methods are safe from any goroutine.
 type Engine struct {
 	e *engine
 }
@@ -170,8 +171,9 @@ type engine struct {
 	handler  EventHandler
 	opts     options
 	sock     socket.Options
-	addrs    []net.Addr   // one per listening address, in order
-	drain    DrainHandler // the handler, if it is one
+	addrs    []net.Addr     // one per listening address, in order
+	drain    DrainHandler   // the handler, if it is one
+	refusal  RefusalHandler // the handler, if it is one
 	loops    []*eventloop
 	rr       atomic.Uint32 // next loop for RoundRobin
 	table    *kill.Table   // every admitted connection, by ID
@@ -193,12 +195,71 @@ type engine struct {
 // Port 0 picks a free port, which Engine.Addrs reports. WithListener adds
 // more. With addr empty and no WithListener, the engine listens on
 // nothing and serves the connections it dials or is handed
-// (Engine.Dial, Engine.Enroll): a client, or a load generator.
+// (Engine.Dial, Engine.Enroll): a client, or a load generator. Start is
+// Run that returns once the engine has booted.
 func Run(handler EventHandler, addr string, opts ...Option) error {
+	e, err := newEngine(handler, addr, opts)
+	if err != nil {
+		return err
+	}
+	e.run(nil)
+	return nil
+}
+
+// Start is Run that does not block: it opens the listeners, calls OnBoot,
+// and returns the engine once OnBoot has returned, serving on goroutines
+// of its own, as a program that also does other work, or only dials,
+// wants. An address it cannot listen on, or an option it cannot apply, is
+// returned at once, as Run returns it. Engine.Wait, or Engine.Done, tells
+// when the engine has stopped; Engine.Stop stops it. If OnBoot returns
+// Shutdown, Start still returns the engine, already stopping.
+func Start(handler EventHandler, addr string, opts ...Option) (Engine, error) {
+	e, err := newEngine(handler, addr, opts)
+	if err != nil {
+		return Engine{}, err
+	}
+	booted := make(chan struct{})
+	go e.run(booted)
+	<-booted
+	return Engine{e}, nil
+}
+
+// Wait blocks until the engine has stopped, every connection has closed
+// and OnShutdown has returned, and returns what Run would have: nil. The
+// zero Engine, which names none, returns ErrEngineStopped at once. Call
+// it from outside the handler's callbacks, which it would wait for.
+func (eng Engine) Wait() error {
+	if eng.e == nil {
+		return ErrEngineStopped
+	}
+	<-eng.e.done
+	return nil
+}
+
+// Done returns a channel that is closed once the engine has stopped,
+// every connection has closed and OnShutdown has returned: Wait, for a
+// select. For the zero Engine it is closed already.
+func (eng Engine) Done() <-chan struct{} {
+	if eng.e == nil {
+		return closedChan
+	}
+	return eng.e.done
+}
+
+// closedChan is Done's channel for no engine.
+var closedChan = func() chan struct{} {
+	c := make(chan struct{})
+	close(c)
+	return c
+}()
+
+// newEngine makes the engine the options describe and opens its loops and
+// listeners, ready for run.
+func newEngine(handler EventHandler, addr string, opts []Option) (*engine, error) {
 	e := &engine{handler: handler, opts: defaultOptions(), epoch: time.Now(), done: make(chan struct{})}
 	e.stopping, e.stopped = context.WithCancel(context.Background())
-	defer e.stopped()
 	e.drain, _ = handler.(DrainHandler)
+	e.refusal, _ = handler.(RefusalHandler)
 	for _, opt := range opts {
 		opt(&e.opts)
 	}
@@ -208,7 +269,8 @@ func Run(handler EventHandler, addr string, opts ...Option) error {
 	}
 	specs := o.listen(addr)
 	if err := o.choosePoller(); err != nil {
-		return err
+		e.stopped()
+		return nil, err
 	}
 	e.table = kill.New(tableCapacity(o))
 	if o.maxConnsPerSource > 0 {
@@ -223,19 +285,30 @@ func Run(handler EventHandler, addr string, opts ...Option) error {
 	}
 	if err := e.start(specs); err != nil {
 		e.release()
-		return err
+		e.stopped()
+		return nil, err
 	}
+	return e, nil
+}
+
+// run serves until the engine stops: it starts the loops, calls OnBoot,
+// closes booted (when not nil) once OnBoot has returned, and waits for
+// the loops; then it calls OnShutdown and closes done.
+func (e *engine) run(booted chan<- struct{}) {
+	defer e.stopped()
 	defer close(e.done)
 	e.serve(func() {
-		if handler.OnBoot(Engine{e}) == Shutdown {
+		if e.handler.OnBoot(Engine{e}) == Shutdown {
 			e.shutdownAsked()
+		}
+		if booted != nil {
+			close(booted)
 		}
 	})
 	if e.force != nil {
 		e.force.Stop()
 	}
-	handler.OnShutdown(Engine{e})
-	return nil
+	e.handler.OnShutdown(Engine{e})
 }
 
 // start opens the loops and the listeners.
@@ -375,8 +448,9 @@ func (e *engine) post(kind taskKind) {
 	}
 }
 
-// pick chooses the loop for a connection accepted on a shared listener.
-func (e *engine) pick(c *conn) *eventloop {
+// pick chooses the loop for a connection accepted from remote on a shared
+// listener.
+func (e *engine) pick(remote netip.AddrPort) *eventloop {
 	n := len(e.loops)
 	if n == 1 {
 		return e.loops[0]
@@ -391,7 +465,7 @@ func (e *engine) pick(c *conn) *eventloop {
 		}
 		return best
 	case SourceAddrHash:
-		return e.loops[hashAddr(c.remote.Addr().As16())%uint32(n)]
+		return e.loops[hashAddr(remote.Addr().As16())%uint32(n)]
 	default:
 		return e.loops[e.rr.Add(1)%uint32(n)]
 	}

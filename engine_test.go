@@ -54,6 +54,13 @@ func (b *booter) OnDrain(c Conn) Action {
 	return None
 }
 
+func (b *booter) OnRefuse(remote net.Addr, reason error) []byte {
+	if h, ok := b.EventHandler.(RefusalHandler); ok {
+		return h.OnRefuse(remote, reason)
+	}
+	return nil
+}
+
 // serve starts an engine with h on a free loopback port and returns it and
 // the address to dial. Stopping it, and checking that it leaked no
 // goroutine and no descriptor, is registered as cleanup.
@@ -64,8 +71,7 @@ func serve(t testing.TB, h EventHandler, opts ...Option) (Engine, string) {
 func serveAddr(t testing.TB, addr string, h EventHandler, opts ...Option) (Engine, string) {
 	t.Helper()
 	opts = append([]Option{WithPoller(testPoller)}, opts...)
-	runtimePollerOnce.Do(openRuntimePoller)
-	goroutines, fds := runtime.NumGoroutine(), openFDs(t)
+	leaks := leakCheck(t)
 	b := &booter{EventHandler: h, booted: make(chan Engine, 1)}
 	done := make(chan error, 1)
 	go func() { done <- Run(b, addr, opts...) }()
@@ -80,15 +86,28 @@ func serveAddr(t testing.TB, addr string, h EventHandler, opts ...Option) (Engin
 		defer cancel()
 		require.NoError(t, eng.Stop(ctx))
 		require.NoError(t, <-done)
+		leaks()
+	})
+	a := eng.Addrs()[0]
+	return eng, a.Network() + "://" + a.String()
+}
+
+// leakCheck counts the goroutines and descriptors open now, and returns a
+// function that waits for the counts to fall back to these, failing the
+// test if they do not.
+func leakCheck(t testing.TB) func() {
+	t.Helper()
+	runtimePollerOnce.Do(openRuntimePoller)
+	goroutines, fds := runtime.NumGoroutine(), openFDs(t)
+	return func() {
+		t.Helper()
 		waitFor(t, 5*time.Second, func() bool {
 			return runtime.NumGoroutine() <= goroutines && openFDs(t) <= fds
 		}, func() string {
 			return fmt.Sprintf("leak: goroutines %d -> %d, descriptors %d -> %d",
 				goroutines, runtime.NumGoroutine(), fds, openFDs(t))
 		})
-	})
-	a := eng.Addrs()[0]
-	return eng, a.Network() + "://" + a.String()
+	}
 }
 
 // The runtime opens its own poller's descriptors (an epoll and an

@@ -61,8 +61,14 @@ var (
 
 	// ErrTooManyConns is what OnDialFailed receives for a dial or an
 	// enrolled connection the engine could not take, holding as many
-	// connections as WithMaxConnections allows.
+	// connections as WithMaxConnections allows, and what OnRefuse
+	// receives for a connection refused on accept for the same reason.
 	ErrTooManyConns = errors.New("sluice: too many connections")
+
+	// ErrTooManyFromSource is what OnRefuse receives for a connection
+	// refused because its source holds as many connections as
+	// WithMaxConnectionsPerSource allows.
+	ErrTooManyFromSource = errors.New("sluice: too many connections from one source")
 
 	// ErrOutboundFull is returned by Write, Writev, AsyncWrite and
 	// AsyncWritev for a write that would take a connection's queued output

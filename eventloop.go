@@ -2,6 +2,7 @@ package sluice
 
 import (
 	"fmt"
+	"net"
 	"net/netip"
 	"os"
 	"runtime"
@@ -265,7 +266,17 @@ func (l *eventloop) acceptFailed(ln *listener, err error) {
 // accepted admits fd, which ln accepted from remote (zero for a unix
 // socket), and opens it on its loop.
 func (l *eventloop) accepted(ln *listener, fd int, remote netip.AddrPort) {
-	c := &conn{fd: fd, remote: remote, loop: l}
+	owner := l
+	if !ln.perLoop {
+		owner = l.eng.pick(remote)
+	}
+	id, flags, err := l.admit(owner, fd, remote, ln.proxy != ProxyOff)
+	if err != nil {
+		l.turnAway(fd, remote, err)
+		socket.Close(fd)
+		return
+	}
+	c := &conn{fd: fd, remote: remote, loop: owner, id: uint64(id), flags: flags}
 	switch ln.proxy {
 	case ProxyOptional:
 		c.flags |= flagProxyOptional
@@ -275,13 +286,6 @@ func (l *eventloop) accepted(ln *listener, fd int, remote netip.AddrPort) {
 	}
 	if l.eng.opts.halfClose {
 		c.flags |= flagHalfClose
-	}
-	if !ln.perLoop {
-		c.loop = l.eng.pick(c)
-	}
-	if !l.admit(c) {
-		socket.Close(fd)
-		return
 	}
 	if err := socket.Configure(fd, ln.unix, l.eng.sock); err != nil {
 		l.eng.opts.logger.Warn("sluice: configuring an accepted socket failed", "err", err)
@@ -500,21 +504,24 @@ func (l *eventloop) endWaits(c *conn) bool {
 
 // endOfInput acts on the end of c's stream once every byte before it has
 // been offered to the handler: c closes gracefully, or in half-close mode
-// stops being read and the handler is told. With its own write side shut
-// down too, c is done either way, and closes.
+// stops being read and the handler is told, whether or not c's own write
+// side is shut down (CloseWrite): when its output was still queued at
+// that moment must not decide whether the handler hears. c closes once
+// both sides are done: here, if its write side is shut down already,
+// else when it is (shutWrite).
 func (l *eventloop) endOfInput(c *conn) {
-	switch {
-	case c.state != stateOpen || c.flags&flagHalfClose == 0:
+	if c.state != stateOpen || c.flags&flagHalfClose == 0 {
 		l.closeGraceful(c)
-	case c.flags&flagWriteShut != 0:
+		return
+	}
+	c.flags |= flagInputEnded
+	l.watch(c) // reading stops
+	if h, ok := l.eng.handler.(HalfCloseHandler); ok && c.state == stateOpen {
+		l.cur = c
+		l.finish(c, l.onHalfClose(h, c))
+	}
+	if c.state == stateOpen && c.flags&flagWriteShut != 0 {
 		l.closeConn(c, nil)
-	default:
-		c.flags |= flagInputEnded
-		l.watch(c) // reading stops
-		if h, ok := l.eng.handler.(HalfCloseHandler); ok && c.state == stateOpen {
-			l.cur = c
-			l.finish(c, l.onHalfClose(h, c))
-		}
 	}
 }
 
@@ -528,17 +535,20 @@ func (l *eventloop) holding(c *conn) bool {
 // bytes but leaves others, and c is still read, it is called again: a
 // handler may stop early to bound the output one call makes (a pipeline
 // of GETs of a large value), or take one frame per call, and no new bytes
-// may ever come to call it. The output of calls made in a row is sent
-// together, once it passes the high-water mark or the handler stops
-// consuming, so a handler that answers one frame per call costs one write
-// per mark's worth of answers, not one per frame.
+// may ever come to call it. A handler that paused c (PauseRead, which
+// takes effect in watch at once) is not: the bytes wait for ResumeRead.
+// The output of calls made in a row is sent together, once it passes the
+// high-water mark or the handler stops consuming, so a handler that
+// answers one frame per call costs one write per mark's worth of answers,
+// not one per frame.
 func (l *eventloop) traffic(c *conn) {
 	high := l.eng.opts.writeBufCap
 	for {
 		fed := len(c.buf)
 		l.cur = c
 		a := l.onTraffic(c)
-		for last := fed; a == None && c.state == stateOpen && 0 < len(c.buf) && len(c.buf) < last && c.OutboundBuffered() <= high; {
+		for last := fed; a == None && c.state == stateOpen && c.events&poller.Readable != 0 &&
+			0 < len(c.buf) && len(c.buf) < last && c.OutboundBuffered() <= high; {
 			last = len(c.buf)
 			a = l.onTraffic(c)
 		}
@@ -1297,6 +1307,11 @@ func (l *eventloop) onClose(c *conn, err error) Action {
 func (l *eventloop) onHalfClose(h HalfCloseHandler, c *conn) Action {
 	defer l.recoverConn(c)
 	return h.OnHalfClose(c)
+}
+
+func (l *eventloop) onRefuse(h RefusalHandler, remote net.Addr, reason error) []byte {
+	defer l.recoverConn(nil)
+	return h.OnRefuse(remote, reason)
 }
 
 func (l *eventloop) onDrain(c *conn) Action {

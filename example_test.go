@@ -293,3 +293,58 @@ func ExampleWithHalfClose() {
 	// Output:
 	// HELLO, HALF-CLOSE <nil>
 }
+
+// pinger dials, says ping, and passes the answer on.
+type pinger struct {
+	sluice.BuiltinEventEngine
+	answers chan string
+}
+
+func (p *pinger) OnOpen(c sluice.Conn) ([]byte, sluice.Action) {
+	return []byte("ping"), sluice.None
+}
+
+func (p *pinger) OnTraffic(c sluice.Conn) sluice.Action {
+	reply, err := c.Next(len("ping"))
+	if err != nil {
+		return sluice.None // the rest has yet to come
+	}
+	p.answers <- string(reply)
+	return sluice.Close
+}
+
+// Start returns the engine once it has booted, so a program that only
+// dials needs no goroutine for Run and no channel filled in OnBoot. Wait
+// returns once the engine has stopped.
+func ExampleStart() {
+	// Something to dial: an echo server from the standard library.
+	server, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		panic(err)
+	}
+	defer server.Close()
+	go func() {
+		c, err := server.Accept()
+		if err != nil {
+			return
+		}
+		io.Copy(c, c)
+		c.Close()
+	}()
+
+	p := &pinger{answers: make(chan string, 1)}
+	eng, err := sluice.Start(p, "", sluice.WithNumEventLoop(1)) // no address: a client
+	if err != nil {
+		panic(err)
+	}
+	if err := eng.Dial(server.Addr().String(), nil); err != nil {
+		panic(err)
+	}
+	fmt.Println("got:", <-p.answers)
+
+	eng.Stop(context.Background())
+	fmt.Println("stopped:", eng.Wait())
+	// Output:
+	// got: ping
+	// stopped: <nil>
+}

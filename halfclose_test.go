@@ -423,7 +423,8 @@ func TestHalfCloseEchoWhilePaused(t *testing.T) {
 }
 
 // In half-close mode, a server that shut its write side down first closes
-// the connection when the client's FIN follows: both ends are done.
+// the connection when the client's FIN follows, once OnHalfClose has run:
+// both ends are done.
 func TestHalfCloseAfterCloseWrite(t *testing.T) {
 	onEachPoller(t, func(t *testing.T, p Option) outcome {
 		h := newHalfCloser(func(c Conn, got int) Action { return None })
@@ -450,6 +451,7 @@ func TestHalfCloseAfterCloseWrite(t *testing.T) {
 		require.NoError(t, c.CloseWrite())
 		cl := h.closedErrs(t, id)
 		assert.Equal(t, []string{"nil"}, cl)
+		assert.EqualValues(t, 1, h.halfCloses.Load(), "OnHalfClose calls")
 		return outcome{Delivered: []int{int(h.got.Load())}, Closed: cl, Stats: closedStats(t, eng)}
 	})
 }
@@ -480,4 +482,58 @@ func TestHalfCloseOverUnixSocket(t *testing.T) {
 		assert.EqualValues(t, 1, h.halfCloses.Load())
 		return outcome{Delivered: []int{len(got)}, Closed: closed, Stats: closedStats(t, eng)}
 	})
+}
+
+// In half-close mode OnHalfClose runs for the peer's end of stream also
+// when the server shut its own write side down first, whether or not its
+// output was still queued when the end arrived: with 8 MiB queued at
+// CloseWrite, a client that finishes at once sees its end arrive while
+// the output is queued, and one that reads everything first, after the
+// write side is shut. Either way the connection closes cleanly once both
+// sides are done.
+func TestHalfCloseAfterCloseWriteWithOutputQueued(t *testing.T) {
+	reply := randomBytes(rand.New(rand.NewPCG(32, 33)), 8<<20)
+	for _, early := range []bool{true, false} {
+		name := "the client finishes after reading all"
+		if early {
+			name = "the client finishes at once"
+		}
+		t.Run(name, func(t *testing.T) {
+			onEachPoller(t, func(t *testing.T, p Option) outcome {
+				h := newHalfCloser(func(c Conn, got int) Action { return None })
+				var shut atomic.Int64 // CloseWrite calls that failed, plus one once called
+				h.traffic = func(c Conn) Action {
+					n, _ := c.Discard(-1)
+					if h.got.Add(int64(n)) == 2 && shut.Load() == 0 {
+						c.Write(reply)
+						shut.Add(1)
+						if c.CloseWrite() != nil {
+							shut.Add(1)
+						}
+					}
+					return None
+				}
+				eng, addr := serve(t, h, p, WithNumEventLoop(1), WithHalfClose(true))
+				c := dial(t, addr).(*net.TCPConn)
+				id := h.next(t)
+				_, err := c.Write([]byte("go"))
+				require.NoError(t, err)
+				if early {
+					require.NoError(t, c.CloseWrite())
+				}
+				got := readAllFrom(t, c)
+				require.True(t, bytes.Equal(reply, got), "got %d of %d bytes; differs at byte %d",
+					len(got), len(reply), firstDiff(got, reply))
+				if !early {
+					require.NoError(t, c.CloseWrite())
+				}
+				closed := h.closedErrs(t, id)
+				assert.Equal(t, []string{"nil"}, closed)
+				assert.EqualValues(t, 1, shut.Load(), "CloseWrite failed")
+				assert.EqualValues(t, 1, h.halfCloses.Load(), "OnHalfClose calls")
+				assert.EqualValues(t, 2, h.gotAtHalf.Load(), "bytes offered before OnHalfClose")
+				return outcome{Delivered: []int{len(got)}, Closed: closed, Stats: closedStats(t, eng)}
+			})
+		})
+	}
 }

@@ -1,6 +1,9 @@
 package sluice
 
-import "time"
+import (
+	"net"
+	"time"
+)
 
 // Action tells the event loop what to do after a callback returns.
 type Action int
@@ -115,6 +118,13 @@ type HalfCloseHandler interface {
 	// sent; any it left unread are still buffered. c stays open for
 	// writing until the handler closes it, with Close, CloseWrite or an
 	// action, or a deadline does.
+	//
+	// It runs once for every connection in half-close mode whose peer
+	// finishes while it is open, also when the handler has shut c's own
+	// write side down already (CloseWrite), whether or not c was still
+	// sending what it had queued then. A connection whose two sides are
+	// both done closes: when OnHalfClose returns if its write side is
+	// shut down already, else once its queued output is sent.
 	OnHalfClose(c Conn) Action
 }
 
@@ -126,4 +136,30 @@ type DrainHandler interface {
 	// OnDrain runs when c's unsent output, having passed the high-water
 	// mark (WithWriteBufferCap), has drained to half of it or less.
 	OnDrain(c Conn) Action
+}
+
+// RefusalHandler is an EventHandler that answers the connections the
+// engine refuses on accept, before it closes them, as Redis answers a
+// client past maxclients with an error: a client that sends a request at
+// once then reads why, not a bare end of stream.
+type RefusalHandler interface {
+	// OnRefuse runs on the loop that refused the connection, which for a
+	// listener shared by several loops (the default) is the loop that
+	// accepted it, so it may run on several loops at once. remote is the
+	// client's address: after a PROXY header, the client the header
+	// names; for a unix socket, the peer's path if it has one. reason
+	// says why, and errors.Is tells which: ErrTooManyConns
+	// (WithMaxConnections) or ErrTooManyFromSource
+	// (WithMaxConnectionsPerSource). A connection refused for the
+	// connection limit is refused before its PROXY header is read, so
+	// remote is then the balancer's address.
+	//
+	// The bytes it returns, if any, are written to the socket once,
+	// without waiting, and the socket is closed: keep them small, a line
+	// of text (a new socket takes a few kilobytes at once; the rest is
+	// dropped). Nothing else of the connection is kept, and no OnOpen or
+	// OnClose runs for it. The refusal is counted in Stats as it is
+	// without the handler. Return nil to close the connection with no
+	// answer.
+	OnRefuse(remote net.Addr, reason error) []byte
 }

@@ -9,6 +9,7 @@ import (
 	"io"
 	"math/rand/v2"
 	"net"
+	"net/netip"
 	"slices"
 	"strings"
 	"sync"
@@ -99,8 +100,9 @@ func TestKillBeforeOpen(t *testing.T) {
 			return
 		}
 		unix.SetNonblock(fds[0], true)
-		nc := &conn{fd: fds[0], loop: l}
-		assert.True(t, l.admit(nc))
+		id, flags, err := l.admit(l, fds[0], netip.AddrPort{}, false)
+		assert.NoError(t, err)
+		nc := &conn{fd: fds[0], loop: l, id: uint64(id), flags: flags}
 		assert.NoError(t, eng.Kill(nc.id))
 		l.open(nc)
 		peer <- fds[1]

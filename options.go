@@ -410,7 +410,8 @@ func WithLingeringClose(timeout time.Duration, maxBytes int) Option {
 
 // WithMaxConnections bounds how many connections the engine holds at once.
 // Past the bound, a new connection is accepted and closed at once, without
-// OnOpen, and counted in Stats.RejectedMaxConns; a dial or enrollment
+// OnOpen, and counted in Stats.RejectedMaxConns (a RefusalHandler can
+// answer it first, with ErrTooManyConns as the reason); a dial or enrollment
 // fails, and OnDialFailed receives ErrTooManyConns. A dial counts from the
 // start of its connect.
 //
@@ -431,7 +432,8 @@ func WithMaxConnections(n int) Option {
 // at once. A source is a client IPv4 address, or an IPv6 /64, which one
 // subscriber usually holds whole. Past the bound, a new connection from the
 // source is accepted and closed at once, without OnOpen, and counted in
-// Stats.RejectedPerSource. Zero, the default, means no bound. Unix socket
+// Stats.RejectedPerSource (a RefusalHandler can answer it first, with
+// ErrTooManyFromSource as the reason). Zero, the default, means no bound. Unix socket
 // connections have no source and are not bounded.
 func WithMaxConnectionsPerSource(n int) Option {
 	return func(o *options) { o.maxConnsPerSource = max(n, 0) }

@@ -183,6 +183,73 @@ func TestResumeReadOffersUnreadBytes(t *testing.T) {
 	})
 }
 
+// A handler that takes part of what is buffered and pauses is not called
+// again until it resumes, though the engine calls a handler that leaves
+// bytes unread again while it consumes some and is still read: each
+// ResumeRead brings exactly one call, offering what is left, in order, and
+// so does a Wake, which leaves the connection paused.
+func TestPauseReadInOnTrafficStopsTheCalls(t *testing.T) {
+	const total, take = 10_000, 100
+	msg := randomBytes(rand.New(rand.NewPCG(30, 31)), total)
+	onEachPoller(t, func(t *testing.T, p Option) outcome {
+		h := newLifetimes()
+		s := &stream{want: msg}
+		var failed atomic.Int64 // Next or PauseRead calls that failed
+		h.traffic = func(c Conn) Action {
+			if s.calls.Load() == 0 && c.InboundBuffered() < total {
+				return None // the first call that counts is offered all of it
+			}
+			s.calls.Add(1)
+			b, err := c.Next(take)
+			if err != nil || c.PauseRead() != nil {
+				failed.Add(1)
+			}
+			off := int(s.got.Add(int64(len(b)))) - len(b)
+			if !bytes.Equal(b, msg[off:off+len(b)]) && s.wrong.Load() == 0 {
+				s.wrong.Store(int64(off + 1))
+			}
+			return None
+		}
+		eng, addr := serve(t, h, p, WithNumEventLoop(1))
+		c := dial(t, addr)
+		id := h.next(t)
+		sc := h.conn(id)
+		_, err := c.Write(msg)
+		require.NoError(t, err)
+		waitFor(t, 5*time.Second, func() bool { return s.calls.Load() > 0 },
+			func() string { return "the bytes were not offered" })
+		require.True(t, holdsFor(pausedFor, func() bool { return s.calls.Load() == 1 }),
+			"called %d times after pausing in the first call", s.calls.Load())
+
+		for calls := int64(1); calls < total/take; calls++ {
+			var held int
+			var before int64
+			onConnLoop(t, sc, func() {
+				held, before = sc.InboundBuffered(), s.calls.Load()
+				if calls == total/take/2 {
+					// Wake asks for a call, paused or not, and leaves the
+					// connection paused.
+					sc.Wake(nil)
+				} else if sc.ResumeRead() != nil {
+					failed.Add(1)
+				}
+			})
+			require.Equal(t, calls, before, "calls before ResumeRead")
+			require.Equal(t, total-int(calls)*take, held, "bytes held while paused")
+			waitFor(t, 5*time.Second, func() bool { return s.calls.Load() > calls },
+				func() string { return fmt.Sprintf("not called again after ResumeRead %d", calls) })
+		}
+		assert.EqualValues(t, total, s.got.Load(), "bytes offered")
+		assert.Zero(t, s.wrong.Load(), "a byte out of order (1 + its offset)")
+		assert.Zero(t, failed.Load(), "Next or PauseRead failed")
+		c.Close()
+		onConnLoop(t, sc, func() { sc.ResumeRead() }) // to read the end of the stream
+		closed := h.closedErrs(t, id)
+		assert.EqualValues(t, total/take, s.calls.Load(), "calls")
+		return outcome{Delivered: []int{int(s.got.Load())}, Closed: closed, Stats: closedStats(t, eng)}
+	})
+}
+
 // One connection's callback pauses and resumes another connection of the
 // same loop, as a relay pauses the side that feeds a full one.
 func TestPauseReadOfAnotherConnection(t *testing.T) {

@@ -89,10 +89,13 @@ func (l *eventloop) refuse(c *conn, why counter) {
 // paused it: then they wait, kept, for ResumeRead.
 func (l *eventloop) endHeader(c *conn) {
 	l.disarm(&c.readTimer)
-	if !l.admitSource(c) {
+	flags, err := l.admitSource(c.remote)
+	if err != nil {
+		l.turnAway(c.fd, c.remote, err)
 		l.closeConn(c, nil)
 		return
 	}
+	c.flags |= flags
 	c.state = stateOpen
 	l.start(c)
 	if c.state == stateOpen && len(c.buf) > 0 && c.events&poller.Readable != 0 {

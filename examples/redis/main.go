@@ -31,9 +31,9 @@
 // "0.10000000000000001".
 //
 // -maxclients bounds the clients connected at once, as Redis's maxclients
-// does, except that a client past it is disconnected without an error
-// reply; -idle-timeout disconnects a client that sends nothing for that
-// long, as Redis's timeout does (CONFIG GET reports both). Behind a load
+// does: a client past it reads "-ERR max number of clients reached" and
+// is disconnected; -idle-timeout disconnects a client that sends nothing
+// for that long, as Redis's timeout does (CONFIG GET reports both). Behind a load
 // balancer that sends the PROXY protocol header (HAProxy's send-proxy or
 // send-proxy-v2), -proxy-protocol optional or required reads it, so that
 // CLIENT LIST and CLIENT KILL ADDR name the real clients. -poller uring

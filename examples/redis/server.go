@@ -2,6 +2,7 @@ package main
 
 import (
 	"errors"
+	"net"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -121,6 +122,19 @@ func (s *server) OnClose(c sluice.Conn, _ error) sluice.Action {
 		s.clients.remove(cl)
 	}
 	return sluice.None
+}
+
+// maxClientsReply is Redis's answer to a client past maxclients.
+var maxClientsReply = []byte("-ERR max number of clients reached\r\n")
+
+// OnRefuse answers a client refused for -maxclients as Redis does, so
+// that the client, which may have sent a command already, reports why
+// rather than a dropped connection.
+func (s *server) OnRefuse(_ net.Addr, reason error) []byte {
+	if errors.Is(reason, sluice.ErrTooManyConns) {
+		return maxClientsReply
+	}
+	return nil
 }
 
 // OnTraffic answers every whole command buffered, in order. The replies

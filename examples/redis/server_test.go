@@ -193,15 +193,22 @@ func unordered(out string) []string {
 	return lines
 }
 
+// A client past -maxclients is answered as Redis answers it, then
+// disconnected: one that sent a command at once, and redis-cli, read the
+// error.
 func TestMaxClients(t *testing.T) {
 	ts := startServer(t, config{maxClients: 2})
 	a, b := ts.dial(t), ts.dial(t)
 	a.clientID(t)
 	b.clientID(t) // both are open
-	ts.dial(t).expectClosed(t)
+	c := ts.dial(t)
+	c.send(t, "PING\r\n")
+	c.expect(t, "-ERR max number of clients reached\r\n")
+	c.expectClosed(t)
+	assert.Equal(t, "ERR max number of clients reached", strings.TrimSpace(run(t, "redis-cli", ts.addr(), "", "ping")))
 	a.send(t, "PING\r\n")
 	a.expect(t, "+PONG\r\n")
-	assert.EqualValues(t, 1, ts.eng.Stats().RejectedMaxConns)
+	assert.EqualValues(t, 2, ts.eng.Stats().RejectedMaxConns)
 }
 
 func TestIdleTimeout(t *testing.T) {
