@@ -27,6 +27,13 @@ type Stats struct {
 	// InboundTooLarge counts connections closed for leaving more unread
 	// inbound bytes than WithMaxInboundBuffered allows.
 	InboundTooLarge uint64
+	// InboundOverBudget counts connections reset because the connections
+	// together held more inbound bytes than WithInboundBudget allows and
+	// they held among the most.
+	InboundOverBudget uint64
+	// InboundHeld is how many bytes the connections' inbound buffers hold
+	// now, all together: what WithInboundBudget bounds.
+	InboundHeld int64
 	// ProxyTimeouts, ProxyInvalid and ProxyMissing count connections closed
 	// before opening (WithProxyProtocol) because their PROXY header did not
 	// complete in time, was malformed, or was missing where it is required.
@@ -55,6 +62,7 @@ const (
 	countReadTimeouts
 	countWriteTimeouts
 	countInboundTooLarge
+	countInboundOverBudget
 	countProxyTimeouts
 	countProxyInvalid
 	countProxyMissing
@@ -89,6 +97,8 @@ func (e *engine) stats() Stats {
 		ReadTimeouts:         sum[countReadTimeouts],
 		WriteTimeouts:        sum[countWriteTimeouts],
 		InboundTooLarge:      sum[countInboundTooLarge],
+		InboundOverBudget:    sum[countInboundOverBudget],
+		InboundHeld:          e.mem.held.Load(),
 		ProxyTimeouts:        sum[countProxyTimeouts],
 		ProxyInvalid:         sum[countProxyInvalid],
 		ProxyMissing:         sum[countProxyMissing],
