@@ -632,8 +632,17 @@ func (c *conn) feed(p []byte) {
 	if consumed := len(c.in.B) - kept; consumed > 0 && consumed >= kept {
 		c.in.B = c.in.B[:copy(c.in.B, c.buf)]
 	}
+	was := cap(c.in.B)
 	c.in.B = append(c.in.B, p...)
 	c.buf = c.in.B[len(c.in.B)-kept-len(p) : len(c.in.B) : len(c.in.B)]
+	if now := cap(c.in.B); now != was {
+		// It moved to a larger array: the old one is garbage.
+		e := c.loop.eng
+		e.holdIn(now - was)
+		if was > e.opts.maxPooled() {
+			e.letGo(was)
+		}
+	}
 }
 
 // keepUnread moves what the handler left unread out of the loop's read
@@ -646,20 +655,22 @@ func (c *conn) keepUnread() {
 	case len(c.buf) == 0:
 		c.buf = nil
 		if c.in != nil {
-			c.loop.eng.recycle(&c.loop.eng.inPool, c.in)
+			c.loop.eng.releaseIn(c.in)
 			c.in = nil
 		}
 	case c.in == nil:
-		c.in = c.loop.eng.inPool.Get()
+		e := c.loop.eng
+		c.in = e.inPool.Get()
 		c.in.B = append(c.in.B[:0], c.buf...)
 		c.buf = c.in.B[:len(c.in.B):len(c.in.B)]
+		e.holdIn(cap(c.in.B))
 	}
 }
 
 func (c *conn) releaseBuffers() {
 	e := c.loop.eng
 	if c.in != nil {
-		e.recycle(&e.inPool, c.in)
+		e.releaseIn(c.in)
 		c.in = nil
 	}
 	if c.out != nil {
@@ -669,10 +680,9 @@ func (c *conn) releaseBuffers() {
 	c.buf = nil
 }
 
-// recycle puts b back in pool p, zeroed first WithWipeBuffers.
-func (e *engine) recycle(p *bytebufferpool.Pool, b *bytebufferpool.ByteBuffer) {
-	if e.opts.wipe {
-		clear(b.B[:cap(b.B)])
-	}
-	p.Put(b)
+// releaseIn gives back b, a connection's inbound buffer, which no longer
+// counts against the inbound budget.
+func (e *engine) releaseIn(b *bytebufferpool.ByteBuffer) {
+	e.holdIn(-cap(b.B))
+	e.recycle(&e.inPool, b)
 }

@@ -57,9 +57,7 @@ func (lp Loop) Index() int { return lp.l.idx }
 // returns ErrEngineStopped, and never runs fn, when the loop no longer
 // runs; otherwise fn runs exactly once, even if the engine stops first.
 func (lp Loop) Execute(fn func()) error {
-	t := newTask(taskExecute, nil)
-	t.fn = fn
-	return lp.l.post(t)
+	return lp.l.post(executeTask(fn))
 }
 
 // Dial connects to addr from this loop, which then owns the connection;

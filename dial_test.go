@@ -190,6 +190,7 @@ func runEngine(t testing.TB, addr string, h EventHandler, opts ...Option) (Engin
 		defer cancel()
 		require.NoError(t, eng.Stop(ctx))
 		require.NoError(t, wait())
+		require.Zero(t, eng.Stats().InboundHeld, "inbound bytes held once every connection closed")
 		waitFor(t, 5*time.Second, func() bool {
 			return runtime.NumGoroutine() <= goroutines && openFDs(t) <= fds
 		}, func() string {
@@ -842,6 +843,7 @@ func TestEngineWithoutListener(t *testing.T) {
 		defer cancel()
 		require.NoError(t, eng.Stop(ctx))
 		require.NoError(t, wait())
+		require.Zero(t, eng.Stats().InboundHeld, "inbound bytes held once every connection closed")
 		assert.ErrorIs(t, eng.Dial(addr, newTrip(nil)), ErrEngineStopped, "Dial after the engine stopped")
 		return outcome{Closed: ends, Stats: st}
 	})
@@ -1150,6 +1152,7 @@ func TestEnrollWhileStopping(t *testing.T) {
 		defer cancel()
 		require.NoError(t, eng.Stop(ctx))
 		require.NoError(t, wait())
+		require.Zero(t, eng.Stats().InboundHeld, "inbound bytes held once every connection closed")
 		require.NoError(t, enrollErr, "Enroll from OnClose during the stop")
 		late.wait(t)
 		assert.False(t, late.opened, "a connection enrolled during the stop opened")

@@ -181,6 +181,7 @@ type engine struct {
 	epoch    time.Time     // the loops' clocks count from here
 	inPool   bytebufferpool.Pool
 	outPool  bytebufferpool.Pool
+	mem      memory // inbound bytes held, large buffers let go (memory.go, budget.go)
 	stopOnce sync.Once
 	stopping context.Context // ends as the engine begins to stop: names being resolved for dials give up
 	stopped  context.CancelFunc
@@ -266,6 +267,9 @@ func newEngine(handler EventHandler, addr string, opts []Option) (*engine, error
 	o := &e.opts
 	if !o.backpressure {
 		o.pauseMark = math.MaxInt
+	}
+	if o.inBudget < 0 {
+		o.inBudget = defaultInboundBudget()
 	}
 	specs := o.listen(addr)
 	if err := o.choosePoller(); err != nil {
@@ -398,10 +402,12 @@ func (e *engine) serve(boot func()) {
 	for _, l := range e.loops {
 		wg.Go(func() { l.run(ready.Done, booted) })
 	}
+	stopHelpers := e.startHelpers()
 	ready.Wait()
 	boot()
 	close(booted)
 	wg.Wait()
+	stopHelpers()
 	for _, a := range e.addrs {
 		if u, ok := a.(*net.UnixAddr); ok {
 			os.Remove(u.Name)

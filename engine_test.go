@@ -86,6 +86,9 @@ func serveAddr(t testing.TB, addr string, h EventHandler, opts ...Option) (Engin
 		defer cancel()
 		require.NoError(t, eng.Stop(ctx))
 		require.NoError(t, <-done)
+		// Every connection has let go of its inbound buffer, and the
+		// count of what they hold (WithInboundBudget) agrees.
+		require.Zero(t, eng.Stats().InboundHeld, "inbound bytes held once every connection closed")
 		leaks()
 	})
 	a := eng.Addrs()[0]

@@ -84,6 +84,12 @@ var (
 	// peer sent more than the handler consumed, past the bound set by
 	// WithMaxInboundBuffered.
 	ErrInboundTooLarge = errors.New("sluice: too much unread inbound data")
+
+	// ErrInboundOverBudget is what OnClose receives for a connection reset
+	// because the connections together held more inbound bytes than
+	// WithInboundBudget allows, and it held among the most; and what
+	// OnRefuse receives for a connection refused on accept meanwhile.
+	ErrInboundOverBudget = errors.New("sluice: inbound budget exceeded")
 )
 
 // closedError is ErrConnClosed's type: it matches net.ErrClosed.

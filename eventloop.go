@@ -615,7 +615,7 @@ func (l *eventloop) handOver(c *conn) {
 		c.keepUnread()
 	}
 	if held != nil {
-		l.eng.recycle(&l.eng.inPool, held)
+		l.eng.releaseIn(held)
 	}
 	switch {
 	case c.state != stateOpen || l.holding(c):
@@ -759,8 +759,9 @@ func (l *eventloop) resetWbuf() {
 		clear(l.wbuf)
 	}
 	l.wbuf = l.wbuf[:0]
-	if cap(l.wbuf) > l.eng.opts.readBufferCap+l.eng.opts.writeBufCap {
+	if n := cap(l.wbuf); n > l.eng.opts.readBufferCap+l.eng.opts.writeBufCap {
 		l.wbuf = nil
+		l.eng.letGo(n)
 	}
 }
 

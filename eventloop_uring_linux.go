@@ -291,6 +291,7 @@ func (l *eventloop) dropOutput(out []byte) {
 	if l.eng.opts.wipe {
 		clear(out[:cap(out)])
 	}
+	l.eng.letGo(cap(out))
 }
 
 // turn handles what the last wait brought. The results of the sends it

@@ -149,8 +149,10 @@ type RefusalHandler interface {
 	// client's address: after a PROXY header, the client the header
 	// names; for a unix socket, the peer's path if it has one. reason
 	// says why, and errors.Is tells which: ErrTooManyConns
-	// (WithMaxConnections) or ErrTooManyFromSource
-	// (WithMaxConnectionsPerSource). A connection refused for the
+	// (WithMaxConnections), ErrTooManyFromSource
+	// (WithMaxConnectionsPerSource) or ErrInboundOverBudget (the
+	// connections together hold more than WithInboundBudget while the
+	// largest holders are closed). A connection refused for the
 	// connection limit is refused before its PROXY header is read, so
 	// remote is then the balancer's address.
 	//

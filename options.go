@@ -100,6 +100,7 @@ type options struct {
 	maxConns          int // zero: the descriptor limit, at most maxTableSlots
 	maxConnsPerSource int // zero: no limit
 	maxInbound        int // zero: no limit
+	inBudget          int // zero: no budget; below zero: defaultInboundBudget, settled by Run
 	wipe              bool
 
 	proxy        ProxyMode
@@ -123,6 +124,7 @@ func defaultOptions() options {
 		noDelay:       true,
 		logger:        slog.Default(),
 		maxInbound:    DefaultMaxInboundBuffered,
+		inBudget:      -1,
 		backpressure:  true,
 		writeTimeout:  DefaultWriteTimeout,
 
@@ -463,6 +465,28 @@ const DefaultMaxInboundBuffered = 128 << 20
 // is DefaultMaxInboundBuffered.
 func WithMaxInboundBuffered(n int) Option {
 	return func(o *options) { o.maxInbound = max(n, 0) }
+}
+
+// WithInboundBudget bounds the inbound bytes all connections together
+// hold, as Redis's maxmemory-clients does, so that many connections, each
+// within WithMaxInboundBuffered, cannot together exhaust the machine: the
+// bytes each connection's own inbound buffer holds (partial frames the
+// handler left unread, and on io_uring bytes received while it was
+// paused), counted by the buffer's capacity. Stats.InboundHeld reports the
+// total. When it passes n, the connections that hold the most, across all
+// loops, are reset, largest first, until the rest hold no more than n;
+// OnClose receives ErrInboundOverBudget and Stats.InboundOverBudget counts
+// them. The others are served as before. The total may pass n briefly,
+// by what the loops read in the moment the closes take. Zero or less
+// means no budget.
+//
+// The default is a quarter of the memory the process may use: the least
+// of the machine's physical memory, its cgroup's memory limit (a
+// container's), and the Go runtime's soft limit (GOMEMLIMIT,
+// debug.SetMemoryLimit), read when Run starts. Where none of them is
+// known (Windows without GOMEMLIMIT) there is no budget by default.
+func WithInboundBudget(n int) Option {
+	return func(o *options) { o.inBudget = max(n, 0) }
 }
 
 // WithWipeBuffers zeroes every buffer before it is reused for another

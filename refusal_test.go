@@ -255,3 +255,26 @@ func TestRefusalPanics(t *testing.T) {
 	assert.Equal(t, 2, strings.Count(logs.String(), "no words"), "panics logged")
 	assert.EqualValues(t, 2, eng.Stats().RejectedMaxConns)
 }
+
+// While the connections together hold more than WithInboundBudget, a new
+// connection is refused with ErrInboundOverBudget, and OnRefuse can say
+// so; once the engine is back under its budget, clients are served
+// again. The engine is held over its budget by the test, so that the
+// shedder, which would otherwise end the excess within a turn, has none
+// to end.
+func TestRefusalOverBudget(t *testing.T) {
+	const budget = 1 << 20
+	h := newRefuser()
+	eng, addr := serve(t, h, WithNumEventLoop(2), WithInboundBudget(budget))
+	eng.e.mem.held.Add(budget + 1)
+	hs := knockAll(t, addr, "", 5, sameCommand)
+	checkHeard(t, hs, refusal(ErrInboundOverBudget))
+	_, reasons := h.refused()
+	require.Len(t, reasons, 5)
+	for _, r := range reasons {
+		assert.ErrorIs(t, r, ErrInboundOverBudget)
+	}
+	assert.EqualValues(t, 5, eng.Stats().RejectedOverBudget)
+	eng.e.mem.held.Add(-(budget + 1))
+	require.NoError(t, echoOnce(dial(t, addr), []byte("served again")))
+}

@@ -19,6 +19,10 @@ type Stats struct {
 	// RejectedPerSource counts connections closed on accept because their
 	// source held its maximum (WithMaxConnectionsPerSource).
 	RejectedPerSource uint64
+	// RejectedOverBudget counts connections closed on accept because the
+	// connections together held more inbound bytes than WithInboundBudget
+	// allows.
+	RejectedOverBudget uint64
 	// Killed counts connections reset by Engine.Kill.
 	Killed uint64
 	// IdleTimeouts, ReadTimeouts and WriteTimeouts count connections closed
@@ -32,6 +36,13 @@ type Stats struct {
 	// and OutboundOverLimit the connections reset for staying over
 	// WithOutboundSoftLimit (ErrOutboundOverLimit).
 	OutboundRefused, OutboundOverLimit uint64
+	// InboundOverBudget counts connections reset because the connections
+	// together held more inbound bytes than WithInboundBudget allows and
+	// they held among the most.
+	InboundOverBudget uint64
+	// InboundHeld is how many bytes the connections' inbound buffers hold
+	// now, all together: what WithInboundBudget bounds.
+	InboundHeld int64
 	// ProxyTimeouts, ProxyInvalid and ProxyMissing count connections closed
 	// before opening (WithProxyProtocol) because their PROXY header did not
 	// complete in time, was malformed, or was missing where it is required.
@@ -55,6 +66,7 @@ const (
 	countAccepted counter = iota
 	countRejectedMaxConns
 	countRejectedPerSource
+	countRejectedOverBudget
 	countKilled
 	countIdleTimeouts
 	countReadTimeouts
@@ -62,6 +74,7 @@ const (
 	countInboundTooLarge
 	countOutboundRefused
 	countOutboundOverLimit
+	countInboundOverBudget
 	countProxyTimeouts
 	countProxyInvalid
 	countProxyMissing
@@ -92,6 +105,7 @@ func (e *engine) stats() Stats {
 		Accepted:             sum[countAccepted],
 		RejectedMaxConns:     sum[countRejectedMaxConns],
 		RejectedPerSource:    sum[countRejectedPerSource],
+		RejectedOverBudget:   sum[countRejectedOverBudget],
 		Killed:               sum[countKilled],
 		IdleTimeouts:         sum[countIdleTimeouts],
 		ReadTimeouts:         sum[countReadTimeouts],
@@ -99,6 +113,8 @@ func (e *engine) stats() Stats {
 		InboundTooLarge:      sum[countInboundTooLarge],
 		OutboundRefused:      sum[countOutboundRefused],
 		OutboundOverLimit:    sum[countOutboundOverLimit],
+		InboundOverBudget:    sum[countInboundOverBudget],
+		InboundHeld:          e.mem.held.Load(),
 		ProxyTimeouts:        sum[countProxyTimeouts],
 		ProxyInvalid:         sum[countProxyInvalid],
 		ProxyMissing:         sum[countProxyMissing],

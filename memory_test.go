@@ -1,0 +1,204 @@
+//go:build unix
+
+package sluice
+
+import (
+	"bytes"
+	"encoding/binary"
+	"fmt"
+	"io"
+	"net"
+	"runtime/debug"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// ack is what ackFrames answers a whole frame with.
+var ack = []byte("ok")
+
+// ackFrames answers each whole frame, a 4-byte length and that many bytes,
+// with "ok", and leaves one that has not all arrived unread, as a RESP
+// server leaves a command: the engine holds it until it is whole.
+func ackFrames(c Conn) Action {
+	for {
+		hdr, err := c.Peek(4)
+		if err != nil {
+			return None
+		}
+		n := 4 + int(binary.BigEndian.Uint32(hdr))
+		if c.InboundBuffered() < n {
+			return None
+		}
+		c.Discard(n)
+		c.Write(ack)
+	}
+}
+
+// frameSender dials addr and sends frames for ackFrames, from one
+// shared chunk, so that clients sending large frames hold little memory of
+// their own.
+type frameSender struct {
+	net.Conn
+	chunk []byte
+}
+
+var sharedChunk = bytes.Repeat([]byte{'x'}, 1<<20)
+
+func dialFrames(addr string) (*frameSender, error) {
+	c, err := net.DialTimeout("tcp", strings.TrimPrefix(addr, "tcp://"), 5*time.Second)
+	if err != nil {
+		return nil, err
+	}
+	return &frameSender{Conn: c, chunk: sharedChunk}, nil
+}
+
+// begin sends the header of a frame of size bytes and the first n of them.
+func (s *frameSender) begin(size, n int) error {
+	if _, err := s.Write(binary.BigEndian.AppendUint32(nil, uint32(size))); err != nil {
+		return err
+	}
+	return s.body(n)
+}
+
+// body sends n bytes of a frame's body.
+func (s *frameSender) body(n int) error {
+	for n > 0 {
+		k := min(n, len(s.chunk))
+		if _, err := s.Write(s.chunk[:k]); err != nil {
+			return err
+		}
+		n -= k
+	}
+	return nil
+}
+
+// acked waits for ackFrames' answer to a whole frame.
+func (s *frameSender) acked() error {
+	s.SetReadDeadline(time.Now().Add(30 * time.Second))
+	got := make([]byte, len(ack))
+	if _, err := io.ReadFull(s, got); err != nil {
+		return err
+	}
+	if !bytes.Equal(got, ack) {
+		return fmt.Errorf("answered %q, not %q", got, ack)
+	}
+	return nil
+}
+
+// TestLargeBuffersLeave holds the engine to handing the memory of a burst
+// of large requests back to the system within seconds of its end: 20
+// clients each send a 64 MiB frame, which the engine holds until it is
+// whole, and once all are answered resident memory must fall back to
+// within twice what it was before, in under 10 s, though the loops
+// allocate nothing meanwhile that would make the collector run. Run it
+// without the race detector, whose shadow memory makes resident size
+// meaningless: with it, the frames are smaller and only the path is
+// checked.
+func TestLargeBuffersLeave(t *testing.T) {
+	clients, size := 20, 64<<20
+	if raceEnabled {
+		size = 4 << 20
+	}
+	onEachPoller(t, func(t *testing.T, p Option) outcome {
+		h := newLifetimes()
+		h.traffic = ackFrames
+		eng, addr := serve(t, h, p, WithNumEventLoop(2), WithInboundBudget(0))
+		debug.FreeOSMemory()
+		base := rss(t)
+
+		var peak atomic.Uint64
+		stop := make(chan struct{})
+		var sampler sync.WaitGroup
+		sampler.Go(func() {
+			tick := time.NewTicker(10 * time.Millisecond)
+			defer tick.Stop()
+			for {
+				select {
+				case <-stop:
+					return
+				case <-tick.C:
+					peak.Store(max(peak.Load(), rss(t)))
+				}
+			}
+		})
+		defer func() {
+			close(stop)
+			sampler.Wait()
+		}()
+
+		errs := make(chan error, clients)
+		var wg sync.WaitGroup
+		for range clients {
+			wg.Go(func() {
+				s, err := dialFrames(addr)
+				if err != nil {
+					errs <- err
+					return
+				}
+				defer s.Close()
+				if err := s.begin(size, size); err != nil {
+					errs <- err
+					return
+				}
+				errs <- s.acked()
+			})
+		}
+		wg.Wait()
+		ended := time.Now()
+		close(errs)
+		for err := range errs {
+			require.NoError(t, err)
+		}
+		waitFor(t, 10*time.Second, func() bool { return eng.Stats().InboundHeld == 0 },
+			func() string {
+				return fmt.Sprintf("%d inbound bytes held after every frame was answered", eng.Stats().InboundHeld)
+			})
+		if raceEnabled {
+			return outcome{}
+		}
+		waitFor(t, 10*time.Second, func() bool { return rss(t) <= 2*base }, func() string {
+			return fmt.Sprintf("resident memory %d MiB 10 s after the burst, %d MiB before it, %d MiB at its peak",
+				rss(t)>>20, base>>20, peak.Load()>>20)
+		})
+		t.Logf("resident memory %d MiB before, %d MiB at the peak, %d MiB %v after the burst",
+			base>>20, peak.Load()>>20, rss(t)>>20, time.Since(ended).Round(10*time.Millisecond))
+		return outcome{}
+	})
+}
+
+// TestLargeBuffersAreNotPooled holds the engine to letting go of the
+// buffers a large frame grew, rather than pooling them: each is counted as
+// let go, while small ones go back to their pool uncounted.
+func TestLargeBuffersAreNotPooled(t *testing.T) {
+	h := newLifetimes()
+	h.traffic = ackFrames
+	eng, addr := serve(t, h, WithNumEventLoop(1))
+	e := eng.e
+	s, err := dialFrames(addr)
+	require.NoError(t, err)
+	defer s.Close()
+
+	// A frame the first read holds whole: no buffer of the connection's own.
+	require.NoError(t, s.begin(100, 100))
+	require.NoError(t, s.acked())
+	small := e.mem.freed.Load()
+
+	size := 4 * e.opts.maxPooled()
+	require.NoError(t, s.begin(size, size))
+	require.NoError(t, s.acked())
+	// Let go: the buffer the frame filled, and each array it outgrew past
+	// the ceiling.
+	assert.Greater(t, e.mem.freed.Load()-small, int64(size), "large buffers let go")
+	assert.Zero(t, eng.Stats().InboundHeld)
+	for range 64 {
+		b := e.inPool.Get()
+		require.LessOrEqual(t, cap(b.B), e.opts.maxPooled(), "a buffer past the ceiling was pooled")
+		defer e.inPool.Put(b)
+	}
+}
