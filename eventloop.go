@@ -469,15 +469,16 @@ func (l *eventloop) readFailed(c *conn, err error) {
 
 // peerClosed handles the end of c's stream: its peer sends no more. It
 // acts on it (endOfInput) at once, unless c is paused, which only io_uring
-// reads through, holding bytes it received ahead of the handler or none:
-// then only once c is read again and they are handed over (handOver), as
-// on epoll, which reads the end of the stream only then.
+// reads through, holding bytes it received ahead of the handler or none,
+// or holds bytes queued to be handed over again (resume): then only once
+// c is read again and they are handed over (handOver), as on epoll, which
+// reads the end of the stream only then.
 func (l *eventloop) peerClosed(c *conn) {
 	c.flags |= flagEOF
 	switch {
 	case c.state == stateLinger:
 		l.closeConn(c, nil)
-	case c.state == stateOpen && c.events&poller.Readable == 0:
+	case c.state == stateOpen && (c.events&poller.Readable == 0 || c.flags&flagHeld != 0):
 		// Whatever the handler does with the bytes meanwhile, resuming
 		// hands over what is left and acts on the end (watch, handOver).
 		c.flags |= flagHeld

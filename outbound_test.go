@@ -17,6 +17,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/sluicenet/sluice/poller"
 )
 
 // The bounds on what a connection may hold queued for its peer
@@ -432,4 +434,69 @@ func TestStalledExchangeEndsWithWriteTimeout(t *testing.T) {
 		timedOut = timedOut || errors.Is(err, ErrWriteTimeout)
 	}
 	assert.True(t, timedOut, "no side closed with ErrWriteTimeout: %v %v", server.failures(), client.failures())
+}
+
+// BenchmarkMemoryHeld reports, on each poller and with the default
+// bounds, the peak growth of the live heap and of resident memory while a
+// connection is held to them: a subscriber that never reads, pushed 3,000
+// messages of 60 KiB (held to WithMaxOutbound), and a client that writes
+// 10 MB of framed requests before it reads a reply (held below
+// WithBackpressureMark).
+func BenchmarkMemoryHeld(b *testing.B) {
+	for _, k := range pollerNames {
+		b.Run("non-reader/"+k.String(), func(b *testing.B) {
+			if k == poller.IOUring {
+				skipWithoutRing(b)
+			}
+			body := bytes.Repeat([]byte{'p'}, 60<<10)
+			var heap, resident uint64
+			var queued int
+			for b.Loop() {
+				h := newLifetimes()
+				_, addr := serve(b, h, WithPoller(k), WithNumEventLoop(1))
+				dialSmallUnix(b, addr)
+				c := h.conn(h.next(b))
+				hp, rs := heapGrowth(b, func() {
+					for range 3000 {
+						if err := c.AsyncWrite(body, nil); err != nil && !errors.Is(err, ErrOutboundFull) {
+							b.Fatal(err)
+						}
+					}
+					waitFor(b, 10*time.Second, func() bool { return c.OutboundQueued() > DefaultMaxOutbound-len(body) },
+						func() string { return "the subscriber's queue never filled" })
+				})
+				heap, resident, queued = max(heap, hp), max(resident, rs), c.OutboundQueued()
+			}
+			b.ReportMetric(float64(queued)/(1<<20), "queued-MiB")
+			b.ReportMetric(float64(heap)/(1<<20), "peak-heap-MiB")
+			b.ReportMetric(float64(resident)/(1<<20), "peak-RSS-MiB")
+		})
+		b.Run("batch-then-read/"+k.String(), func(b *testing.B) {
+			if k == poller.IOUring {
+				skipWithoutRing(b)
+			}
+			var batch []byte
+			for i := 0; len(batch) < 10<<20; i++ {
+				batch = binary.BigEndian.AppendUint32(batch, 1000)
+				batch = append(batch, bytes.Repeat([]byte{byte(i)}, 1000)...)
+			}
+			got := make([]byte, len(batch))
+			var heap, resident uint64
+			for b.Loop() {
+				_, addr := serve(b, framedEcho{}, WithPoller(k), WithNumEventLoop(1))
+				c := dial(b, addr)
+				hp, rs := heapGrowth(b, func() {
+					if _, err := c.Write(batch); err != nil {
+						b.Fatal(err)
+					}
+					if _, err := io.ReadFull(c, got); err != nil {
+						b.Fatal(err)
+					}
+				})
+				heap, resident = max(heap, hp), max(resident, rs)
+			}
+			b.ReportMetric(float64(heap)/(1<<20), "peak-heap-MiB")
+			b.ReportMetric(float64(resident)/(1<<20), "peak-RSS-MiB")
+		})
+	}
 }
