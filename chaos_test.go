@@ -202,9 +202,9 @@ func TestChaos(t *testing.T) {
 		"sends while closed", "sends while closed", "resetter", "resetter", "idler", "never reads"}
 	onEachPoller(t, func(t *testing.T, p Option) outcome {
 		h := &chaosHandler{farewell: bytes.Repeat([]byte("bye"), 20<<10)}
-		// Socket buffers the size of the engine's high-water mark, so that
-		// a peer that does not read stalls the server's output soon.
-		eng, addr := serve(t, h, p, WithNumEventLoop(2),
+		// Socket buffers the size of the backpressure mark, so that a
+		// peer that does not read stalls the server's output soon.
+		eng, addr := serve(t, h, p, WithNumEventLoop(2), WithBackpressureMark(64<<10),
 			WithIdleTimeout(3*time.Second), WithWriteTimeout(2*time.Second),
 			WithLingeringClose(2*time.Second, 1<<20),
 			WithSocketSendBuffer(64<<10), WithSocketRecvBuffer(64<<10))
