@@ -400,7 +400,7 @@ func TestTwoEnginesExchangeLargeWrites(t *testing.T) {
 	server := newExchanger(msg, 1)
 	_, addr := serve(t, server, WithNumEventLoop(1))
 	client := newExchanger(msg, 1)
-	eng := runClient(t, client, WithNumEventLoop(1))
+	eng := start(t, client, "", WithNumEventLoop(1))
 	require.NoError(t, eng.Dial(addr, nil))
 	for _, h := range []*exchanger{server, client} {
 		select {
@@ -423,7 +423,7 @@ func TestStalledExchangeEndsWithWriteTimeout(t *testing.T) {
 	server := newExchanger(msg, 1)
 	eng, addr := serve(t, server, opts...)
 	client := newExchanger(msg, 1)
-	ceng := runClient(t, client, opts...)
+	ceng := start(t, client, "", opts...)
 	require.NoError(t, ceng.Dial(addr, nil))
 	waitFor(t, 20*time.Second, func() bool {
 		return eng.Stats().WriteTimeouts+ceng.Stats().WriteTimeouts > 0 &&
