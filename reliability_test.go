@@ -251,6 +251,8 @@ func heapGrowth(t testing.TB, f func()) (heap, resident uint64) {
 	f()
 	close(done)
 	<-sampled
+	// Once more as f returns, which a short f may do before the first tick.
+	peakHeap, peakRSS = max(peakHeap, live()), max(peakRSS, rss(t))
 	return peakHeap - baseHeap, peakRSS - baseRSS
 }
 
