@@ -247,7 +247,7 @@ const (
 // table, and its idle timer if it has one.
 type conn struct {
 	fd      int
-	rs      ringSlot // its record on the loop's io_uring, if it has one
+	ds      driverSlot // what the loop's driver keeps for it
 	state   connState
 	events  poller.Event // what the poller watches for
 	flags   connFlags
@@ -370,7 +370,7 @@ func (c *conn) Flush() error {
 	if c.done() {
 		return ErrConnClosed
 	}
-	c.loop.flush(c)
+	c.loop.drv.flush(c)
 	if c.done() {
 		return ErrConnClosed
 	}

@@ -131,7 +131,7 @@ func (l *eventloop) checkUnread(c *conn, consumed bool) {
 	d := l.eng.opts.readTimeout
 	switch {
 	case d <= 0 || n == 0:
-	case c.events&poller.Readable == 0 || c.pending() > 0 || l.sending(c):
+	case c.events&poller.Readable == 0 || c.pending() > 0 || l.drv.sending(c):
 		// Paused for its output (watch), or holding answers the peer has
 		// yet to read, as a handler that bounds its output leaves them:
 		// the peer is waited on to read, not to send, which the write

@@ -9,7 +9,6 @@ import (
 	"os"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/sluicenet/sluice/internal/socket"
@@ -214,7 +213,7 @@ type dialSpec struct {
 	resolving bool         // counted in its loop's resolving until it reaches it
 	fd        int          // the descriptor Enroll took; -1 for a dial
 	err       error        // why it failed before reaching its loop
-	raw       ringAddr
+	raw       connectAddr  // laid out where a driver connects by address, in place until the connect ends
 }
 
 func (e *engine) newDial(ctx any, opts []DialOption) *dialSpec {
@@ -386,7 +385,7 @@ func (l *eventloop) postDial(d *dialSpec) error {
 }
 
 // connect opens d's connection on the loop: a dial's connect starts
-// (pollConnect), an enrolled socket opens at once.
+// (the driver's connect), an enrolled socket opens at once.
 func (l *eventloop) connect(d *dialSpec) {
 	if d.resolving {
 		d.resolving = false
@@ -429,7 +428,7 @@ func (l *eventloop) connect(d *dialSpec) {
 		return
 	}
 	l.arm(c, &c.readTimer, timerConnect, time.Until(d.expires))
-	l.pollConnect(c, d)
+	l.drv.connect(c, d)
 }
 
 // dialSocket returns d's socket, set up to connect: the one Enroll took,
@@ -491,46 +490,14 @@ func (l *eventloop) register(c *conn) {
 	l.count.Add(1)
 }
 
-// startConnect starts c's connect with connect(2): epoll and kqueue
-// report its end as writable (connectDone). One that ends at once, as a
-// unix socket's may, opens c at once.
-func (l *eventloop) startConnect(c *conn, d *dialSpec) {
-	switch err := socket.Connect(c.fd, d.ep); err {
-	case nil:
-		l.connected(c)
-	case syscall.EINPROGRESS:
-		if err := l.poll.Add(c.fd, poller.Writable); err != nil {
-			l.closeConn(c, err)
-			return
-		}
-		c.events = poller.Writable
-	default:
-		l.closeConn(c, os.NewSyscallError("connect", err))
-	}
-}
-
-// connectDone handles the end of c's connect on epoll or kqueue, which
-// report it as writable, with ev marked Failed if it did not succeed: only
-// then is the socket asked why, a system call that a connect which
-// succeeded is spared.
-func (l *eventloop) connectDone(c *conn, ev poller.Event) {
-	if ev&poller.Failed != 0 {
-		if err := socket.PendingError(c.fd); err != nil {
-			l.closeConn(c, os.NewSyscallError("connect", err))
-			return
-		}
-	}
-	l.connected(c)
-}
-
 // connected opens c, whose connect succeeded or which was enrolled: it is
 // watched for reading, counted, and offered to OnOpen.
 func (l *eventloop) connected(c *conn) {
 	var err error
 	if c.events == 0 {
-		err = l.pollAdd(c.fd, poller.Readable)
+		err = l.drv.add(c.fd, poller.Readable)
 	} else {
-		err = l.pollModify(c.fd, c.events, poller.Readable)
+		err = l.drv.modify(c.fd, c.events, poller.Readable)
 	}
 	if err != nil {
 		l.closeConn(c, err)

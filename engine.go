@@ -18,7 +18,6 @@ import (
 
 	"github.com/sluicenet/sluice/internal/socket"
 	"github.com/sluicenet/sluice/kill"
-	"github.com/sluicenet/sluice/poller"
 )
 
 // Engine is a handle on a running engine, passed to OnBoot and returned
@@ -355,10 +354,8 @@ func (e *engine) listen(s listenSpec, first *eventloop) error {
 			return err
 		}
 		ln.perLoop, ln.proxy = perLoop, s.proxy
+		// The loop's driver watches it once the loop starts.
 		l.listeners = append(l.listeners, ln)
-		if err := l.poll.Add(ln.fd, poller.Readable); err != nil {
-			return err
-		}
 		if l == loops[0] {
 			e.addrs = append(e.addrs, ln.addr)
 			// Every further SO_REUSEPORT listener binds the port the first got.
@@ -421,7 +418,7 @@ func (e *engine) release() {
 		for _, ln := range l.listeners {
 			ln.close()
 		}
-		l.poll.Close()
+		l.drv.close()
 	}
 }
 
@@ -523,9 +520,9 @@ type listener struct {
 	fd      int
 	addr    net.Addr
 	unix    bool
-	perLoop bool      // one of a set, one per loop: each keeps what it accepts
-	proxy   ProxyMode // of the connections it accepts
-	rs      ringSlot  // its record on the loop's io_uring, if it has one
+	perLoop bool       // one of a set, one per loop: each keeps what it accepts
+	proxy   ProxyMode  // of the connections it accepts
+	ds      driverSlot // what the loop's driver keeps for it
 }
 
 func listen(network, address string, o socket.Options) (*listener, error) {

@@ -18,14 +18,13 @@ import (
 	"github.com/sluicenet/sluice/wheel"
 )
 
-// eventloop owns a poller and every connection registered with it. Only
+// eventloop owns a driver and every connection registered with it. Only
 // its own goroutine touches its connections; other goroutines reach them
 // through tasks.
 type eventloop struct {
 	idx       int
 	eng       *engine
-	poll      *poller.Poller
-	ring      *ring       // nil unless the loop runs on io_uring (eventloop_uring_linux.go)
+	drv       driver      // how it meets the kernel (driver.go)
 	listeners []*listener // the listeners this loop accepts on
 	conns     []*conn     // by descriptor
 	count     atomic.Int64
@@ -57,16 +56,16 @@ type eventloop struct {
 }
 
 func newEventloop(e *engine, idx int) (*eventloop, error) {
-	p, err := poller.Open()
+	l := &eventloop{
+		idx: idx,
+		eng: e,
+		buf: make([]byte, e.opts.readBufferCap),
+	}
+	drv, err := newDriver(l)
 	if err != nil {
 		return nil, err
 	}
-	l := &eventloop{
-		idx:  idx,
-		eng:  e,
-		poll: p,
-		buf:  make([]byte, e.opts.readBufferCap),
-	}
+	l.drv = drv
 	l.fire = l.expire
 	if e.opts.timed() {
 		l.timers()
@@ -77,38 +76,35 @@ func newEventloop(e *engine, idx int) (*eventloop, error) {
 // run readies the loop on its own thread, calls ready, waits for booted
 // to close (OnBoot has returned), and serves until the loop has drained.
 func (l *eventloop) run(ready func(), booted <-chan struct{}) {
-	onRing := l.eng.opts.poller == poller.IOUring
-	if l.eng.opts.lockOSThread || onRing {
-		// A ring belongs to the thread that made it.
+	if l.eng.opts.lockOSThread || l.drv.pinned() {
 		runtime.LockOSThread()
 		defer runtime.UnlockOSThread()
 		l.tid = threadID()
 	}
-	if onRing {
-		l.openRing()
+	drv, err := l.drv.start()
+	l.drv = drv
+	if err != nil {
+		l.eng.opts.logger.Error("sluice: the loop cannot watch its sockets; stopping", "loop", l.idx, "err", err)
+		l.draining = true // nothing to serve with
 	}
 	ready()
 	<-booted
-	if l.ring != nil {
-		l.serveRing()
-	} else {
-		l.serve()
+	if err != nil {
+		// Only now: every loop has its driver, which a stop wakes.
+		l.eng.shutdown()
 	}
+	l.serve()
 	l.stop()
 }
 
-// serve runs the loop on its poller until it has drained.
+// serve runs the loop's turns until it has drained.
 func (l *eventloop) serve() {
 	for l.serving() {
-		ready, err := l.wait()
-		if err != nil {
-			l.eng.opts.logger.Error("sluice: poller failed; closing the loop's connections", "loop", l.idx, "err", err)
+		if err := l.drv.turn(); err != nil {
+			l.eng.opts.logger.Error("sluice: waiting for the kernel failed; closing the loop's connections", "loop", l.idx, "err", err)
 			l.eng.shutdown()
 			l.closeAll(err)
 			break
-		}
-		for _, r := range ready {
-			l.dispatch(r)
 		}
 		l.runTasks(l.tasks.take())
 		l.handOverAll()
@@ -134,23 +130,14 @@ func (l *eventloop) stop() {
 	for _, ln := range l.listeners {
 		ln.close()
 	}
-	l.poll.Close()
-	if l.ring != nil {
-		l.closeRing()
-	}
+	l.drv.close()
 }
 
-// wait blocks in the poller. The sleeping flag tells posters whether the
-// loop must be woken: it is set before the queue is checked one last time,
-// so a task pushed after that check always finds it set and wakes the loop.
-func (l *eventloop) wait() ([]poller.Ready, error) {
-	ready, err := l.poll.Wait(l.sleep())
-	l.awake()
-	return ready, err
-}
-
-// sleep readies the loop to block and returns how long it may: zero when
-// a task is already waiting.
+// sleep readies the loop to block in its driver's turn and returns how
+// long it may: zero when a task is already waiting. The sleeping flag
+// tells posters whether the loop must be woken: it is set before the
+// queue is checked one last time, so a task pushed after that check
+// always finds it set and wakes the loop.
 func (l *eventloop) sleep() time.Duration {
 	timeout := l.timeout()
 	if timeout != 0 {
@@ -201,54 +188,11 @@ func (l *eventloop) post(t *task) error {
 		return ErrEngineStopped
 	}
 	if l.sleeping.CompareAndSwap(true, false) {
-		if err := l.poll.Wake(); err != nil {
+		if err := l.drv.wake(); err != nil {
 			l.eng.opts.logger.Error("sluice: waking a loop failed", "loop", l.idx, "err", err)
 		}
 	}
 	return nil
-}
-
-func (l *eventloop) dispatch(r poller.Ready) {
-	for _, ln := range l.listeners {
-		if ln.fd == r.Fd {
-			l.accept(ln)
-			return
-		}
-	}
-	if r.Fd >= len(l.conns) || l.conns[r.Fd] == nil {
-		return
-	}
-	c := l.conns[r.Fd]
-	if c.state == stateConnecting {
-		l.connectDone(c, r.Events)
-		return
-	}
-	if r.Events&poller.Writable != 0 && c.out != nil {
-		l.writable(c)
-	}
-	if r.Events&poller.Readable != 0 {
-		switch c.state {
-		case stateOpen:
-			if c.events&poller.Readable == 0 {
-				l.failedWhilePaused(c)
-				break
-			}
-			l.readable(c)
-		case stateHeader:
-			l.readHeader(c)
-		case stateLinger:
-			l.discard(c)
-		}
-	}
-}
-
-func (l *eventloop) accept(ln *listener) {
-	fd, remote, err := socket.Accept(ln.fd)
-	if err != nil {
-		l.acceptFailed(ln, err)
-		return
-	}
-	l.accepted(ln, fd, remote)
 }
 
 // acceptFailed pauses accepts when out of descriptors or memory, and
@@ -321,7 +265,7 @@ const acceptPause = 100 * time.Millisecond
 func (l *eventloop) pauseAccepts(err error) {
 	l.eng.opts.logger.Warn("sluice: accept failed; pausing accepts", "err", err, "for", acceptPause)
 	for _, ln := range l.listeners {
-		if err := l.pollModify(ln.fd, poller.Readable, 0); err != nil {
+		if err := l.drv.modify(ln.fd, poller.Readable, 0); err != nil {
 			l.eng.opts.logger.Error("sluice: pausing a listener failed", "addr", ln.addr, "err", err)
 		}
 	}
@@ -335,7 +279,7 @@ func (l *eventloop) resumeAccepts() {
 	}
 	l.acceptAt = 0
 	for _, ln := range l.listeners {
-		if err := l.pollModify(ln.fd, 0, poller.Readable); err != nil {
+		if err := l.drv.modify(ln.fd, 0, poller.Readable); err != nil {
 			l.eng.opts.logger.Error("sluice: resuming a listener failed", "addr", ln.addr, "err", err)
 		}
 	}
@@ -361,17 +305,15 @@ func (l *eventloop) open(c *conn) {
 		return
 	}
 	l.place(c)
-	if l.ring == nil && c.state != stateHeader {
+	if c.state != stateHeader && l.drv.defersWatch() {
 		// Registered by its first watch, once OnOpen has said what it is
-		// watched for: a handler that pauses it there, as a proxy does
-		// until its backend connects, costs no epoll_ctl to take back
-		// the registration's interest.
+		// watched for.
 		c.events = unwatched
 		l.count.Add(1)
 		l.start(c)
 		return
 	}
-	if err := l.pollAdd(c.fd, poller.Readable); err != nil {
+	if err := l.drv.add(c.fd, poller.Readable); err != nil {
 		l.conns[c.fd] = nil
 		l.eng.opts.logger.Warn("sluice: registering a connection failed", "err", err)
 		l.drop(c)
@@ -386,8 +328,8 @@ func (l *eventloop) open(c *conn) {
 	l.start(c)
 }
 
-// unwatched is what c.events holds for a connection accepted on epoll or
-// kqueue until its first watch registers it with the poller: no
+// unwatched is what c.events holds for a connection accepted, where the
+// driver defers its registration, until its first watch registers it: no
 // readiness, and unlike any set of it.
 const unwatched poller.Event = 1 << 7
 
@@ -413,19 +355,25 @@ func (l *eventloop) start(c *conn) {
 	l.finish(c, a)
 }
 
-func (l *eventloop) readable(c *conn) {
-	if p := l.read(c); p != nil {
+// arrived hands c the bytes p its driver just read or received: every
+// byte from the kernel enters the loop here. Bytes that arrive while c is
+// not read, as a driver that receives without being asked may bring them,
+// are held for when it reads again, as the kernel would have kept them; a
+// connection closing takes no more input, and one lingering drops it.
+func (l *eventloop) arrived(c *conn, p []byte) {
+	switch {
+	case c.state == stateHeader:
+		l.headerReceived(c, p)
+	case c.state == stateLinger:
+		l.discarded(c, p)
+	case c.state != stateOpen:
+		if l.eng.opts.wipe {
+			clear(p)
+		}
+	case c.events&poller.Readable == 0:
+		l.hold(c, p)
+	default:
 		l.received(c, p)
-	}
-}
-
-// failedWhilePaused handles an error or hang-up the poller reports for c,
-// open but not being read, which it reports whatever c is watched for.
-// An error (a reset) closes c; the bytes and the end of stream a hang-up
-// may bring wait until c is read again.
-func (l *eventloop) failedWhilePaused(c *conn) {
-	if err := socket.PendingError(c.fd); err != nil {
-		l.readFailed(c, err)
 	}
 }
 
@@ -439,20 +387,22 @@ func (l *eventloop) received(c *conn, p []byte) {
 	}
 }
 
-// read reads what c's socket holds into the loop's buffer and returns it,
-// or nil when there was nothing to read or c closed: at the end of the
-// stream once what is queued is sent, at once on an error.
-func (l *eventloop) read(c *conn) []byte {
-	n, err := socket.Read(c.fd, l.buf)
-	switch {
-	case n > 0:
-		return l.buf[:n:n]
-	case err == nil:
-		l.peerClosed(c)
-	case err != syscall.EAGAIN:
-		l.readFailed(c, err)
+// hold keeps p, received for c while c is not read, until handOver. A
+// driver that receives without being asked can bring several buffers'
+// worth in the turn that paused c; nothing more is received until they
+// are handed over, and they count against WithMaxInboundBuffered like
+// any byte the engine holds.
+func (l *eventloop) hold(c *conn, p []byte) {
+	c.feed(p)
+	c.keepUnread()
+	c.flags |= flagHeld
+	if l.eng.opts.wipe {
+		clear(p)
 	}
-	return nil
+	if limit := l.eng.opts.maxInbound; limit > 0 && len(c.buf) > limit {
+		l.counts.add(countInboundTooLarge)
+		l.closeConn(c, ErrInboundTooLarge)
+	}
 }
 
 // readFailed closes c after a read failed, with the error wrapped as the
@@ -468,10 +418,11 @@ func (l *eventloop) readFailed(c *conn, err error) {
 }
 
 // peerClosed handles the end of c's stream: its peer sends no more. It
-// acts on it (endOfInput) at once, unless c is paused, which only io_uring
-// reads through, holding bytes it received ahead of the handler or none,
-// or holds bytes queued to be handed over again (resume): then only once
-// c is read again and they are handed over (handOver), as on epoll, which
+// acts on it (endOfInput) at once, unless c is paused, which only a
+// driver that receives without being asked reads through, holding bytes
+// it received ahead of the handler or none, or holds bytes queued to be
+// handed over again (resume): then only once c is read again and they
+// are handed over (handOver), as a driver that reads only when asked
 // reads the end of the stream only then.
 func (l *eventloop) peerClosed(c *conn) {
 	c.flags |= flagEOF
@@ -495,7 +446,7 @@ func (l *eventloop) peerClosed(c *conn) {
 // has drained, the bytes are offered again (watch, handOver), and the end
 // is acted on when the handler takes no more of them.
 func (l *eventloop) endWaits(c *conn) bool {
-	if c.state != stateOpen || len(c.buf) == 0 || c.pending() == 0 && !l.sending(c) {
+	if c.state != stateOpen || len(c.buf) == 0 || c.pending() == 0 && !l.drv.sending(c) {
 		return false
 	}
 	c.flags |= flagEndWaits | flagHeld
@@ -595,9 +546,9 @@ func (l *eventloop) handOverAll() {
 // read, one read buffer's worth at a time for as long as it stays read,
 // as a read would have brought them, and keeps the rest for the next
 // time it resumes. They are bytes the handler left unread, which may be
-// all the peer sends until they are answered, and on io_uring bytes that
-// arrived before the cancellation of its receive took effect. Only then is
-// the kernel asked for more, or c closed if its peer had finished.
+// all the peer sends until they are answered, and bytes a driver received
+// before it stopped receiving (hold). Only then is the kernel asked for
+// more, or c closed if its peer had finished.
 func (l *eventloop) handOver(c *conn) {
 	if c.events&poller.Readable == 0 {
 		return // paused again meanwhile: queued again when it resumes
@@ -625,7 +576,7 @@ func (l *eventloop) handOver(c *conn) {
 			l.endOfInput(c)
 		}
 	case c.flags&flagHeld == 0:
-		l.receiveAgain(c)
+		l.drv.armReceive(c)
 	}
 }
 
@@ -668,16 +619,16 @@ func (l *eventloop) send(c *conn) {
 			c.flags |= flagOverHigh
 		}
 		p := l.wbuf
-		n := l.sendOut(c, p)
+		n := l.drv.sendOut(c, p)
 		if n < 0 {
 			return
 		}
 		if n < len(p) {
 			c.queue(p[n:])
 		}
-		l.resetWbuf()
+		l.drv.spent()
 	} else if c.events&poller.Writable == 0 {
-		l.sendQueued(c)
+		l.drv.sendQueued(c)
 		if c.state == stateClosed {
 			return
 		}
@@ -749,29 +700,12 @@ func (l *eventloop) write(c *conn, p []byte) int {
 	return n
 }
 
-// resetWbuf empties the loop's output buffer for the next callback, and
-// drops it when one huge write grew it.
-func (l *eventloop) resetWbuf() {
-	if l.ring != nil {
-		l.ring.spent(l)
-		return
-	}
-	if l.eng.opts.wipe {
-		clear(l.wbuf)
-	}
-	l.wbuf = l.wbuf[:0]
-	if n := cap(l.wbuf); n > l.eng.opts.readBufferCap+l.eng.opts.writeBufCap {
-		l.wbuf = nil
-		l.eng.letGo(n)
-	}
-}
-
 // flushQueued writes what c has queued, for Conn.Flush, while c waits to
 // hear that its socket is writable, which it may be again by now; send,
 // which follows, writes it otherwise.
 func (l *eventloop) flushQueued(c *conn) {
 	if c.events&poller.Writable != 0 {
-		l.sendQueued(c)
+		l.drv.sendQueued(c)
 	}
 }
 
@@ -823,7 +757,7 @@ func (l *eventloop) watch(c *conn) {
 	l.passed(c, n, o.pauseMark, flagOutPaused, &want)
 	switch {
 	case c.flags&flagEndWaits == 0 || n > 0:
-	case l.sending(c):
+	case l.drv.sending(c):
 		want |= poller.Writable // to hear when the send in flight is done
 	default:
 		c.flags &^= flagEndWaits
@@ -852,9 +786,9 @@ func (l *eventloop) watch(c *conn) {
 	}
 	var err error
 	if c.events == unwatched {
-		err = l.poll.Add(c.fd, want)
+		err = l.drv.add(c.fd, want)
 	} else {
-		err = l.pollModify(c.fd, c.events, want)
+		err = l.drv.modify(c.fd, c.events, want)
 	}
 	if err != nil {
 		l.closeConn(c, err)
@@ -870,11 +804,11 @@ func (l *eventloop) passed(c *conn, n, mark int, flag connFlags, want *poller.Ev
 	case n > mark:
 		c.flags |= flag
 	case c.flags&flag == 0 || n > mark/2:
-	case l.sending(c):
-		// On io_uring, output past the mark may be in a send whose
-		// result is still to come: it has drained only once that is in,
-		// and a send that goes whole posts none, so ask to hear when c
-		// may take more output, which is after it.
+	case l.drv.sending(c):
+		// Output past the mark may be in a send whose result is still
+		// to come: it has drained only once that is in, and a send that
+		// goes whole may tell nothing, so ask to hear when c may take
+		// more output, which is after it.
 		*want |= poller.Writable
 	default:
 		c.flags &^= flag
@@ -932,13 +866,13 @@ func (l *eventloop) notifyDrained() {
 }
 
 // shutWrite shuts down c's write side, as CloseWrite asked, once all it
-// queued has gone: on io_uring, once its last send is known to have gone
-// whole (awaitSent asks to hear). With the peer finished too, c closes.
+// queued has gone, and its last send is known to have gone whole
+// (awaitSent asks to hear). With the peer finished too, c closes.
 func (l *eventloop) shutWrite(c *conn) {
 	if c.flags&(flagWriteClosed|flagWriteShut) != flagWriteClosed || c.state != stateOpen {
 		return
 	}
-	if c.pending() > 0 || l.awaitSent(c) {
+	if c.pending() > 0 || l.drv.awaitSent(c) {
 		l.watch(c)
 		return
 	}
@@ -1003,7 +937,7 @@ func (l *eventloop) closeGraceful(c *conn) {
 // closeSent lingers once c, closing, has sent all it had queued, and till
 // then watches it drain.
 func (l *eventloop) closeSent(c *conn) {
-	if c.pending() > 0 || l.awaitSent(c) {
+	if c.pending() > 0 || l.drv.awaitSent(c) {
 		l.watch(c)
 		return
 	}
@@ -1037,22 +971,9 @@ func (l *eventloop) linger(c *conn) {
 	l.stopTimers(c)
 	l.arm(c, &c.readTimer, timerLinger, o.lingerTimeout)
 	l.watch(c)
-	// On io_uring c may have been read with no receive armed, one waiting
-	// for bytes held to be handed over: lingering needs one.
-	l.receiveAgain(c)
-}
-
-// discard reads from c, lingering, and drops what it read.
-func (l *eventloop) discard(c *conn) {
-	n, err := socket.Read(c.fd, l.buf)
-	switch {
-	case n > 0:
-		l.discarded(c, l.buf[:n])
-	case err == nil:
-		l.peerClosed(c)
-	case err != syscall.EAGAIN:
-		l.readFailed(c, err)
-	}
+	// c may have been read with no receive armed, one waiting for bytes
+	// held to be handed over: lingering needs one.
+	l.drv.armReceive(c)
 }
 
 // discarded counts p, read from c while lingering, against the bound on
@@ -1086,7 +1007,7 @@ func (l *eventloop) closeConn(c *conn, err error) {
 	inCallback := l.cur == c
 	if inCallback {
 		l.cur = nil
-		l.resetWbuf()
+		l.drv.spent()
 	}
 	l.stopTimers(c)
 	switch {
@@ -1107,7 +1028,7 @@ func (l *eventloop) closeConn(c *conn, err error) {
 // table and its source's count, so that the handler never holds more
 // connections than the limits allow.
 func (l *eventloop) release(c *conn) {
-	l.closeSocket(c)
+	l.drv.closeSocket(c)
 	c.fd = -1 // its number may be reused: a Conn kept past OnClose names no socket
 	c.releaseBuffers()
 	c.held.Store(0)
@@ -1187,7 +1108,7 @@ func (l *eventloop) drain() {
 
 // closeListeners stops the loop's accepts and closes its listeners.
 func (l *eventloop) closeListeners() {
-	l.stopAccepts()
+	l.drv.stopAccepts()
 	for _, ln := range l.listeners {
 		ln.close()
 	}

@@ -21,14 +21,7 @@ func (l *eventloop) awaitHeader(c *conn) {
 	l.arm(c, &c.readTimer, timerHeader, l.eng.opts.proxyTimeout)
 }
 
-// readHeader reads from c, in its header phase, and parses what it has.
-func (l *eventloop) readHeader(c *conn) {
-	if p := l.read(c); p != nil {
-		l.headerReceived(c, p)
-	}
-}
-
-// headerReceived hands c, in its header phase, the bytes p just read.
+// headerReceived hands c, in its header phase, the bytes p just arrived.
 func (l *eventloop) headerReceived(c *conn, p []byte) {
 	c.feed(p)
 	l.parseHeader(c)

@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"strings"
@@ -70,6 +71,50 @@ func TestPollerChoice(t *testing.T) {
 			}
 		})
 	}
+}
+
+// An io_uring loop opens no epoll instance: the ring itself polls the
+// eventfd that wakes it. An engine on epoll, which opens one per loop,
+// shows that the count sees them. A write posted from another goroutine
+// still wakes the loop.
+func TestRingOpensNoEpoll(t *testing.T) {
+	skipWithoutRing(t)
+	runtimePollerOnce.Do(openRuntimePoller)
+	const loops = 2
+	for _, k := range []poller.Kind{poller.Epoll, poller.IOUring} {
+		t.Run(k.String(), func(t *testing.T) {
+			before := eventpolls(t)
+			h := &openHandler{opened: make(chan Conn, 1)}
+			_, addr := serve(t, h, WithNumEventLoop(loops), WithPoller(k))
+			want := before
+			if k == poller.Epoll {
+				want += loops
+			}
+			require.Equal(t, want, eventpolls(t), "epoll instances open")
+			c := dial(t, addr)
+			require.NoError(t, (<-h.opened).AsyncWrite([]byte("woken"), nil))
+			got := make([]byte, len("woken"))
+			c.SetReadDeadline(time.Now().Add(5 * time.Second))
+			_, err := io.ReadFull(c, got)
+			require.NoError(t, err)
+			require.Equal(t, "woken", string(got))
+		})
+	}
+}
+
+// eventpolls counts the process's open epoll instances.
+func eventpolls(t *testing.T) int {
+	entries, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Skip("no /proc/self/fd")
+	}
+	n := 0
+	for _, e := range entries {
+		if target, err := os.Readlink("/proc/self/fd/" + e.Name()); err == nil && target == "anon_inode:[eventpoll]" {
+			n++
+		}
+	}
+	return n
 }
 
 // TestRingRoundTripSystemCalls counts io_uring_enter and every other
@@ -149,7 +194,7 @@ func TestRingBuffersExhausted(t *testing.T) {
 func TestRingIdleReleasesBuffers(t *testing.T) {
 	skipWithoutRing(t)
 	eng, addr := serve(t, echoHandler{}, WithNumEventLoop(1), WithPoller(poller.IOUring))
-	rg := eng.e.loops[0].ring
+	rg := eng.e.loops[0].drv.(*ringDriver)
 	if !rg.releases {
 		t.Skip("the ring has no deferred task work, so its buffers are kept")
 	}
@@ -183,7 +228,7 @@ func TestRingIdleReleaseKeepsReceivedBytes(t *testing.T) {
 	opened := make(chan Conn, 1)
 	h := &openHandler{opened: opened}
 	eng, addr := serve(t, h, WithNumEventLoop(1), WithPoller(poller.IOUring))
-	if !eng.e.loops[0].ring.releases {
+	if !eng.e.loops[0].drv.(*ringDriver).releases {
 		t.Skip("the ring has no deferred task work, so its buffers are kept")
 	}
 	c := dialRaw(t, addr)
@@ -258,13 +303,13 @@ func TestRingStarvedBehindOthers(t *testing.T) {
 	turns, calm, exhausted := 0, 0, uint64(0)
 	var crowd AsyncCallback
 	crowd = func(c Conn, _ error) {
-		queued := l.ring.starved[l.ring.fed:]
+		queued := l.drv.(*ringDriver).starved[l.drv.(*ringDriver).fed:]
 		if n := l.counts[countRingBuffersExhausted].Load(); n != exhausted {
 			exhausted, calm = n, 0
 		} else {
 			calm++
 		}
-		written := 3 * l.ring.feed
+		written := 3 * l.drv.(*ringDriver).feed
 		if calm < 2 || len(queued) <= written+1 {
 			if turns++; turns < 100 && c.Wake(crowd) == nil {
 				return

@@ -98,10 +98,6 @@ func (p *Poller) Wait(timeout time.Duration) ([]Ready, error) {
 	return ready, nil
 }
 
-// WakeFd returns the eventfd Wake writes to, for an io_uring loop to
-// watch in the poller's stead.
-func (p *Poller) WakeFd() int { return p.wakefd }
-
 // Wake makes a Wait in progress, or the next one, return at once. It is
 // safe from any goroutine.
 func (p *Poller) Wake() error {

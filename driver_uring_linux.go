@@ -6,6 +6,7 @@ import (
 	"os"
 	"slices"
 	"time"
+	"unsafe"
 
 	"github.com/valyala/bytebufferpool"
 	"golang.org/x/sys/unix"
@@ -22,9 +23,9 @@ import (
 // drain before it takes more output, a send per callback's output, all of
 // a turn's submitted at once, and a multishot poll of the wake-up eventfd.
 // Everything else (callbacks, buffering, deadlines, tasks, closing) is the
-// epoll loop's own code: the loop reaches the ring only through pollAdd,
-// pollModify, closeSocket, sendOut, flush, resetWbuf and closeGraceful's
-// awaitSent, and takes received bytes in where a read would have put them.
+// loop's generic code, which reaches the ring only through the driver's
+// operations (driver.go); received bytes enter the loop at arrived, as a
+// read's do.
 
 // Ring sizes: submissions per turn before the ring submits early, room for
 // completions, and about how many bytes of provided buffers receives land
@@ -118,9 +119,14 @@ type pendingSend struct {
 	buf *bytebufferpool.ByteBuffer
 }
 
-// ring is a loop's io_uring and what it has armed.
-type ring struct {
-	r         *uring.Ring
+// ringDriver drives a loop's sockets through an io_uring of its own, and
+// records what it has armed. Other goroutines wake it through an eventfd
+// the ring itself polls.
+type ringDriver struct {
+	l         *eventloop  // the loop it drives
+	r         *uring.Ring // nil until start, and once closed
+	wakefd    int         // the eventfd wake writes to
+	one       uint64      // the 8 bytes wake writes; kept here so that waking allocates nothing
 	bufs      *uring.BufRing
 	gens      uint32   // generations drawn
 	accepts   []uint64 // the user data of each listener's accept
@@ -148,77 +154,116 @@ type ring struct {
 	// before their send settled, to be looked at once it has.
 	unsettled []*conn
 	now       bool   // Conn.Flush is sending: write at once
-	turn      uint64 // turns begun
+	failed    bool   // a turn failed: descriptors are closed directly
+	turns     uint64 // turns begun
 }
 
-// ringAddr is where a dial keeps the address its connect on the ring
+// connectAddr is where a dial keeps the address its connect on the ring
 // reads, which must stay in place until the connect ends.
-type ringAddr = socket.RawAddr
+type connectAddr = socket.RawAddr
+
+// driverSlot is what the ring keeps in each connection and listener.
+type driverSlot = ringSlot
 
 // probeRing reports whether io_uring can serve the engine here.
 func probeRing() error { return uring.Probe() }
 
-// openRing makes the loop's ring on the calling thread, which is locked
-// to it, and arms the wake-up and the listeners' accepts. When the ring
-// cannot be made the loop runs on epoll, which already watches its
-// listeners.
-func (l *eventloop) openRing() {
+// newRingDriver makes l's ring driver and its wake-up eventfd; the ring
+// itself is made on the loop's own thread (start).
+func newRingDriver(l *eventloop) (driver, error) {
+	fd, err := unix.Eventfd(0, unix.EFD_NONBLOCK|unix.EFD_CLOEXEC)
+	if err != nil {
+		return nil, os.NewSyscallError("eventfd", err)
+	}
+	return &ringDriver{l: l, wakefd: fd, one: 1}, nil
+}
+
+// pinned is true: a ring belongs to the thread that made it
+// (IORING_SETUP_SINGLE_ISSUER).
+func (rg *ringDriver) pinned() bool { return true }
+
+// start makes the loop's ring on the calling thread, which is locked to
+// it, and arms the wake-up and the listeners' accepts. When the ring
+// cannot be made, the loop runs on epoll instead, opened only then.
+func (rg *ringDriver) start() (driver, error) {
+	l := rg.l
 	r, err := uring.New(ringEntries, ringCQEntries)
 	if err != nil {
 		l.eng.opts.logger.Warn("sluice: io_uring setup failed; this loop uses epoll", "loop", l.idx, "err", err)
-		return
+		return rg.fallBack()
 	}
 	size := l.eng.opts.readBufferCap
 	bufs, err := uring.NewBufRing(r, 0, ringBufCount(size), size)
 	if err != nil {
 		r.Close()
 		l.eng.opts.logger.Warn("sluice: io_uring buffers failed; this loop uses epoll", "loop", l.idx, "err", err)
-		return
+		return rg.fallBack()
 	}
-	l.ring = &ring{r: r, bufs: bufs, turn: 1, feed: ringBufCount(size) / 4}
+	rg.r, rg.bufs, rg.turns, rg.feed = r, bufs, 1, ringBufCount(size)/4
 	if uring.RecvLimitWorks(r, bufs) {
-		l.ring.recvLimit = uint32(recvLimitBufs * size)
+		rg.recvLimit = uint32(recvLimitBufs * size)
 	}
 	// Receives run inside the loop's own io_uring_enter only with deferred
 	// task work; otherwise the kernel might write a buffer as it is let go.
-	l.ring.releases = r.Setup()&uring.SetupDeferTaskrun != 0
-	l.ring.first, l.ring.rest = l.sendResult, l.completeRest
-	for i := range l.ring.out {
-		l.ring.out[i] = make([]byte, 0, size)
+	rg.releases = r.Setup()&uring.SetupDeferTaskrun != 0
+	rg.first, rg.rest = rg.sendResult, rg.completeRest
+	for i := range rg.out {
+		rg.out[i] = make([]byte, 0, size)
 	}
-	l.armWake()
+	rg.armWake()
 	for _, ln := range l.listeners {
-		l.pollAdd(ln.fd, poller.Readable)
+		rg.add(ln.fd, poller.Readable)
+	}
+	return rg, nil
+}
+
+// fallBack hands the loop to a readiness driver on epoll, for a loop whose
+// ring could not be made, and lets go of the ring's eventfd. Should epoll
+// fail too, the ring driver stays, with nothing to serve with.
+func (rg *ringDriver) fallBack() (driver, error) {
+	pd, err := newPollDriver(rg.l)
+	if err != nil {
+		return rg, err
+	}
+	rg.close()
+	return pd.start()
+}
+
+// turn is one io_uring_enter: it submits what the last turn queued and
+// waits. After a failure, as the loop closes its connections, their
+// descriptors are closed directly, and the ring, when it closes, cancels
+// what it holds.
+func (rg *ringDriver) turn() error {
+	l := rg.l
+	rg.releaseIdle()
+	err := rg.r.SubmitAndWait(1, l.sleep())
+	l.awake()
+	if err != nil {
+		rg.failed = true
+		return err
+	}
+	rg.reap()
+	return nil
+}
+
+// wake writes the eventfd the ring polls. It is safe from any goroutine.
+func (rg *ringDriver) wake() error {
+	buf := (*[8]byte)(unsafe.Pointer(&rg.one))[:]
+	for {
+		_, err := unix.Write(rg.wakefd, buf)
+		switch err {
+		case unix.EINTR:
+			continue
+		case nil, unix.EAGAIN: // EAGAIN: the counter is full, so a wake is pending anyway
+			return nil
+		}
+		return os.NewSyscallError("write eventfd", err)
 	}
 }
 
-// serveRing runs the loop on its ring until it has drained: each turn is
-// one io_uring_enter that submits what the last turn queued and waits.
-func (l *eventloop) serveRing() {
-	rg := l.ring
-	for l.serving() {
-		l.releaseIdle()
-		timeout := l.sleep()
-		err := rg.r.SubmitAndWait(1, timeout)
-		l.awake()
-		if err != nil {
-			l.eng.opts.logger.Error("sluice: io_uring failed; closing the loop's connections", "loop", l.idx, "err", err)
-			// Closing the ring cancels what it holds; the descriptors are
-			// then closed directly.
-			l.closeRing()
-			l.eng.shutdown()
-			l.closeAll(err)
-			break
-		}
-		l.turn()
-		l.runTasks(l.tasks.take())
-		l.handOverAll()
-		l.notifyDrained()
-		l.runTimers()
-		l.tick()
-		l.resumeAccepts()
-	}
-}
+// defersWatch is false: a connection's receive is armed as it opens,
+// which costs no system call.
+func (rg *ringDriver) defersWatch() bool { return false }
 
 // ringIdleRelease is how long a loop receives nothing before it gives the
 // memory of its receive buffers back to the system, and lets go of output
@@ -232,7 +277,7 @@ const ringIdleRelease = 100 * time.Millisecond
 // system once the loop has received nothing for ringIdleRelease. It arms
 // the ring's timer for that unless armed: a timer armed now and then costs
 // less than a wait with a timeout, which arms one in the kernel each turn.
-func (rg *ring) received(now int64) {
+func (rg *ringDriver) received(now int64) {
 	if !rg.releases {
 		return
 	}
@@ -248,8 +293,8 @@ func (rg *ring) received(now int64) {
 // Otherwise they are due, and releaseIdle gives them back before the loop
 // next waits; not here, in the middle of a turn, where a receive later in
 // the same batch may name a buffer the kernel has already filled.
-func (l *eventloop) idleExpired() {
-	rg := l.ring
+func (rg *ringDriver) idleExpired() {
+	l := rg.l
 	rg.idleTimer = false
 	if now := l.now(); rg.idleAt != 0 && now < rg.idleAt {
 		rg.idleTimer = true
@@ -264,8 +309,8 @@ func (l *eventloop) idleExpired() {
 // buffer the kernel has filled (receives still to run take their buffers
 // after this, in the loop's own next io_uring_enter). The output buffers
 // go only with no send of the turn waiting to be submitted from them.
-func (l *eventloop) releaseIdle() {
-	rg := l.ring
+func (rg *ringDriver) releaseIdle() {
+	l := rg.l
 	if rg.idleAt == 0 || rg.idleTimer || rg.r.Pending() {
 		return
 	}
@@ -273,13 +318,13 @@ func (l *eventloop) releaseIdle() {
 	if err := rg.bufs.Release(); err != nil {
 		l.eng.opts.logger.Warn("sluice: releasing idle io_uring buffers failed", "loop", l.idx, "err", err)
 	}
-	if len(rg.sends[rg.turn&1]) > 0 {
+	if len(rg.sends[rg.turns&1]) > 0 {
 		return // the output buffers wait for the next idle spell
 	}
 	size := l.eng.opts.readBufferCap
 	for i, out := range rg.out {
 		if cap(out) > size {
-			l.dropOutput(out)
+			rg.dropOutput(out)
 			rg.out[i] = make([]byte, 0, size)
 		}
 	}
@@ -287,7 +332,8 @@ func (l *eventloop) releaseIdle() {
 }
 
 // dropOutput lets go of an output buffer, wiped first WithWipeBuffers.
-func (l *eventloop) dropOutput(out []byte) {
+func (rg *ringDriver) dropOutput(out []byte) {
+	l := rg.l
 	if l.eng.opts.wipe {
 		clear(out[:cap(out)])
 	}
@@ -299,24 +345,24 @@ func (l *eventloop) dropOutput(out []byte) {
 // of a short send is queued before any callback can write more behind it;
 // every other send of the last turn went whole, and its connection may
 // send directly again.
-func (l *eventloop) turn() {
-	rg := l.ring
+func (rg *ringDriver) reap() {
+	l := rg.l
 	grow := rg.outgrown
 	rg.outgrown = false
-	rg.turn++
-	out := &rg.out[rg.turn&1]
+	rg.turns++
+	out := &rg.out[rg.turns&1]
 	if l.eng.opts.wipe {
 		clear((*out)[:cap(*out)])
 	}
 	l.wbuf = (*out)[:0]
 	if rg.r.Overflowed() {
-		l.overflowTurn(grow)
+		rg.overflowTurn(grow)
 	} else {
 		rg.peeked = rg.r.PeekCQEs(rg.first)
-		l.settle(grow)
+		rg.settle(grow)
 		rg.r.ForEachCQE(rg.rest)
 	}
-	l.rearmStarved()
+	rg.rearmStarved()
 }
 
 // overflowTurn handles a turn that began with completions held back by
@@ -325,8 +371,7 @@ func (l *eventloop) turn() {
 // order, the held-back ones moved in as room is made, and only then are
 // the last turn's sends settled. Callbacks meanwhile find their
 // connection's send unsettled and queue behind it, as they may.
-func (l *eventloop) overflowTurn(grow bool) {
-	rg := l.ring
+func (rg *ringDriver) overflowTurn(grow bool) {
 	rg.peeked = 0
 	for {
 		rg.r.ForEachCQE(rg.rest)
@@ -337,7 +382,7 @@ func (l *eventloop) overflowTurn(grow bool) {
 			break // the next wait reports it
 		}
 	}
-	l.settle(grow)
+	rg.settle(grow)
 }
 
 // rearmStarved arms again, oldest first, receives that ended for want of
@@ -351,15 +396,14 @@ func (l *eventloop) overflowTurn(grow bool) {
 // is not read for now (it is armed again when it is), or was armed again
 // another way is passed over, so that while any is left one is armed,
 // whose bytes wake the loop for the next.
-func (l *eventloop) rearmStarved() {
-	rg := l.ring
+func (rg *ringDriver) rearmStarved() {
 	armed := 0
 	for ; rg.fed < len(rg.starved) && armed < rg.feed; rg.fed++ {
 		c := rg.starved[rg.fed]
 		rg.starved[rg.fed] = nil
-		c.rs.armed &^= armedStarved
-		if c.state != stateClosed && c.events&poller.Readable != 0 && c.rs.armed&armedRead == 0 {
-			l.pollModify(c.fd, c.events, c.events)
+		c.ds.armed &^= armedStarved
+		if c.state != stateClosed && c.events&poller.Readable != 0 && c.ds.armed&armedRead == 0 {
+			rg.modify(c.fd, c.events, c.events)
 			armed++
 		}
 	}
@@ -374,9 +418,9 @@ func (l *eventloop) rearmStarved() {
 
 // starve queues c, whose receive ended for want of a buffer, to be armed
 // again by rearmStarved, unless it is queued already.
-func (rg *ring) starve(c *conn) {
-	if c.rs.armed&armedStarved == 0 {
-		c.rs.armed |= armedStarved
+func (rg *ringDriver) starve(c *conn) {
+	if c.ds.armed&armedStarved == 0 {
+		c.ds.armed |= armedStarved
 		rg.starved = append(rg.starved, c)
 	}
 }
@@ -385,21 +429,21 @@ func (rg *ring) starve(c *conn) {
 const maxTurnOutput = 2 * ringBufBytes
 
 // sendResult handles a completion if it is a send's.
-func (l *eventloop) sendResult(e uring.CQE) {
+func (rg *ringDriver) sendResult(e uring.CQE) {
 	if kind, gen, fd := splitUserData(e.UserData); kind == opSend || kind == opSendOdd {
-		l.sendFailed(fd, gen, int(kind-opSend), e)
+		rg.sendFailed(fd, gen, int(kind-opSend), e)
 	}
 }
 
 // completeRest handles a completion the first pass of the turn did not.
-func (l *eventloop) completeRest(e uring.CQE) {
-	if l.ring.peeked > 0 {
-		l.ring.peeked--
+func (rg *ringDriver) completeRest(e uring.CQE) {
+	if rg.peeked > 0 {
+		rg.peeked--
 		if kind, _, _ := splitUserData(e.UserData); kind == opSend || kind == opSendOdd {
 			return
 		}
 	}
-	l.complete(e)
+	rg.complete(e)
 }
 
 // settle ends the last turn's sends, whose results are in, and empties
@@ -408,12 +452,12 @@ func (l *eventloop) completeRest(e uring.CQE) {
 // in a burst is let go once a turn uses little of it, rather than kept at
 // its peak for good, or dropped every turn of a steady load. The last
 // turn's output buffer, free now, grows if the turn outgrew it.
-func (l *eventloop) settle(grow bool) {
-	rg := l.ring
-	list := &rg.sends[(rg.turn-1)&1]
+func (rg *ringDriver) settle(grow bool) {
+	l := rg.l
+	list := &rg.sends[(rg.turns-1)&1]
 	n := len(*list)
 	for _, s := range *list {
-		s.c.rs.armed &^= armedSend
+		s.c.ds.armed &^= armedSend
 		switch {
 		case s.buf != nil:
 			l.eng.recycle(&l.eng.outPool, s.buf)
@@ -428,13 +472,13 @@ func (l *eventloop) settle(grow bool) {
 	}
 	for i, c := range rg.unsettled {
 		rg.unsettled[i] = nil
-		if c.out == nil && !l.sending(c) {
-			l.sentWhole(c)
+		if c.out == nil && !rg.sending(c) {
+			rg.sentWhole(c)
 		}
 	}
 	rg.unsettled = rg.unsettled[:0]
-	if last := &rg.out[(rg.turn-1)&1]; grow && cap(*last) < maxTurnOutput {
-		l.dropOutput(*last)
+	if last := &rg.out[(rg.turns-1)&1]; grow && cap(*last) < maxTurnOutput {
+		rg.dropOutput(*last)
 		*last = make([]byte, 0, min(2*cap(*last), maxTurnOutput))
 	}
 }
@@ -442,17 +486,26 @@ func (l *eventloop) settle(grow bool) {
 // maxKeptSends is the most entries a turn's send list keeps for good.
 const maxKeptSends = 1024
 
-// closeRing submits what the last turn queued, closes among it, and closes
-// the ring, which cancels whatever is still armed.
-func (l *eventloop) closeRing() {
-	l.ring.r.Submit()
-	l.ring.r.Close()
-	l.ring = nil
+// close submits what the last turn queued, closes among it, and closes
+// the ring, which cancels whatever is still armed; then the eventfd. After
+// a failed turn nothing is submitted: the descriptors the entries name
+// were closed directly, and their numbers may be another's by now.
+func (rg *ringDriver) close() {
+	if rg.r != nil {
+		if !rg.failed {
+			rg.r.Submit()
+		}
+		rg.r.Close()
+		rg.r = nil
+	}
+	unix.Close(rg.wakefd)
 }
 
-// armWake watches the eventfd other goroutines write to wake the loop.
-func (l *eventloop) armWake() {
-	l.ring.r.PrepPollMultishot(l.poll.WakeFd(), unix.POLLIN, userData(opWake, 0, 0))
+// armWake watches the eventfd other goroutines write to wake the loop. The
+// poll is multishot and the eventfd never read: each write wakes the poll
+// again, so a wake costs the loop no system call.
+func (rg *ringDriver) armWake() {
+	rg.r.PrepPollMultishot(rg.wakefd, unix.POLLIN, userData(opWake, 0, 0))
 }
 
 // stopAccepts cancels the listeners' accepts as the loop drains, before it
@@ -462,8 +515,8 @@ func (l *eventloop) armWake() {
 // down in the background; until then the port stayed bound, and a server
 // restarted at once failed to listen. Shut down, the listener leaves the
 // port at once.
-func (l *eventloop) stopAccepts() {
-	rg := l.ring
+func (rg *ringDriver) stopAccepts() {
+	l := rg.l
 	if rg == nil {
 		return
 	}
@@ -478,47 +531,42 @@ func (l *eventloop) stopAccepts() {
 
 // slot returns the ring's record of fd's present holder, a connection or
 // a listener, or nil when it has none.
-func (l *eventloop) slot(fd int) *ringSlot {
+func (rg *ringDriver) slot(fd int) *ringSlot {
+	l := rg.l
 	if fd < len(l.conns) && l.conns[fd] != nil {
-		return &l.conns[fd].rs
+		return &l.conns[fd].ds
 	}
-	if ln := l.listener(fd); ln != nil {
-		return &ln.rs
+	if ln := rg.listener(fd); ln != nil {
+		return &ln.ds
 	}
 	return nil
 }
 
 // current returns the record of fd's present holder if a completion with
 // gen is for it, and nil if the completion is for an earlier one.
-func (l *eventloop) current(fd int, gen uint32) *ringSlot {
-	if rs := l.slot(fd); rs != nil && rs.gen&genMask == gen {
+func (rg *ringDriver) current(fd int, gen uint32) *ringSlot {
+	if rs := rg.slot(fd); rs != nil && rs.gen&genMask == gen {
 		return rs
 	}
 	return nil
 }
 
-// pollAdd starts serving fd, a connection already in the loop's table or a
+// add starts serving fd, a connection already in the loop's table or a
 // listener, on the ring.
-func (l *eventloop) pollAdd(fd int, ev poller.Event) error {
-	if l.ring == nil {
-		return l.poll.Add(fd, ev)
-	}
-	l.ring.gens++
-	*l.slot(fd) = ringSlot{gen: l.ring.gens}
-	return l.pollModify(fd, 0, ev)
+func (rg *ringDriver) add(fd int, ev poller.Event) error {
+	rg.gens++
+	*rg.slot(fd) = ringSlot{gen: rg.gens}
+	return rg.modify(fd, 0, ev)
 }
 
-// pollModify arms what ev asks for and the ring lacks, and cancels the
+// modify arms what ev asks for and the ring lacks, and cancels the
 // receive or accept when ev no longer asks to read. A poll for writable
 // left armed when output drains is harmless: it finds nothing queued.
-func (l *eventloop) pollModify(fd int, old, ev poller.Event) error {
-	rg := l.ring
-	if rg == nil {
-		return l.poll.Modify(fd, old, ev)
-	}
-	st := l.slot(fd)
+func (rg *ringDriver) modify(fd int, old, ev poller.Event) error {
+	l := rg.l
+	st := rg.slot(fd)
 	kind := opRecv
-	if l.listener(fd) != nil {
+	if rg.listener(fd) != nil {
 		kind = opAccept
 	}
 	ud := userData(kind, st.gen, fd)
@@ -553,28 +601,23 @@ func (l *eventloop) pollModify(fd int, old, ev poller.Event) error {
 	return nil
 }
 
-// pollConnect starts c's connect to the address d names: a connect(2) that
-// epoll or kqueue hears the end of as writable (connectDone), or an
-// IORING_OP_CONNECT on the ring (ringConnected). A connect that ends at
-// once, as a unix socket's may, opens c at once.
-func (l *eventloop) pollConnect(c *conn, d *dialSpec) {
-	rg := l.ring
-	if rg == nil {
-		l.startConnect(c, d)
-		return
-	}
+// connect starts c's connect to the address d names with an
+// IORING_OP_CONNECT, whose completion carries the result (ringConnected).
+func (rg *ringDriver) connect(c *conn, d *dialSpec) {
+	l := rg.l
 	if err := d.raw.Set(d.ep.Sockaddr()); err != nil {
 		l.closeConn(c, err)
 		return
 	}
 	rg.gens++
-	c.rs = ringSlot{gen: rg.gens, armed: armedConnect}
-	rg.r.PrepConnect(c.fd, d.raw.Pointer(), d.raw.Len(), userData(opConnect, c.rs.gen, c.fd))
+	c.ds = ringSlot{gen: rg.gens, armed: armedConnect}
+	rg.r.PrepConnect(c.fd, d.raw.Pointer(), d.raw.Len(), userData(opConnect, c.ds.gen, c.fd))
 }
 
 // ringConnected handles the end of a dial's connect on the ring.
-func (l *eventloop) ringConnected(fd int, gen uint32, e uring.CQE) {
-	st := l.current(fd, gen)
+func (rg *ringDriver) ringConnected(fd int, gen uint32, e uring.CQE) {
+	l := rg.l
+	st := rg.current(fd, gen)
 	if st == nil || st.armed&armedConnect == 0 {
 		return
 	}
@@ -589,21 +632,18 @@ func (l *eventloop) ringConnected(fd int, gen uint32, e uring.CQE) {
 
 // sending reports whether c has a send on the ring whose result is still
 // to come: its output has not drained yet, whatever c.pending says.
-func (l *eventloop) sending(c *conn) bool {
-	return l.ring != nil && c.rs.armed&armedSend != 0
+func (rg *ringDriver) sending(c *conn) bool {
+	return c.ds.armed&armedSend != 0
 }
 
-// receiveAgain arms c's receive if c is read and has none armed; epoll
-// needs nothing of the kind.
-func (l *eventloop) receiveAgain(c *conn) {
-	if l.ring != nil {
-		l.pollModify(c.fd, c.events, c.events)
-	}
+// armReceive arms c's receive if c is read and has none armed.
+func (rg *ringDriver) armReceive(c *conn) {
+	rg.modify(c.fd, c.events, c.events)
 }
 
 // armWrite asks to hear when fd, held by st's owner, may take more output,
 // unless it has.
-func (rg *ring) armWrite(fd int, st *ringSlot) {
+func (rg *ringDriver) armWrite(fd int, st *ringSlot) {
 	if st.armed&armedWrite == 0 {
 		st.armed |= armedWrite
 		rg.r.PrepPollAdd(fd, unix.POLLOUT, userData(opPollOut, st.gen, fd))
@@ -611,37 +651,34 @@ func (rg *ring) armWrite(fd int, st *ringSlot) {
 }
 
 // sendOut sends p, the output of c's running callback, and returns how
-// much went, or -1 when c closed. On io_uring the send goes with the
-// turn's others, and all of p counts as sent: a send that comes back short
-// has its rest queued (sendFailed) before any callback of the next turn
-// runs. Until then c's further output is queued behind it.
-func (l *eventloop) sendOut(c *conn, p []byte) int {
-	rg := l.ring
-	if rg == nil {
-		return l.write(c, p)
-	}
-	if c.rs.armed&armedSend != 0 {
+// much went, or -1 when c closed. The send goes with the turn's others,
+// and all of p counts as sent: a send that comes back short has its rest
+// queued (sendFailed) before any callback of the next turn runs. Until
+// then c's further output is queued behind it.
+func (rg *ringDriver) sendOut(c *conn, p []byte) int {
+	l := rg.l
+	if c.ds.armed&armedSend != 0 {
 		return 0
 	}
 	if rg.now {
 		return l.write(c, p)
 	}
-	l.ringSend(c, pendingSend{c: c, p: p})
+	rg.ringSend(c, pendingSend{c: c, p: p})
 	return len(p)
 }
 
 // ringSend queues s, one of c's sends, with the turn's others.
-func (l *eventloop) ringSend(c *conn, s pendingSend) {
-	rg := l.ring
-	list := &rg.sends[rg.turn&1]
-	c.rs.armed |= armedSend
-	c.rs.send = uint32(len(*list))
+func (rg *ringDriver) ringSend(c *conn, s pendingSend) {
+	l := rg.l
+	list := &rg.sends[rg.turns&1]
+	c.ds.armed |= armedSend
+	c.ds.send = uint32(len(*list))
 	*list = append(*list, s)
 	// MSG_WAITALL makes a short send a failure, so that SkipSuccess posts
 	// a completion for it and none for a send that took everything.
 	const flags = unix.MSG_DONTWAIT | unix.MSG_WAITALL | unix.MSG_NOSIGNAL
-	kind := opSend + opKind(rg.turn&1)
-	rg.r.PrepSend(c.fd, s.p, flags, userData(kind, c.rs.gen, c.fd)).SetFlags(uring.SkipSuccess)
+	kind := opSend + opKind(rg.turns&1)
+	rg.r.PrepSend(c.fd, s.p, flags, userData(kind, c.ds.gen, c.fd)).SetFlags(uring.SkipSuccess)
 	l.sent(c)
 }
 
@@ -652,31 +689,27 @@ func (l *eventloop) ringSend(c *conn, s pendingSend) {
 // system call of its own: the send takes c's buffer, which stays in place
 // until the send's result is in, and c starts another for anything written
 // meanwhile. Conn.Flush writes at once.
-func (l *eventloop) sendQueued(c *conn) {
-	rg := l.ring
+func (rg *ringDriver) sendQueued(c *conn) {
+	l := rg.l
 	switch {
-	case c.out == nil || l.sending(c):
-	case rg == nil || rg.now:
+	case c.out == nil || rg.sending(c):
+	case rg.now:
 		l.flushOut(c)
 	default:
 		s := pendingSend{c: c, p: c.out.B[c.outHead:], buf: c.out}
 		c.out, c.outHead = nil, 0
-		l.ringSend(c, s)
+		rg.ringSend(c, s)
 	}
 }
 
-// flush sends c's output for Conn.Flush. It writes at once on io_uring
-// too, so that a failure is Flush's to report, as on epoll.
-func (l *eventloop) flush(c *conn) {
-	if l.ring == nil {
-		l.flushQueued(c)
-		l.send(c)
-		return
-	}
-	l.ring.now = true
+// flush sends c's output for Conn.Flush. It writes at once, so that a
+// failure is Flush's to report, as on a readiness poller.
+func (rg *ringDriver) flush(c *conn) {
+	l := rg.l
+	rg.now = true
 	l.flushQueued(c)
 	l.send(c)
-	l.ring.now = false
+	rg.now = false
 }
 
 // spent moves the loop's write buffer past the output just handed to the
@@ -686,10 +719,11 @@ func (l *eventloop) flush(c *conn) {
 // buffer, so that turns alike send without allocating (1,000 connections
 // echoing 16 KiB had allocated about once per round trip, at 0.8x epoll's
 // rate).
-func (rg *ring) spent(l *eventloop) {
+func (rg *ringDriver) spent() {
+	l := rg.l
 	w := l.wbuf
 	if len(w) > 0 && !rg.outgrown {
-		out := rg.out[rg.turn&1]
+		out := rg.out[rg.turns&1]
 		rg.outgrown = &w[:cap(w)][cap(w)-1] != &out[:cap(out)][cap(out)-1]
 	}
 	if len(w) > 0 && l.eng.opts.wipe && !rg.handedOver(w) {
@@ -700,32 +734,33 @@ func (rg *ring) spent(l *eventloop) {
 
 // handedOver reports whether w is the bytes of the turn's last send, which
 // stay until the send settles, wiped then WithWipeBuffers.
-func (rg *ring) handedOver(w []byte) bool {
-	list := rg.sends[rg.turn&1]
+func (rg *ringDriver) handedOver(w []byte) bool {
+	list := rg.sends[rg.turns&1]
 	return len(list) > 0 && len(list[len(list)-1].p) > 0 && &list[len(list)-1].p[0] == &w[0]
 }
 
 // awaitSent reports whether c, closing gracefully, has a send whose result
 // is still to come, and if so asks to hear when c may take more output,
 // which is after that result: c closes then if nothing came back.
-func (l *eventloop) awaitSent(c *conn) bool {
-	if l.ring == nil || c.rs.armed&armedSend == 0 {
+func (rg *ringDriver) awaitSent(c *conn) bool {
+	if c.ds.armed&armedSend == 0 {
 		return false
 	}
-	l.ring.armWrite(c.fd, &c.rs)
+	rg.armWrite(c.fd, &c.ds)
 	return true
 }
 
 // sendFailed queues, in front of whatever c queued since, the part of a
 // send of the turn of parity odd that the socket did not take, or closes c
 // if the send failed.
-func (l *eventloop) sendFailed(fd int, gen uint32, odd int, e uring.CQE) {
-	if l.current(fd, gen) == nil || fd >= len(l.conns) || l.conns[fd] == nil {
+func (rg *ringDriver) sendFailed(fd int, gen uint32, odd int, e uring.CQE) {
+	l := rg.l
+	if rg.current(fd, gen) == nil || fd >= len(l.conns) || l.conns[fd] == nil {
 		return
 	}
 	c := l.conns[fd]
-	list := l.ring.sends[odd]
-	if int(c.rs.send) >= len(list) || list[c.rs.send].c != c {
+	list := rg.sends[odd]
+	if int(c.ds.send) >= len(list) || list[c.ds.send].c != c {
 		return // not c's: its send was settled as whole, which a failure never is
 	}
 	n := 0
@@ -737,7 +772,7 @@ func (l *eventloop) sendFailed(fd int, gen uint32, odd int, e uring.CQE) {
 		l.closeConn(c, os.NewSyscallError("write", err))
 		return
 	}
-	s := &list[c.rs.send]
+	s := &list[c.ds.send]
 	rest := s.p[n:]
 	out, head := s.buf, 0
 	if out != nil {
@@ -757,24 +792,24 @@ func (l *eventloop) sendFailed(fd int, gen uint32, odd int, e uring.CQE) {
 	c.out, c.outHead = out, head
 	l.watch(c)
 	if c.state != stateClosed {
-		l.ring.armWrite(fd, &c.rs)
+		rg.armWrite(fd, &c.ds)
 	}
 }
 
-// closeSocket closes c's descriptor. On the ring it first cancels
-// what is armed on it, which holds the socket open, and closes it in the
-// same submission, so the number is not reused before the cancellation
-// has found its operations. It cancels each operation by its user data,
-// which the kernel finds by hash: a cancel by descriptor walks every
-// armed operation of the ring, and closing 10,000 connections that way
-// took 6 s where closing them directly took 1.5.
-func (l *eventloop) closeSocket(c *conn) {
-	rg := l.ring
-	if rg == nil {
+// closeSocket closes c's descriptor. It first cancels what is armed on
+// it, which holds the socket open, and closes it in the same submission,
+// so the number is not reused before the cancellation has found its
+// operations. It cancels each operation by its user data, which the
+// kernel finds by hash: a cancel by descriptor walks every armed
+// operation of the ring, and closing 10,000 connections that way took 6 s
+// where closing them directly took 1.5. After a failed turn it closes the
+// descriptor directly.
+func (rg *ringDriver) closeSocket(c *conn) {
+	if rg.failed {
 		unix.Close(c.fd)
 		return
 	}
-	st := &c.rs
+	st := &c.ds
 	if st.armed&(armedRead|armedCancel) == armedRead {
 		rg.r.PrepCancel(userData(opRecv, st.gen, c.fd), userData(opIgnore, 0, 0))
 	}
@@ -788,7 +823,8 @@ func (l *eventloop) closeSocket(c *conn) {
 }
 
 // listener returns the loop's listener on fd, if fd is one.
-func (l *eventloop) listener(fd int) *listener {
+func (rg *ringDriver) listener(fd int) *listener {
+	l := rg.l
 	for _, ln := range l.listeners {
 		if ln.fd == fd {
 			return ln
@@ -798,32 +834,32 @@ func (l *eventloop) listener(fd int) *listener {
 }
 
 // complete handles one completion.
-func (l *eventloop) complete(e uring.CQE) {
+func (rg *ringDriver) complete(e uring.CQE) {
 	kind, gen, fd := splitUserData(e.UserData)
 	switch kind {
 	case opWake:
 		if !e.More() {
-			l.armWake()
+			rg.armWake()
 		}
 	case opAccept:
-		l.ringAccepted(fd, gen, e)
+		rg.ringAccepted(fd, gen, e)
 	case opRecv:
-		l.ringReceived(fd, gen, e)
+		rg.ringReceived(fd, gen, e)
 	case opPollOut:
-		l.ringWritable(fd, gen)
+		rg.ringWritable(fd, gen)
 	case opSend, opSendOdd:
-		l.sendFailed(fd, gen, int(kind-opSend), e)
+		rg.sendFailed(fd, gen, int(kind-opSend), e)
 	case opIdle:
-		l.idleExpired()
+		rg.idleExpired()
 	case opConnect:
-		l.ringConnected(fd, gen, e)
+		rg.ringConnected(fd, gen, e)
 	}
 }
 
 // ended notes that fd's multishot operation posted its last completion,
 // and reports whether that completion is for fd's present holder.
-func (l *eventloop) ended(fd int, gen uint32, e uring.CQE) bool {
-	st := l.current(fd, gen)
+func (rg *ringDriver) ended(fd int, gen uint32, e uring.CQE) bool {
+	st := rg.current(fd, gen)
 	if st == nil {
 		return false
 	}
@@ -833,19 +869,20 @@ func (l *eventloop) ended(fd int, gen uint32, e uring.CQE) bool {
 	return true
 }
 
-func (l *eventloop) ringAccepted(fd int, gen uint32, e uring.CQE) {
-	ln := l.listener(fd)
-	if !l.ended(fd, gen, e) {
+func (rg *ringDriver) ringAccepted(fd int, gen uint32, e uring.CQE) {
+	l := rg.l
+	ln := rg.listener(fd)
+	if !rg.ended(fd, gen, e) {
 		ln = nil
 	}
 	switch {
 	case e.Res >= 0:
-		l.ringAccept(ln, int(e.Res))
+		rg.ringAccept(ln, int(e.Res))
 	case ln != nil:
 		l.acceptFailed(ln, e.Err())
 	}
 	if ln != nil && !e.More() && l.acceptAt == 0 && !l.draining {
-		l.pollModify(fd, 0, poller.Readable)
+		rg.modify(fd, 0, poller.Readable)
 	}
 }
 
@@ -855,7 +892,8 @@ func (l *eventloop) ringAccepted(fd int, gen uint32, e uring.CQE) {
 // same, with the unspecified address as its remote one, as accept4 on
 // epoll opens it (with its address), so that both count it and tell the
 // handler of the reset.
-func (l *eventloop) ringAccept(ln *listener, fd int) {
+func (rg *ringDriver) ringAccept(ln *listener, fd int) {
+	l := rg.l
 	if ln == nil {
 		unix.Close(fd) // accepted by a listener since closed
 		return
@@ -869,34 +907,36 @@ func (l *eventloop) ringAccept(ln *listener, fd int) {
 
 // ringReceived handles a receive's completion, and gives the buffer it
 // names back once the bytes have been handed over.
-func (l *eventloop) ringReceived(fd int, gen uint32, e uring.CQE) {
+func (rg *ringDriver) ringReceived(fd int, gen uint32, e uring.CQE) {
+	l := rg.l
 	id, hasBuf := e.Buffer()
 	if !hasBuf {
-		l.ringReceive(fd, gen, e, nil)
+		rg.ringReceive(fd, gen, e, nil)
 		return
 	}
 	n := max(e.Res, 0)
-	l.ringReceive(fd, gen, e, l.ring.bufs.Buf(id)[:n:n])
-	l.ring.bufs.Recycle(id)
-	l.ring.received(l.now())
+	rg.ringReceive(fd, gen, e, rg.bufs.Buf(id)[:n:n])
+	rg.bufs.Recycle(id)
+	rg.received(l.now())
 }
 
 // ringReceive handles a receive that brought p, or ended.
-func (l *eventloop) ringReceive(fd int, gen uint32, e uring.CQE, p []byte) {
-	if !l.ended(fd, gen, e) || fd >= len(l.conns) || l.conns[fd] == nil {
+func (rg *ringDriver) ringReceive(fd int, gen uint32, e uring.CQE, p []byte) {
+	l := rg.l
+	if !rg.ended(fd, gen, e) || fd >= len(l.conns) || l.conns[fd] == nil {
 		return
 	}
 	c := l.conns[fd]
 	switch err := e.Err(); {
 	case e.Res > 0:
-		l.ringDeliver(c, p)
+		l.arrived(c, p)
 	case e.Res == 0:
 		l.peerClosed(c)
 		return
 	case err == unix.ENOBUFS:
 		// It ended the receive; rearmStarved arms it again.
 		l.counts.add(countRingBuffersExhausted)
-		l.ring.starve(c)
+		rg.starve(c)
 		return
 	case err == unix.ECANCELED:
 	default:
@@ -904,50 +944,13 @@ func (l *eventloop) ringReceive(fd int, gen uint32, e uring.CQE, p []byte) {
 		return
 	}
 	if c.state != stateClosed && !e.More() && c.events&poller.Readable != 0 {
-		l.pollModify(fd, c.events, c.events)
+		rg.modify(fd, c.events, c.events)
 	}
 }
 
-// ringDeliver hands c the bytes p a receive brought. Bytes that arrive
-// after the loop stopped reading c, before the cancellation took effect,
-// are held for when it reads again, as the kernel would have kept them;
-// a connection closing takes no more input, and one lingering drops it.
-func (l *eventloop) ringDeliver(c *conn, p []byte) {
-	switch {
-	case c.state == stateHeader:
-		l.headerReceived(c, p)
-	case c.state == stateLinger:
-		l.discarded(c, p)
-	case c.state != stateOpen:
-		if l.eng.opts.wipe {
-			clear(p)
-		}
-	case c.events&poller.Readable == 0:
-		l.hold(c, p)
-	default:
-		l.received(c, p)
-	}
-}
-
-// hold keeps p, received for c while c is not read, until handOver. A
-// multishot receive can bring several buffers' worth in the turn that
-// paused c; nothing more is received until they are handed over, and they
-// count against WithMaxInboundBuffered like any byte the engine holds.
-func (l *eventloop) hold(c *conn, p []byte) {
-	c.feed(p)
-	c.keepUnread()
-	c.flags |= flagHeld
-	if l.eng.opts.wipe {
-		clear(p)
-	}
-	if limit := l.eng.opts.maxInbound; limit > 0 && len(c.buf) > limit {
-		l.counts.add(countInboundTooLarge)
-		l.closeConn(c, ErrInboundTooLarge)
-	}
-}
-
-func (l *eventloop) ringWritable(fd int, gen uint32) {
-	st := l.current(fd, gen)
+func (rg *ringDriver) ringWritable(fd int, gen uint32) {
+	l := rg.l
+	st := rg.current(fd, gen)
 	if st == nil {
 		return
 	}
@@ -956,30 +959,31 @@ func (l *eventloop) ringWritable(fd int, gen uint32) {
 	switch {
 	case c == nil:
 		return
-	case c.out == nil && l.sending(c):
+	case c.out == nil && rg.sending(c):
 		// A poll armed after c's send, which went whole, completed within
 		// the turn that submitted both, as when a full submission queue
 		// is submitted mid-turn. The send settles only when the next turn
 		// begins: until then c would be taken as still sending, waiting
 		// for a poll it has spent, and a poll armed again would complete
 		// in the same turn again. c is looked at once the send settles.
-		l.ring.unsettled = append(l.ring.unsettled, c)
+		rg.unsettled = append(rg.unsettled, c)
 		return
 	case c.out == nil:
-		l.sentWhole(c)
+		rg.sentWhole(c)
 		return
 	}
 	l.writable(c)
 	if c.state != stateClosed && c.events&poller.Writable != 0 {
 		// Still more to send: the poll was one-shot.
-		l.pollModify(fd, c.events, c.events)
+		rg.modify(fd, c.events, c.events)
 	}
 }
 
 // sentWhole handles c, whose last send went whole, as a poll for writable
 // finds it: a closing connection moves on to linger, an open one is
 // watched for what it wants now and shut for writing if it asked.
-func (l *eventloop) sentWhole(c *conn) {
+func (rg *ringDriver) sentWhole(c *conn) {
+	l := rg.l
 	switch c.state {
 	case stateClosing:
 		l.closeSent(c)

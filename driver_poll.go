@@ -1,0 +1,204 @@
+package sluice
+
+import (
+	"os"
+	"syscall"
+
+	"github.com/sluicenet/sluice/internal/socket"
+	"github.com/sluicenet/sluice/poller"
+)
+
+// pollDriver drives a loop's sockets through a readiness poller: epoll on
+// Linux, kqueue on macOS and the BSDs, the development backend's poller
+// on Windows and with sluice_std. The poller says a socket is ready; the
+// driver then reads it into the loop's read buffer, accepts, or writes.
+type pollDriver struct {
+	l *eventloop
+	p *poller.Poller
+}
+
+func newPollDriver(l *eventloop) (*pollDriver, error) {
+	p, err := poller.Open()
+	if err != nil {
+		return nil, err
+	}
+	return &pollDriver{l: l, p: p}, nil
+}
+
+func (d *pollDriver) pinned() bool { return false }
+
+func (d *pollDriver) start() (driver, error) {
+	for _, ln := range d.l.listeners {
+		if err := d.p.Add(ln.fd, poller.Readable); err != nil {
+			return d, err
+		}
+	}
+	return d, nil
+}
+
+func (d *pollDriver) turn() error {
+	l := d.l
+	ready, err := d.p.Wait(l.sleep())
+	l.awake()
+	if err != nil {
+		return err
+	}
+	for _, r := range ready {
+		d.dispatch(r)
+	}
+	return nil
+}
+
+func (d *pollDriver) wake() error { return d.p.Wake() }
+
+func (d *pollDriver) close() { d.p.Close() }
+
+// dispatch acts on one socket the poller reported ready.
+func (d *pollDriver) dispatch(r poller.Ready) {
+	l := d.l
+	for _, ln := range l.listeners {
+		if ln.fd == r.Fd {
+			d.accept(ln)
+			return
+		}
+	}
+	if r.Fd >= len(l.conns) || l.conns[r.Fd] == nil {
+		return
+	}
+	c := l.conns[r.Fd]
+	if c.state == stateConnecting {
+		d.connectDone(c, r.Events)
+		return
+	}
+	if r.Events&poller.Writable != 0 && c.out != nil {
+		l.writable(c)
+	}
+	if r.Events&poller.Readable != 0 {
+		switch c.state {
+		case stateOpen:
+			if c.events&poller.Readable == 0 {
+				d.failedWhilePaused(c)
+				break
+			}
+			d.read(c)
+		case stateHeader, stateLinger:
+			d.read(c)
+		}
+	}
+}
+
+func (d *pollDriver) accept(ln *listener) {
+	fd, remote, err := socket.Accept(ln.fd)
+	if err != nil {
+		d.l.acceptFailed(ln, err)
+		return
+	}
+	d.l.accepted(ln, fd, remote)
+}
+
+// read reads what c's socket holds into the loop's read buffer and hands
+// it to the loop, or the end of the stream, or the read's failure.
+func (d *pollDriver) read(c *conn) {
+	l := d.l
+	n, err := socket.Read(c.fd, l.buf)
+	switch {
+	case n > 0:
+		l.arrived(c, l.buf[:n:n])
+	case err == nil:
+		l.peerClosed(c)
+	case err != syscall.EAGAIN:
+		l.readFailed(c, err)
+	}
+}
+
+// failedWhilePaused handles an error or hang-up the poller reports for c,
+// open but not being read, which it reports whatever c is watched for.
+// An error (a reset) closes c; the bytes and the end of stream a hang-up
+// may bring wait until c is read again.
+func (d *pollDriver) failedWhilePaused(c *conn) {
+	if err := socket.PendingError(c.fd); err != nil {
+		d.l.readFailed(c, err)
+	}
+}
+
+// connect starts c's connect with connect(2), whose end the poller
+// reports as writable (connectDone). One that ends at once, as a unix
+// socket's may, opens c at once.
+func (d *pollDriver) connect(c *conn, ds *dialSpec) {
+	l := d.l
+	switch err := socket.Connect(c.fd, ds.ep); err {
+	case nil:
+		l.connected(c)
+	case syscall.EINPROGRESS:
+		if err := d.p.Add(c.fd, poller.Writable); err != nil {
+			l.closeConn(c, err)
+			return
+		}
+		c.events = poller.Writable
+	default:
+		l.closeConn(c, os.NewSyscallError("connect", err))
+	}
+}
+
+// connectDone handles the end of c's connect, reported as writable, with
+// ev marked Failed if it did not succeed: only then is the socket asked
+// why, a system call that a connect which succeeded is spared.
+func (d *pollDriver) connectDone(c *conn, ev poller.Event) {
+	if ev&poller.Failed != 0 {
+		if err := socket.PendingError(c.fd); err != nil {
+			d.l.closeConn(c, os.NewSyscallError("connect", err))
+			return
+		}
+	}
+	d.l.connected(c)
+}
+
+// defersWatch is true: a handler that pauses a connection in OnOpen, as
+// a proxy does until its backend connects, then costs one registration
+// rather than an ADD for reading and a MOD to take it back.
+func (d *pollDriver) defersWatch() bool { return true }
+
+func (d *pollDriver) add(fd int, ev poller.Event) error { return d.p.Add(fd, ev) }
+
+func (d *pollDriver) modify(fd int, old, ev poller.Event) error { return d.p.Modify(fd, old, ev) }
+
+// armReceive does nothing: a readiness poller reports a socket readable
+// for as long as it is watched for it.
+func (d *pollDriver) armReceive(c *conn) {}
+
+func (d *pollDriver) sendOut(c *conn, p []byte) int { return d.l.write(c, p) }
+
+// spent empties the loop's write buffer, and drops it when one huge write
+// grew it.
+func (d *pollDriver) spent() {
+	l := d.l
+	if l.eng.opts.wipe {
+		clear(l.wbuf)
+	}
+	l.wbuf = l.wbuf[:0]
+	if n := cap(l.wbuf); n > l.eng.opts.readBufferCap+l.eng.opts.writeBufCap {
+		l.wbuf = nil
+		l.eng.letGo(n)
+	}
+}
+
+func (d *pollDriver) sendQueued(c *conn) {
+	if c.out != nil {
+		d.l.flushOut(c)
+	}
+}
+
+func (d *pollDriver) flush(c *conn) {
+	d.l.flushQueued(c)
+	d.l.send(c)
+}
+
+// sending is false: a write's result is known when it returns.
+func (d *pollDriver) sending(c *conn) bool { return false }
+
+func (d *pollDriver) awaitSent(c *conn) bool { return false }
+
+func (d *pollDriver) closeSocket(c *conn) { socket.Close(c.fd) }
+
+// stopAccepts does nothing: closing a listener takes it off the poller.
+func (d *pollDriver) stopAccepts() {}
