@@ -118,12 +118,14 @@ func TestRelayedWriteSystemCalls(t *testing.T) {
 				}
 				loop := eng.e.loops[0]
 				const trips = 500
-				perMsg := float64(fewestSystemCalls(loop, func() {
+				began := time.Now()
+				calls := fewestSystemCalls(loop, func() {
 					for range trips {
 						relayTrip(t, a, b)
 					}
-				})) / (2 * trips)
-				t.Logf("%.2f system calls per relayed 64-byte message", perMsg)
+				})
+				perMsg := float64(calls) / (2 * trips)
+				t.Logf("%.3f system calls per relayed 64-byte message", perMsg)
 				budget := 3.0 // read, write, epoll_wait
 				_, polling := loop.drv.(*pollDriver)
 				switch {
@@ -131,6 +133,12 @@ func TestRelayedWriteSystemCalls(t *testing.T) {
 					budget = 2.0 // write, io_uring_enter
 				case !polling:
 					budget = 1.0 // io_uring_enter
+				}
+				if !polling {
+					// The ring's idle release arms a timer once per 100 ms
+					// of traffic, whose completion may take an enter of its
+					// own: on a busy machine the window spans a few.
+					budget += float64(time.Since(began)/(100*time.Millisecond)+1) / (2 * trips)
 				}
 				require.LessOrEqual(t, perMsg, budget)
 				return outcome{}
