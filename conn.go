@@ -605,8 +605,17 @@ func (c *conn) queue(p []byte) {
 	if len(p) == 0 {
 		return // an empty write holds no buffer
 	}
-	if c.out == nil {
+	switch {
+	case c.out == nil:
 		c.out = c.loop.eng.outPool.Get()
+	case c.outHead > 0 && c.outHead >= len(c.out.B)-c.outHead:
+		// What has been sent is at least as long as what has not: the
+		// rest moves to the front, so that a connection whose output
+		// never drains whole, as a subscriber's that reads a little
+		// slower than it is sent, holds at most twice what is unsent
+		// rather than every byte it was ever sent.
+		n := copy(c.out.B, c.out.B[c.outHead:])
+		c.out.B, c.outHead = c.out.B[:n], 0
 	}
 	c.out.B = append(c.out.B, p...)
 }

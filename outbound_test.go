@@ -502,3 +502,42 @@ func BenchmarkMemoryHeld(b *testing.B) {
 		})
 	}
 }
+
+// A connection whose output never drains whole, because its peer reads a
+// little slower than it is sent, holds a buffer the size of what is
+// unsent, not of everything it was ever sent: what has gone makes room at
+// the front for what comes.
+func TestSteadyBacklogKeepsItsBufferSmall(t *testing.T) {
+	const (
+		total = 64 << 20
+		chunk = 32 << 10
+		keep  = 256 << 10 // the backlog the publisher keeps
+	)
+	h := newLifetimes()
+	_, addr := serve(t, h, WithNumEventLoop(1), WithSocketSendBuffer(32<<10))
+	nc := dialSmallUnix(t, addr)
+	c := h.conn(h.next(t))
+	read := make(chan error, 1)
+	go func() {
+		nc.SetReadDeadline(time.Now().Add(60 * time.Second))
+		_, err := io.CopyN(io.Discard, nc, total)
+		read <- err
+	}()
+	body := bytes.Repeat([]byte{'s'}, chunk)
+	largest := 0
+	for sent := 0; sent < total; sent += chunk {
+		waitFor(t, 10*time.Second, func() bool { return c.OutboundQueued() < keep },
+			func() string { return "the reader stopped" })
+		require.NoError(t, c.AsyncWrite(body, func(c Conn, _ error) {
+			if out := c.(*conn).out; out != nil {
+				largest = max(largest, cap(out.B)) // on the loop, as is every callback
+			}
+		}))
+	}
+	require.NoError(t, <-read)
+	done := make(chan int)
+	require.NoError(t, c.Wake(func(Conn, error) { done <- largest }))
+	got := <-done
+	t.Logf("largest output buffer %d KiB for a backlog under %d KiB", got>>10, keep>>10)
+	assert.Less(t, got, 3*keep, "the buffer kept what was sent")
+}
