@@ -4,6 +4,7 @@ package sluice
 
 import (
 	"bytes"
+	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
@@ -14,6 +15,7 @@ import (
 	"io"
 	"math/big"
 	"net"
+	"os/exec"
 	"strings"
 	"sync"
 	"testing"
@@ -314,4 +316,196 @@ func TestTLSBadClientsCloseUnseen(t *testing.T) {
 	defer h.mu.Unlock()
 	assert.Empty(t, h.opened)
 	assert.Empty(t, h.closed)
+}
+
+// recordTap keeps the wire bytes a client's TLS connection reads.
+type recordTap struct {
+	net.Conn
+	mu  sync.Mutex
+	got []byte
+}
+
+func (r *recordTap) Read(p []byte) (int, error) {
+	n, err := r.Conn.Read(p)
+	r.mu.Lock()
+	r.got = append(r.got, p[:n]...)
+	r.mu.Unlock()
+	return n, err
+}
+
+// lastRecordType returns the content type of the last whole record in b.
+func lastRecordType(b []byte) byte {
+	var typ byte
+	for len(b) >= 5 {
+		n := 5 + (int(b[3])<<8 | int(b[4]))
+		if len(b) < n {
+			break
+		}
+		typ, b = b[0], b[n:]
+	}
+	return typ
+}
+
+// TestTLSCloseNotifyFromServer: a graceful close sends close_notify, an
+// alert record, before the end of the stream.
+func TestTLSCloseNotifyFromServer(t *testing.T) {
+	h := newLifetimes()
+	h.traffic = func(c Conn) Action {
+		b, _ := c.Next(-1)
+		c.Write(b)
+		return Close
+	}
+	_, addr := serve(t, h, WithTLS(serverTLS(t)))
+	tap := &recordTap{Conn: dial(t, addr)}
+	c := tls.Client(tap, clientTLS(t, tls.VersionTLS12))
+	c.SetDeadline(time.Now().Add(10 * time.Second))
+	_, err := c.Write([]byte("bye"))
+	require.NoError(t, err)
+	got, err := io.ReadAll(c)
+	require.NoError(t, err, "the stream ended with close_notify")
+	assert.Equal(t, "bye", string(got))
+	tap.mu.Lock()
+	defer tap.mu.Unlock()
+	assert.Equal(t, byte(21), lastRecordType(tap.got), "the last record is an alert")
+}
+
+// TestTLSCloseNotifyFromClient: the client's close_notify, without a TCP
+// end of stream, ends the connection as the end of stream does, and the
+// server answers with its own.
+func TestTLSCloseNotifyFromClient(t *testing.T) {
+	for _, v := range tlsVersions {
+		t.Run(v.name, func(t *testing.T) {
+			h := newLifetimes()
+			_, addr := serve(t, h, WithTLS(serverTLS(t)))
+			c := dialTLS(t, addr, clientTLS(t, v.version))
+			_, err := c.Write([]byte("ping"))
+			require.NoError(t, err)
+			_, err = io.ReadFull(c, make([]byte, 4))
+			require.NoError(t, err)
+			id := h.next(t)
+			require.NoError(t, c.CloseWrite())
+			_, err = io.ReadAll(c)
+			assert.NoError(t, err, "the server's close_notify")
+			_, cerr := h.waitClosed(t, id)
+			assert.NoError(t, cerr)
+		})
+	}
+}
+
+// TestTLSTruncatedAndCorruptRecords: a record cut short by the end of the
+// stream is an error, not data; a record that does not authenticate closes
+// its connection, and only it.
+func TestTLSTruncatedAndCorruptRecords(t *testing.T) {
+	h := newLifetimes()
+	_, addr := serve(t, h, WithTLS(serverTLS(t)))
+	open := func() (*tls.Conn, net.Conn, uint64) {
+		raw := dial(t, addr)
+		c := tls.Client(raw, clientTLS(t, 0))
+		c.SetDeadline(time.Now().Add(10 * time.Second))
+		require.NoError(t, c.Handshake())
+		_, err := c.Write([]byte("ping"))
+		require.NoError(t, err)
+		_, err = io.ReadFull(c, make([]byte, 4))
+		require.NoError(t, err)
+		return c, raw, h.next(t)
+	}
+	_, raw, id := open()
+	raw.Write([]byte{23, 3, 3, 0, 40, 1, 2, 3})
+	raw.(*net.TCPConn).CloseWrite()
+	_, err := h.waitClosed(t, id)
+	assert.ErrorIs(t, err, io.ErrUnexpectedEOF)
+
+	good, _, gid := open()
+	_, raw, id = open()
+	raw.Write(append([]byte{23, 3, 3, 0, 40}, make([]byte, 40)...))
+	_, err = h.waitClosed(t, id)
+	assert.Error(t, err)
+	_, err = good.Write([]byte("pong"))
+	require.NoError(t, err)
+	_, err = io.ReadFull(good, make([]byte, 4))
+	require.NoError(t, err, "another connection goes on")
+	_, closed := h.closing(gid)
+	assert.False(t, closed)
+}
+
+func TestTLSKill(t *testing.T) {
+	h := newLifetimes()
+	eng, addr := serve(t, h, WithTLS(serverTLS(t)))
+	c := dialTLS(t, addr, clientTLS(t, 0))
+	_, err := c.Write([]byte("ping"))
+	require.NoError(t, err)
+	_, err = io.ReadFull(c, make([]byte, 4))
+	require.NoError(t, err)
+	id := h.next(t)
+	require.NoError(t, eng.Kill(id))
+	_, err = h.waitClosed(t, id)
+	assert.ErrorIs(t, err, ErrKilled)
+	_, err = c.Read(make([]byte, 1))
+	assert.Error(t, err)
+}
+
+// TestTLSAndPlainListeners: one engine serves TLS on one listener and
+// plain TCP on another.
+func TestTLSAndPlainListeners(t *testing.T) {
+	eng, addr := serve(t, echoHandler{}, WithListener("tcp://127.0.0.1:0", ListenTLS(serverTLS(t))))
+	plain := dial(t, addr)
+	_, err := plain.Write([]byte("plain"))
+	require.NoError(t, err)
+	_, err = io.ReadFull(plain, make([]byte, 5))
+	require.NoError(t, err)
+	a := eng.Addrs()[1]
+	c := dialTLS(t, a.Network()+"://"+a.String(), clientTLS(t, 0))
+	_, err = c.Write([]byte("secret"))
+	require.NoError(t, err)
+	got := make([]byte, 6)
+	_, err = io.ReadFull(c, got)
+	require.NoError(t, err)
+	assert.Equal(t, "secret", string(got))
+}
+
+// TestTLSAfterProxyHeader: the PROXY header comes first, in clear, then
+// the handshake; the handler sees the client the header names.
+func TestTLSAfterProxyHeader(t *testing.T) {
+	h := newLifetimes()
+	remote := make(chan string, 1)
+	h.onOpen = func(c Conn) { remote <- c.RemoteAddr().String() }
+	eng, _ := serve(t, h, WithListener("tcp://127.0.0.1:0", ListenTLS(serverTLS(t)), ListenProxyProtocol(ProxyRequired)))
+	a := eng.Addrs()[1]
+	raw := dial(t, a.Network()+"://"+a.String())
+	_, err := raw.Write([]byte("PROXY TCP4 192.0.2.7 127.0.0.1 4321 80\r\n"))
+	require.NoError(t, err)
+	c := tls.Client(raw, clientTLS(t, 0))
+	c.SetDeadline(time.Now().Add(10 * time.Second))
+	_, err = c.Write([]byte("ping"))
+	require.NoError(t, err)
+	_, err = io.ReadFull(c, make([]byte, 4))
+	require.NoError(t, err)
+	assert.Equal(t, "192.0.2.7:4321", <-remote)
+}
+
+// TestTLSOpenSSLClient echoes through `openssl s_client`.
+func TestTLSOpenSSLClient(t *testing.T) {
+	bin, err := exec.LookPath("openssl")
+	if err != nil {
+		t.Skip("openssl is not installed")
+	}
+	eng, _ := serve(t, echoHandler{}, WithTLS(serverTLS(t)))
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, "s_client", "-quiet", "-connect", eng.Addrs()[0].String())
+	in, err := cmd.StdinPipe()
+	require.NoError(t, err)
+	out, err := cmd.StdoutPipe()
+	require.NoError(t, err)
+	require.NoError(t, cmd.Start())
+	defer func() {
+		cmd.Process.Kill()
+		cmd.Wait()
+	}()
+	_, err = in.Write([]byte("hello from openssl\n"))
+	require.NoError(t, err)
+	got := make([]byte, len("hello from openssl\n"))
+	_, err = io.ReadFull(out, got)
+	require.NoError(t, err)
+	assert.Equal(t, "hello from openssl\n", string(got))
 }
