@@ -480,7 +480,7 @@ func (l *eventloop) tlsPeerClosed(c *conn) bool {
 	case c.state == stateHandshake:
 		s.wire.end()
 		return true
-	case s.ready && !s.ended && s.wire.partial():
+	case s.ready && !s.ended && c.state == stateOpen && s.wire.partial():
 		s.ended = true
 		l.closeConn(c, io.ErrUnexpectedEOF)
 		return true

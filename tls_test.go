@@ -509,3 +509,61 @@ func TestTLSOpenSSLClient(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "hello from openssl\n", string(got))
 }
+
+// TestTLSMaxHandshakes: past the bound on handshakes under way, a new
+// connection is refused, reported and counted, and the one under way goes
+// on.
+func TestTLSMaxHandshakes(t *testing.T) {
+	h := &tlsFailures{lifetimes: newLifetimes(), errs: make(chan error, 4)}
+	eng, addr := serve(t, h, WithTLS(serverTLS(t)), WithTLSMaxHandshakes(1))
+	slow := dial(t, addr) // holds the one handshake, saying nothing
+	waitFor(t, 5*time.Second, func() bool { return eng.e.handshakes.Load() == 1 },
+		func() string { return "the first handshake did not start" })
+	refused := dial(t, addr)
+	refused.SetReadDeadline(time.Now().Add(5 * time.Second))
+	_, err := refused.Read(make([]byte, 1))
+	assert.Error(t, err)
+	assert.ErrorIs(t, <-h.errs, ErrTooManyHandshakes)
+	assert.Equal(t, uint64(1), eng.Stats().TLSHandshakeFailures)
+	c := tls.Client(slow, clientTLS(t, 0))
+	c.SetDeadline(time.Now().Add(10 * time.Second))
+	require.NoError(t, c.Handshake())
+	_, err = c.Write([]byte("ping"))
+	require.NoError(t, err)
+	_, err = io.ReadFull(c, make([]byte, 4))
+	require.NoError(t, err)
+}
+
+// TestTLSMaxInboundBuffered: the bound on unread inbound bytes counts
+// plaintext, and holds over TLS.
+func TestTLSMaxInboundBuffered(t *testing.T) {
+	h := newLifetimes()
+	h.traffic = func(c Conn) Action { return None } // reads nothing
+	_, addr := serve(t, h, WithTLS(serverTLS(t)), WithMaxInboundBuffered(64<<10))
+	c := dialTLS(t, addr, clientTLS(t, 0))
+	go c.Write(make([]byte, 256<<10)) // stops when the connection closes
+	_, err := h.waitClosed(t, h.next(t))
+	assert.ErrorIs(t, err, ErrInboundTooLarge)
+}
+
+// TestTLSMaxOutbound: writes past WithMaxOutbound are refused over TLS too,
+// counting the sealed bytes queued.
+func TestTLSMaxOutbound(t *testing.T) {
+	refused := make(chan error, 1)
+	h := newLifetimes()
+	h.traffic = func(c Conn) Action {
+		c.Next(-1)
+		big := make([]byte, 256<<10)
+		var err error
+		for i := 0; i < 64 && err == nil; i++ {
+			_, err = c.Write(big)
+		}
+		refused <- err
+		return None
+	}
+	_, addr := serve(t, h, WithTLS(serverTLS(t)), WithMaxOutbound(1<<20))
+	c := dialTLS(t, addr, clientTLS(t, 0))
+	_, err := c.Write([]byte("go"))
+	require.NoError(t, err)
+	assert.ErrorIs(t, <-refused, ErrOutboundFull)
+}
