@@ -85,6 +85,8 @@ type wire struct {
 	c      *conn
 	in     []byte // fed, not yet read
 	head   int    // in[head:] is unread
+	lent   bool   // in is the bytes the loop is handing over, not the wire's own
+	own    []byte // the wire's own array for in, kept between reads
 	out    []byte // written during the handshake, for the loop to send
 	posted bool   // a taskTLS is queued for the loop
 	closed bool   // Close: the handshake gives up
@@ -105,15 +107,47 @@ type wire struct {
 }
 
 // feed appends p, wire bytes from the socket, and notes where records end.
+// Once the handshake is over, when the wire holds nothing unread, it
+// reads p where it lies rather than copying it: settle, before the loop
+// lets go of p, keeps what was left of it.
 func (w *wire) feed(p []byte) {
 	w.mu.Lock()
-	if w.head > 0 && w.head == len(w.in) {
-		w.in, w.head = w.in[:0], 0
+	switch {
+	case w.loop && w.head == len(w.in):
+		w.in, w.head, w.lent = p, 0, true
+	default:
+		if w.head > 0 && w.head == len(w.in) {
+			w.in, w.head = w.in[:0], 0
+		}
+		w.in = append(w.in, p...)
 	}
-	w.in = append(w.in, p...)
 	w.scan(p)
 	w.mu.Unlock()
 	w.cond.Signal()
+}
+
+// ownSmall is the largest array the wire keeps while it holds nothing:
+// an idle connection does not keep a large read's worth.
+const ownSmall = 4 << 10
+
+// settle ends a hand-over of wire bytes on the loop: the unread rest (the
+// part of a record) moves to the front of the wire's own array, and a
+// large array, once empty, goes.
+func (w *wire) settle() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	rest := w.in[w.head:]
+	switch {
+	case len(rest) == 0:
+		if cap(w.own) > ownSmall {
+			w.own = nil
+		}
+		w.in = w.own[:0]
+	case w.lent || w.head > 0:
+		w.own = append(w.own[:0], rest...)
+		w.in = w.own
+	}
+	w.head, w.lent = 0, false
 }
 
 // scan follows the record framing over p.
@@ -361,6 +395,7 @@ func (l *eventloop) handshakeProgress(c *conn) {
 		// What came with the client's last flight, kept in the tls.Conn
 		// or the wire.
 		l.unseal(c, true)
+		s.wire.settle()
 	}
 }
 
@@ -401,10 +436,11 @@ func (l *eventloop) tlsArrived(c *conn, p []byte) {
 		return
 	}
 	s.wire.feed(p)
+	l.unseal(c, false)
+	s.wire.settle()
 	if l.eng.opts.wipe {
 		clear(p)
 	}
-	l.unseal(c, false)
 }
 
 // unseal reads the records c's wire holds, if a whole one is there or

@@ -92,6 +92,7 @@ func FuzzTLSRecords(f *testing.F) {
 			i += len(chunk)
 			w.feed(chunk)
 			if !w.ripe() {
+				w.settle()
 				continue // as the loop does: Read only once a record is whole
 			}
 			for {
@@ -110,6 +111,7 @@ func FuzzTLSRecords(f *testing.F) {
 					break
 				}
 			}
+			w.settle()
 		}
 		if !bytes.HasPrefix(plain, got) {
 			t.Fatalf("plaintext %q is not what the client sent", got)

@@ -133,7 +133,8 @@ func TestTLSEcho(t *testing.T) {
 func TestTLSLargePayloads(t *testing.T) {
 	for _, v := range tlsVersions {
 		t.Run(v.name, func(t *testing.T) {
-			_, addr := serve(t, echoHandler{}, WithTLS(serverTLS(t)))
+			h := newLifetimes()
+			_, addr := serve(t, h, WithTLS(serverTLS(t)))
 			c := dialTLS(t, addr, clientTLS(t, v.version))
 			c.SetDeadline(time.Now().Add(30 * time.Second))
 			msg := make([]byte, 4<<20+123)
@@ -148,6 +149,15 @@ func TestTLSLargePayloads(t *testing.T) {
 			require.NoError(t, err)
 			require.NoError(t, <-errc)
 			assert.True(t, bytes.Equal(msg, got), "the echo differs")
+
+			// Idle again, the connection's wire keeps no large buffer.
+			sc := h.conn(h.next(t)).(*conn)
+			kept := make(chan int, 1)
+			require.NoError(t, sc.Loop().Execute(func() {
+				w := &sc.ext.sec.wire
+				kept <- cap(w.in) + cap(w.own)
+			}))
+			assert.LessOrEqual(t, <-kept, 2*ownSmall)
 		})
 	}
 }
