@@ -577,3 +577,30 @@ func TestTLSMaxOutbound(t *testing.T) {
 	require.NoError(t, err)
 	assert.ErrorIs(t, <-refused, ErrOutboundFull)
 }
+
+// TestTLSOptionsDefaults: zero or less means the defaults.
+func TestTLSOptionsDefaults(t *testing.T) {
+	o := defaultOptions()
+	WithTLSHandshakeTimeout(0)(&o)
+	WithTLSMaxHandshakes(-1)(&o)
+	assert.Equal(t, DefaultTLSHandshakeTimeout, o.tlsTimeout)
+	assert.Equal(t, DefaultTLSMaxHandshakes, o.tlsMaxHandshakes)
+}
+
+// TestTLSConfigIsCopied: changing the configuration after Run changes
+// nothing the engine serves, and renegotiation stays off.
+func TestTLSConfigIsCopied(t *testing.T) {
+	cfg := serverTLS(t)
+	cfg.Renegotiation = tls.RenegotiateFreelyAsClient
+	eng, addr := serve(t, echoHandler{}, WithTLS(cfg))
+	cfg.NextProtos = []string{"changed"}
+	ccfg := clientTLS(t, 0)
+	ccfg.NextProtos = []string{"sluice"}
+	c := dialTLS(t, addr, ccfg)
+	assert.Equal(t, "sluice", c.ConnectionState().NegotiatedProtocol)
+	for _, l := range eng.e.loops {
+		for _, ln := range l.listeners {
+			assert.Equal(t, tls.RenegotiateNever, ln.tls.Renegotiation)
+		}
+	}
+}
