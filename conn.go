@@ -1,6 +1,7 @@
 package sluice
 
 import (
+	"crypto/tls"
 	"io"
 	"net"
 	"net/netip"
@@ -83,6 +84,12 @@ type Conn interface {
 	// header's TLVs and Unix socket paths are the connection's own copies,
 	// kept for its life, not views of its inbound bytes.
 	ProxyHeader() (proxyproto.Header, bool)
+	// ConnectionState returns the TLS connection's state (version, cipher
+	// suite, ALPN protocol, the client's certificates, whether it was
+	// resumed), and false for a connection without TLS (ListenTLS,
+	// WithTLS). The handler only ever sees a TLS connection whose
+	// handshake is over.
+	ConnectionState() (tls.ConnectionState, bool)
 	// Fd returns the socket's descriptor, for setting options, or -1 once
 	// OnClose has returned. Do not read, write or close it. On the
 	// development backend (Windows, or the sluice_std build tag) it is the
@@ -185,6 +192,7 @@ const (
 	stateHeader     // reading its PROXY header; the handler has not seen it
 	stateLinger     // all sent and the write side shut down: discarding input until the peer's FIN
 	stateConnecting // dialed, its connect not yet done: the handler has not seen it; ctx holds its *dialSpec
+	stateHandshake  // its TLS handshake runs (tls.go): the handler has not seen it
 )
 
 // connFlags are a connection's yes-or-no facts.
@@ -259,7 +267,7 @@ type conn struct {
 	out     *bytebufferpool.ByteBuffer
 	outHead int // out.B[outHead:] is unsent; lingering, with out nil, the bytes discarded
 	ctx     any
-	proxy   *proxyproto.Header // the PROXY header it began with, if any
+	ext     *connExt // what few connections have: a PROXY header, TLS
 
 	// Queued output as other goroutines see it (OutboundQueued): bytes
 	// AsyncWrite posted that the loop has yet to take, and the loop's
@@ -421,10 +429,26 @@ func (c *conn) RemoteAddr() net.Addr {
 }
 
 func (c *conn) ProxyHeader() (proxyproto.Header, bool) {
-	if c.proxy == nil {
+	if c.ext == nil || !c.ext.hasProxy {
 		return proxyproto.Header{}, false
 	}
-	return *c.proxy, true
+	return c.ext.proxy, true
+}
+
+// connExt holds what few connections have, behind one pointer in conn,
+// whose size class every idle connection pays for.
+type connExt struct {
+	proxy    proxyproto.Header // the PROXY header it began with, if hasProxy
+	hasProxy bool
+	sec      *tlsSession // its TLS, for a TLS listener's connection
+}
+
+// extra returns c's connExt, making it on first use.
+func (c *conn) extra() *connExt {
+	if c.ext == nil {
+		c.ext = new(connExt)
+	}
+	return c.ext
 }
 
 func (c *conn) AsyncWrite(p []byte, cb AsyncCallback) error {
@@ -600,11 +624,21 @@ func (c *conn) SetWriteBuffer(n int) error {
 // it will and shut its write side down (stateLinger).
 func (c *conn) done() bool { return c.state == stateClosed || c.state == stateLinger }
 
-// queue appends p to the connection's own outbound buffer.
+// queue appends p to the connection's own outbound buffer, sealed in TLS
+// records once its handshake is over.
 func (c *conn) queue(p []byte) {
 	if len(p) == 0 {
 		return // an empty write holds no buffer
 	}
+	if s := c.sec(); s != nil && s.ready {
+		s.tc.Write(p) // the wire appends through queueRaw and never fails
+		return
+	}
+	c.queueRaw(p)
+}
+
+// queueRaw appends p, wire bytes, to the connection's outbound buffer.
+func (c *conn) queueRaw(p []byte) {
 	switch {
 	case c.out == nil:
 		c.out = c.loop.eng.outPool.Get()

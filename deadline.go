@@ -27,10 +27,11 @@ const (
 	timerIdle timerKind = iota
 	timerRead
 	timerWrite
-	timerHeader  // the wait for a PROXY header, kept in readTimer (proxy.go)
-	timerLinger  // a lingering close's bound, kept in readTimer
-	timerConnect // a dial's bound, kept in readTimer (dial.go)
-	timerSoft    // over WithOutboundSoftLimit for its time
+	timerHeader    // the wait for a PROXY header, kept in readTimer (proxy.go)
+	timerLinger    // a lingering close's bound, kept in readTimer
+	timerConnect   // a dial's bound, kept in readTimer (dial.go)
+	timerSoft      // over WithOutboundSoftLimit for its time
+	timerHandshake // a TLS handshake's bound, kept in readTimer (tls.go)
 
 	timerKindBits = 3
 )
@@ -183,6 +184,10 @@ func (l *eventloop) expire(handle uint64) {
 	case timerConnect:
 		c.readTimer = noTimer
 		err = ErrDialTimeout
+	case timerHandshake:
+		c.readTimer = noTimer
+		l.handshakeTimeout(c)
+		return
 	case timerSoft:
 		c.softTimer = noTimer
 		l.counts.add(countOutboundOverLimit)

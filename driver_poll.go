@@ -81,7 +81,7 @@ func (d *pollDriver) dispatch(r poller.Ready) {
 				break
 			}
 			d.read(c)
-		case stateHeader, stateLinger:
+		case stateHeader, stateHandshake, stateLinger:
 			d.read(c)
 		}
 	}

@@ -987,7 +987,7 @@ func (rg *ringDriver) sentWhole(c *conn) {
 	switch c.state {
 	case stateClosing:
 		l.closeSent(c)
-	case stateOpen:
+	case stateOpen, stateHandshake:
 		l.watch(c)
 		l.shutWrite(c)
 	}

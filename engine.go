@@ -2,6 +2,7 @@ package sluice
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
 	"iter"
 	"math"
@@ -167,25 +168,26 @@ func (e *engine) live() int64 {
 }
 
 type engine struct {
-	handler  EventHandler
-	opts     options
-	sock     socket.Options
-	addrs    []net.Addr     // one per listening address, in order
-	drain    DrainHandler   // the handler, if it is one
-	refusal  RefusalHandler // the handler, if it is one
-	loops    []*eventloop
-	rr       atomic.Uint32 // next loop for RoundRobin
-	table    *kill.Table   // every admitted connection, by ID
-	sources  *kill.Sources // nil without a per-source limit
-	epoch    time.Time     // the loops' clocks count from here
-	inPool   bytebufferpool.Pool
-	outPool  bytebufferpool.Pool
-	mem      memory // inbound bytes held, large buffers let go (memory.go, budget.go)
-	stopOnce sync.Once
-	stopping context.Context // ends as the engine begins to stop: names being resolved for dials give up
-	stopped  context.CancelFunc
-	done     chan struct{}
-	force    *time.Timer // resets what a stop the handler asked for left (shutdownAsked)
+	handler    EventHandler
+	opts       options
+	sock       socket.Options
+	addrs      []net.Addr     // one per listening address, in order
+	drain      DrainHandler   // the handler, if it is one
+	refusal    RefusalHandler // the handler, if it is one
+	loops      []*eventloop
+	rr         atomic.Uint32 // next loop for RoundRobin
+	table      *kill.Table   // every admitted connection, by ID
+	sources    *kill.Sources // nil without a per-source limit
+	epoch      time.Time     // the loops' clocks count from here
+	inPool     bytebufferpool.Pool
+	outPool    bytebufferpool.Pool
+	mem        memory       // inbound bytes held, large buffers let go (memory.go, budget.go)
+	handshakes atomic.Int64 // TLS handshakes under way (tls.go)
+	stopOnce   sync.Once
+	stopping   context.Context // ends as the engine begins to stop: names being resolved for dials give up
+	stopped    context.CancelFunc
+	done       chan struct{}
+	force      *time.Timer // resets what a stop the handler asked for left (shutdownAsked)
 }
 
 // Run listens on addr, calls OnBoot, and serves connections with the
@@ -353,7 +355,7 @@ func (e *engine) listen(s listenSpec, first *eventloop) error {
 		if err != nil {
 			return err
 		}
-		ln.perLoop, ln.proxy = perLoop, s.proxy
+		ln.perLoop, ln.proxy, ln.tls = perLoop, s.proxy, tlsConfig(s.tls)
 		// The loop's driver watches it once the loop starts.
 		l.listeners = append(l.listeners, ln)
 		if l == loops[0] {
@@ -520,9 +522,10 @@ type listener struct {
 	fd      int
 	addr    net.Addr
 	unix    bool
-	perLoop bool       // one of a set, one per loop: each keeps what it accepts
-	proxy   ProxyMode  // of the connections it accepts
-	ds      driverSlot // what the loop's driver keeps for it
+	perLoop bool        // one of a set, one per loop: each keeps what it accepts
+	proxy   ProxyMode   // of the connections it accepts
+	tls     *tls.Config // of the connections it accepts; nil: plain
+	ds      driverSlot  // what the loop's driver keeps for it
 }
 
 func listen(network, address string, o socket.Options) (*listener, error) {

@@ -61,6 +61,12 @@ func (b *booter) OnRefuse(remote net.Addr, reason error) []byte {
 	return nil
 }
 
+func (b *booter) OnTLSFailed(remote net.Addr, err error) {
+	if h, ok := b.EventHandler.(TLSFailedHandler); ok {
+		h.OnTLSFailed(remote, err)
+	}
+}
+
 // serve starts an engine with h on a free loopback port and returns it and
 // the address to dial. Stopping it, and checking that it leaked no
 // goroutine and no descriptor, is registered as cleanup.

@@ -31,6 +31,16 @@ var (
 	// that is not "off", "optional" or "required".
 	ErrInvalidProxyMode = errors.New("sluice: invalid PROXY protocol mode")
 
+	// ErrTLSHandshakeTimeout is what TLSFailedHandler.OnTLSFailed receives
+	// for a connection whose TLS handshake did not end within
+	// WithTLSHandshakeTimeout.
+	ErrTLSHandshakeTimeout = errors.New("sluice: TLS handshake timed out")
+
+	// ErrTooManyHandshakes is what TLSFailedHandler.OnTLSFailed receives
+	// for a connection refused because the engine ran as many TLS
+	// handshakes as WithTLSMaxHandshakes allows.
+	ErrTooManyHandshakes = errors.New("sluice: too many TLS handshakes under way")
+
 	// ErrKilled is what OnClose receives for a connection reset by
 	// Engine.Kill.
 	ErrKilled = errors.New("sluice: connection killed")

@@ -32,6 +32,7 @@ type eventloop struct {
 	resolving atomic.Int64 // dials of this loop whose host names are being looked up
 	buf       []byte       // every read lands here first
 	wbuf      []byte       // output of the running callback, sent when it returns
+	plain     []byte       // TLS records' plaintext lands here first (tls.go)
 	cur       *conn        // whose callback is running
 	written   []*conn      // written to by the running callback, not its own: sendWritten's queue
 	late      *conn        // closed inside its own callback; OnClose waits for it to return
@@ -228,6 +229,12 @@ func (l *eventloop) accepted(ln *listener, fd int, remote netip.AddrPort) {
 	case ProxyRequired:
 		c.state = stateHeader
 	}
+	if ln.tls != nil {
+		c.extra().sec = &tlsSession{cfg: ln.tls}
+		if c.state != stateHeader {
+			c.state = stateHandshake // begun once the owning loop opens it
+		}
+	}
 	if l.eng.opts.halfClose {
 		c.flags |= flagHalfClose
 	}
@@ -305,7 +312,7 @@ func (l *eventloop) open(c *conn) {
 		return
 	}
 	l.place(c)
-	if c.state != stateHeader && l.drv.defersWatch() {
+	if c.state == stateOpen && l.drv.defersWatch() {
 		// Registered by its first watch, once OnOpen has said what it is
 		// watched for.
 		c.events = unwatched
@@ -321,11 +328,14 @@ func (l *eventloop) open(c *conn) {
 	}
 	c.events = poller.Readable
 	l.count.Add(1)
-	if c.state == stateHeader {
+	switch c.state {
+	case stateHeader:
 		l.awaitHeader(c)
-		return
+	case stateHandshake:
+		l.beginHandshake(c)
+	default:
+		l.start(c)
 	}
-	l.start(c)
 }
 
 // unwatched is what c.events holds for a connection accepted, where the
@@ -364,12 +374,16 @@ func (l *eventloop) arrived(c *conn, p []byte) {
 	switch {
 	case c.state == stateHeader:
 		l.headerReceived(c, p)
+	case c.state == stateHandshake:
+		l.handshakeArrived(c, p)
 	case c.state == stateLinger:
 		l.discarded(c, p)
 	case c.state != stateOpen:
 		if l.eng.opts.wipe {
 			clear(p)
 		}
+	case c.ext != nil && c.ext.sec != nil:
+		l.tlsArrived(c, p)
 	case c.events&poller.Readable == 0:
 		l.hold(c, p)
 	default:
@@ -425,6 +439,9 @@ func (l *eventloop) readFailed(c *conn, err error) {
 // are handed over (handOver), as a driver that reads only when asked
 // reads the end of the stream only then.
 func (l *eventloop) peerClosed(c *conn) {
+	if c.ext != nil && l.tlsPeerClosed(c) {
+		return
+	}
 	c.flags |= flagEOF
 	switch {
 	case c.state == stateLinger:
@@ -614,6 +631,9 @@ func (l *eventloop) finish(c *conn, a Action) {
 // (flagOverHigh), though the socket may take it all, so that a handler
 // that waits for OnDrain once it saw that hears of it.
 func (l *eventloop) send(c *conn) {
+	if l.cur == c && len(l.wbuf) > 0 && c.ext != nil && c.ext.sec != nil {
+		l.sealOut(c) // then sent from c's own buffer
+	}
 	if l.cur == c && len(l.wbuf) > 0 {
 		if c.pending()+len(l.wbuf) > l.eng.opts.writeBufCap {
 			c.flags |= flagOverHigh
@@ -872,6 +892,7 @@ func (l *eventloop) shutWrite(c *conn) {
 	if c.flags&(flagWriteClosed|flagWriteShut) != flagWriteClosed || c.state != stateOpen {
 		return
 	}
+	l.closeNotify(c)
 	if c.pending() > 0 || l.drv.awaitSent(c) {
 		l.watch(c)
 		return
@@ -912,7 +933,7 @@ func (l *eventloop) resume(c *conn) {
 // header closes at once, unseen.
 func (l *eventloop) closeGraceful(c *conn) {
 	switch c.state {
-	case stateHeader:
+	case stateHeader, stateHandshake:
 		l.closeConn(c, nil)
 	case stateConnecting: // only a stop closes one
 		l.closeConn(c, ErrEngineStopped)
@@ -930,6 +951,7 @@ func (l *eventloop) closeGraceful(c *conn) {
 		c.state = stateClosing
 		c.flags &^= flagHeld
 		l.disarm(&c.readTimer)
+		l.closeNotify(c)
 		l.closeSent(c)
 	}
 }
@@ -998,8 +1020,11 @@ func (l *eventloop) closeConn(c *conn, err error) {
 		l.connectFailed(c, err)
 		return
 	}
-	opened := c.state != stateHeader
+	opened := c.state != stateHeader && c.state != stateHandshake
 	c.state = stateClosed
+	if s := c.sec(); s != nil && s.tc != nil {
+		s.wire.Close() // a handshake under way gives up
+	}
 	l.conns[c.fd] = nil
 	// Engine.Kill fails for c from now on, though its slot is held until
 	// OnClose has returned.
@@ -1150,6 +1175,9 @@ func (l *eventloop) runTask(t *task) {
 		return
 	case taskExecute:
 		l.execute(t.fn)
+		return
+	case taskTLS:
+		l.handshakeProgress(c)
 		return
 	}
 	// What an AsyncWrite posted was counted against c's bound when it was

@@ -1,6 +1,7 @@
 package sluice
 
 import (
+	"crypto/tls"
 	"fmt"
 	"log/slog"
 	"runtime"
@@ -103,9 +104,12 @@ type options struct {
 	inBudget          int // zero: no budget; below zero: defaultInboundBudget, settled by Run
 	wipe              bool
 
-	proxy        ProxyMode
-	proxyTimeout time.Duration
-	listeners    []listenSpec // WithListener's, after Run's own
+	proxy            ProxyMode
+	proxyTimeout     time.Duration
+	tls              *tls.Config // Run's address's (WithTLS)
+	tlsTimeout       time.Duration
+	tlsMaxHandshakes int
+	listeners        []listenSpec // WithListener's, after Run's own
 
 	halfClose    bool
 	backpressure bool
@@ -131,6 +135,9 @@ func defaultOptions() options {
 		shutdownTimeout: DefaultShutdownTimeout,
 		lingerTimeout:   DefaultLingerTimeout,
 		lingerBytes:     DefaultLingerBytes,
+
+		tlsTimeout:       DefaultTLSHandshakeTimeout,
+		tlsMaxHandshakes: DefaultTLSMaxHandshakes,
 	}
 }
 
@@ -595,7 +602,7 @@ func ListenProxyProtocol(mode ProxyMode) ListenerOption {
 func (o *options) listen(addr string) []listenSpec {
 	var specs []listenSpec
 	if addr != "" {
-		specs = append(specs, listenSpec{addr: addr, proxy: o.proxy})
+		specs = append(specs, listenSpec{addr: addr, proxy: o.proxy, tls: o.tls})
 	}
 	specs = append(specs, o.listeners...)
 	for i := range specs {
@@ -615,4 +622,50 @@ func (o *options) listen(addr string) []listenSpec {
 type listenSpec struct {
 	addr  string
 	proxy ProxyMode
+	tls   *tls.Config // nil: plain TCP
+}
+
+// ListenTLS serves TLS on the listener with cfg, which must hold the
+// server's certificate (Certificates or GetCertificate). The handshake
+// runs before OnOpen, after the PROXY header if the listener reads one,
+// bounded by WithTLSHandshakeTimeout; the handler sees only plaintext,
+// and Conn.ConnectionState tells what was agreed. cfg is copied, with
+// renegotiation kept off. A connection whose handshake fails is closed
+// without OnOpen or OnClose (TLSFailedHandler hears of it).
+func ListenTLS(cfg *tls.Config) ListenerOption {
+	return func(s *listenSpec) { s.tls = cfg }
+}
+
+// WithTLS serves TLS with cfg on the address Run or Start listens on, as
+// ListenTLS does for a WithListener.
+func WithTLS(cfg *tls.Config) Option {
+	return func(o *options) { o.tls = cfg }
+}
+
+// WithTLSHandshakeTimeout bounds each TLS handshake: a client that has not
+// finished its handshake d after it was admitted (or after its PROXY
+// header) is closed, counted in Stats.TLSHandshakeTimeouts, and reported
+// with ErrTLSHandshakeTimeout. Zero or less means
+// DefaultTLSHandshakeTimeout.
+func WithTLSHandshakeTimeout(d time.Duration) Option {
+	return func(o *options) {
+		o.tlsTimeout = d
+		if d <= 0 {
+			o.tlsTimeout = DefaultTLSHandshakeTimeout
+		}
+	}
+}
+
+// WithTLSMaxHandshakes bounds how many TLS handshakes the engine runs at
+// once, each on a goroutine of its own: a connection that would start one
+// more is refused, closed unseen, counted in Stats.TLSHandshakeFailures
+// and reported with ErrTooManyHandshakes, rather than kept waiting while
+// its client times out. Zero or less means DefaultTLSMaxHandshakes.
+func WithTLSMaxHandshakes(n int) Option {
+	return func(o *options) {
+		o.tlsMaxHandshakes = n
+		if n <= 0 {
+			o.tlsMaxHandshakes = DefaultTLSMaxHandshakes
+		}
+	}
 }

@@ -89,6 +89,10 @@ func (l *eventloop) endHeader(c *conn) {
 		return
 	}
 	c.flags |= flags
+	if c.sec() != nil {
+		l.beginHandshake(c)
+		return
+	}
 	c.state = stateOpen
 	l.start(c)
 	if c.state == stateOpen && len(c.buf) > 0 && c.events&poller.Readable != 0 {
@@ -103,7 +107,8 @@ func (c *conn) keepHeader(h proxyproto.Header) {
 	h.TLVs = clone(h.TLVs)
 	h.SourceUnix = clone(h.SourceUnix)
 	h.DestinationUnix = clone(h.DestinationUnix)
-	c.proxy = &h
+	x := c.extra()
+	x.proxy, x.hasProxy = h, true
 	if h.Command == proxyproto.Proxy && (h.Transport == proxyproto.TCP4 || h.Transport == proxyproto.TCP6) {
 		c.remote = h.Source
 	}

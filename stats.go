@@ -57,6 +57,11 @@ type Stats struct {
 	// enrollments that failed (OnDialFailed), and Enrolled the
 	// connections Enroll opened.
 	Dialed, DialFailed, Enrolled uint64
+	// TLSHandshakeFailures counts TLS connections closed unseen because
+	// their handshake failed, or because the engine ran as many handshakes
+	// as WithTLSMaxHandshakes allows; TLSHandshakeTimeouts those whose
+	// handshake did not end within WithTLSHandshakeTimeout.
+	TLSHandshakeFailures, TLSHandshakeTimeouts uint64
 }
 
 // counter names one of a loop's counters.
@@ -82,6 +87,8 @@ const (
 	countDialed
 	countDialFailed
 	countEnrolled
+	countTLSHandshakeFailures
+	countTLSHandshakeTimeouts
 	numCounters
 )
 
@@ -122,5 +129,7 @@ func (e *engine) stats() Stats {
 		Dialed:               sum[countDialed],
 		DialFailed:           sum[countDialFailed],
 		Enrolled:             sum[countEnrolled],
+		TLSHandshakeFailures: sum[countTLSHandshakeFailures],
+		TLSHandshakeTimeouts: sum[countTLSHandshakeTimeouts],
 	}
 }

@@ -19,6 +19,7 @@ const (
 	taskKill                          // Engine.Kill: reset the connection at fd if it is id
 	taskDial                          // Dial or Enroll: open the connection
 	taskExecute                       // Loop.Execute: run fn
+	taskTLS                           // a TLS handshake wrote or ended (tls.go)
 )
 
 // task is work another goroutine hands to a loop. Tasks are pooled, so
