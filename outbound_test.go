@@ -125,7 +125,7 @@ func TestPushesToANonReaderAreBounded(t *testing.T) {
 	// Small socket buffers, so that what the non-reader is sent stays in
 	// the engine, where the bounds apply, rather than in the kernel.
 	eng, addr := serve(t, h, WithNumEventLoop(2), WithMaxOutbound(hard),
-		WithOutboundSoftLimit(soft, 500*time.Millisecond), WithSocketSendBuffer(64<<10))
+		WithOutboundSoftLimit(soft, 3*time.Second), WithSocketSendBuffer(64<<10))
 	clients, subs := subscribe(t, h, addr, 3)
 	errs := readAll(clients[:2], messages, size, body) // the third never reads
 	var refused int
