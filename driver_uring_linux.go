@@ -6,11 +6,11 @@ import (
 	"os"
 	"slices"
 	"time"
-	"unsafe"
 
 	"github.com/valyala/bytebufferpool"
 	"golang.org/x/sys/unix"
 
+	"github.com/sluicenet/sluice/internal/eventfd"
 	"github.com/sluicenet/sluice/internal/socket"
 	"github.com/sluicenet/sluice/internal/uring"
 	"github.com/sluicenet/sluice/poller"
@@ -126,7 +126,6 @@ type ringDriver struct {
 	l         *eventloop  // the loop it drives
 	r         *uring.Ring // nil until start, and once closed
 	wakefd    int         // the eventfd wake writes to
-	one       uint64      // the 8 bytes wake writes; kept here so that waking allocates nothing
 	bufs      *uring.BufRing
 	gens      uint32   // generations drawn
 	accepts   []uint64 // the user data of each listener's accept
@@ -175,7 +174,7 @@ func newRingDriver(l *eventloop) (driver, error) {
 	if err != nil {
 		return nil, os.NewSyscallError("eventfd", err)
 	}
-	return &ringDriver{l: l, wakefd: fd, one: 1}, nil
+	return &ringDriver{l: l, wakefd: fd}, nil
 }
 
 // pinned is true: a ring belongs to the thread that made it
@@ -248,17 +247,7 @@ func (rg *ringDriver) turn() error {
 
 // wake writes the eventfd the ring polls. It is safe from any goroutine.
 func (rg *ringDriver) wake() error {
-	buf := (*[8]byte)(unsafe.Pointer(&rg.one))[:]
-	for {
-		_, err := unix.Write(rg.wakefd, buf)
-		switch err {
-		case unix.EINTR:
-			continue
-		case nil, unix.EAGAIN: // EAGAIN: the counter is full, so a wake is pending anyway
-			return nil
-		}
-		return os.NewSyscallError("write eventfd", err)
-	}
+	return eventfd.Signal(rg.wakefd)
 }
 
 // defersWatch is false: a connection's receive is armed as it opens,

@@ -5,10 +5,10 @@ package poller
 import (
 	"os"
 	"time"
-	"unsafe"
 
 	"golang.org/x/sys/unix"
 
+	"github.com/sluicenet/sluice/internal/eventfd"
 	"github.com/sluicenet/sluice/internal/syscount"
 )
 
@@ -17,7 +17,6 @@ import (
 type Poller struct {
 	epfd   int
 	wakefd int
-	one    uint64 // the 8 bytes written to the eventfd; kept here so Wake allocates nothing
 	events [maxEvents]unix.EpollEvent
 	ready  [maxEvents]Ready
 }
@@ -33,7 +32,7 @@ func Open() (*Poller, error) {
 		unix.Close(epfd)
 		return nil, os.NewSyscallError("eventfd", err)
 	}
-	p := &Poller{epfd: epfd, wakefd: wakefd, one: 1}
+	p := &Poller{epfd: epfd, wakefd: wakefd}
 	// Edge-triggered: every write to the eventfd raises a new edge, so the
 	// loop never has to read the counter back. That saves a system call per
 	// wake-up; the counter would take 2^64 wakes to overflow.
@@ -101,17 +100,7 @@ func (p *Poller) Wait(timeout time.Duration) ([]Ready, error) {
 // Wake makes a Wait in progress, or the next one, return at once. It is
 // safe from any goroutine.
 func (p *Poller) Wake() error {
-	buf := (*[8]byte)(unsafe.Pointer(&p.one))[:]
-	for {
-		_, err := unix.Write(p.wakefd, buf)
-		switch err {
-		case unix.EINTR:
-			continue
-		case nil, unix.EAGAIN: // EAGAIN: the counter is full, so a wake is pending anyway
-			return nil
-		}
-		return os.NewSyscallError("write eventfd", err)
-	}
+	return eventfd.Signal(p.wakefd)
 }
 
 func epollEvents(ev Event) uint32 {
