@@ -207,10 +207,7 @@ func TestTLSConnectionStateALPNAndResumption(t *testing.T) {
 			for i, resumed := range []bool{false, true} {
 				c := dialTLS(t, addr, cfg)
 				// An echo, so that a TLS 1.3 client has read its ticket.
-				_, err := c.Write([]byte("ping"))
-				require.NoError(t, err)
-				_, err = io.ReadFull(c, make([]byte, 4))
-				require.NoError(t, err)
+				require.NoError(t, echoOnce(c, []byte("ping")))
 				s := <-seen
 				require.True(t, s.ok)
 				assert.Equal(t, "sluice", s.state.NegotiatedProtocol)
@@ -252,10 +249,7 @@ func TestTLSClientCertificates(t *testing.T) {
 	ccfg := clientTLS(t, 0)
 	ccfg.Certificates = []tls.Certificate{p.client}
 	c := dialTLS(t, addr, ccfg)
-	_, err := c.Write([]byte("ping"))
-	require.NoError(t, err)
-	_, err = io.ReadFull(c, make([]byte, 4))
-	require.NoError(t, err)
+	require.NoError(t, echoOnce(c, []byte("ping")))
 	s := <-seen
 	require.True(t, s.ok)
 	require.Len(t, s.state.PeerCertificates, 1)
@@ -265,7 +259,7 @@ func TestTLSClientCertificates(t *testing.T) {
 	raw := dial(t, addr)
 	nc := tls.Client(raw, clientTLS(t, 0))
 	nc.SetDeadline(time.Now().Add(5 * time.Second))
-	err = nc.Handshake()
+	err := nc.Handshake()
 	if err == nil {
 		// TLS 1.3: the client's handshake ends before the server checks.
 		_, err = nc.Read(make([]byte, 1))
@@ -388,13 +382,10 @@ func TestTLSCloseNotifyFromClient(t *testing.T) {
 			h := newLifetimes()
 			_, addr := serve(t, h, WithTLS(serverTLS(t)))
 			c := dialTLS(t, addr, clientTLS(t, v.version))
-			_, err := c.Write([]byte("ping"))
-			require.NoError(t, err)
-			_, err = io.ReadFull(c, make([]byte, 4))
-			require.NoError(t, err)
+			require.NoError(t, echoOnce(c, []byte("ping")))
 			id := h.next(t)
 			require.NoError(t, c.CloseWrite())
-			_, err = io.ReadAll(c)
+			_, err := io.ReadAll(c)
 			assert.NoError(t, err, "the server's close_notify")
 			_, cerr := h.waitClosed(t, id)
 			assert.NoError(t, cerr)
@@ -413,10 +404,7 @@ func TestTLSTruncatedAndCorruptRecords(t *testing.T) {
 		c := tls.Client(raw, clientTLS(t, 0))
 		c.SetDeadline(time.Now().Add(10 * time.Second))
 		require.NoError(t, c.Handshake())
-		_, err := c.Write([]byte("ping"))
-		require.NoError(t, err)
-		_, err = io.ReadFull(c, make([]byte, 4))
-		require.NoError(t, err)
+		require.NoError(t, echoOnce(c, []byte("ping")))
 		return c, raw, h.next(t)
 	}
 	_, raw, id := open()
@@ -442,13 +430,10 @@ func TestTLSKill(t *testing.T) {
 	h := newLifetimes()
 	eng, addr := serve(t, h, WithTLS(serverTLS(t)))
 	c := dialTLS(t, addr, clientTLS(t, 0))
-	_, err := c.Write([]byte("ping"))
-	require.NoError(t, err)
-	_, err = io.ReadFull(c, make([]byte, 4))
-	require.NoError(t, err)
+	require.NoError(t, echoOnce(c, []byte("ping")))
 	id := h.next(t)
 	require.NoError(t, eng.Kill(id))
-	_, err = h.waitClosed(t, id)
+	_, err := h.waitClosed(t, id)
 	assert.ErrorIs(t, err, ErrKilled)
 	_, err = c.Read(make([]byte, 1))
 	assert.Error(t, err)
@@ -486,10 +471,7 @@ func TestTLSAfterProxyHeader(t *testing.T) {
 	require.NoError(t, err)
 	c := tls.Client(raw, clientTLS(t, 0))
 	c.SetDeadline(time.Now().Add(10 * time.Second))
-	_, err = c.Write([]byte("ping"))
-	require.NoError(t, err)
-	_, err = io.ReadFull(c, make([]byte, 4))
-	require.NoError(t, err)
+	require.NoError(t, echoOnce(c, []byte("ping")))
 	assert.Equal(t, "192.0.2.7:4321", <-remote)
 }
 
@@ -538,10 +520,7 @@ func TestTLSMaxHandshakes(t *testing.T) {
 	c := tls.Client(slow, clientTLS(t, 0))
 	c.SetDeadline(time.Now().Add(10 * time.Second))
 	require.NoError(t, c.Handshake())
-	_, err = c.Write([]byte("ping"))
-	require.NoError(t, err)
-	_, err = io.ReadFull(c, make([]byte, 4))
-	require.NoError(t, err)
+	require.NoError(t, echoOnce(c, []byte("ping")))
 }
 
 // TestTLSMaxInboundBuffered: the bound on unread inbound bytes counts
