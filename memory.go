@@ -72,8 +72,11 @@ type memory struct {
 // it returns stops them, once the loops have stopped.
 func (e *engine) startHelpers() (stop func()) {
 	m := &e.mem
-	m.reclaim, m.quit = make(chan struct{}, 1), make(chan struct{})
-	m.helpers.Go(e.reclaimer)
+	m.quit = make(chan struct{})
+	if !e.opts.keepMemory {
+		m.reclaim = make(chan struct{}, 1)
+		m.helpers.Go(e.reclaimer)
+	}
 	if e.opts.inBudget > 0 {
 		m.shed = make(chan struct{}, 1)
 		m.helpers.Go(e.shedder)
@@ -98,9 +101,9 @@ func (e *engine) recycle(p *bytebufferpool.Pool, b *bytebufferpool.ByteBuffer) {
 }
 
 // letGo counts n bytes of a large buffer no longer referenced, and wakes
-// the reclaimer once enough have gone.
+// the reclaimer, if there is one, once enough have gone.
 func (e *engine) letGo(n int) {
-	if e.mem.freed.Add(int64(n)) >= reclaimAt {
+	if e.mem.reclaim != nil && e.mem.freed.Add(int64(n)) >= reclaimAt {
 		select {
 		case e.mem.reclaim <- struct{}{}:
 		default:

@@ -9,6 +9,7 @@ import (
 	"io"
 	"net"
 	"runtime/debug"
+	"runtime/metrics"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -200,5 +201,47 @@ func TestLargeBuffersAreNotPooled(t *testing.T) {
 		b := e.inPool.Get()
 		require.LessOrEqual(t, cap(b.B), e.opts.maxPooled(), "a buffer past the ceiling was pooled")
 		defer e.inPool.Put(b)
+	}
+}
+
+// TestReleaseMemoryOff holds WithReleaseMemory(false) to its word: the
+// engine forces no collection however many large buffers go, while the
+// same burst with the default forces one. Forced collections are counted
+// by the runtime (debug.FreeOSMemory is one), so the test sees exactly
+// what a program that tunes its own collector would.
+func TestReleaseMemoryOff(t *testing.T) {
+	forced := func() uint64 {
+		s := []metrics.Sample{{Name: "/gc/cycles/forced:gc-cycles"}}
+		metrics.Read(s)
+		return s[0].Value.Uint64()
+	}
+	burst := func(addr string) {
+		for range 3 {
+			s, err := dialFrames(addr)
+			require.NoError(t, err)
+			require.NoError(t, s.begin(8<<20, 8<<20))
+			require.NoError(t, s.acked())
+			s.Close()
+		}
+	}
+	for _, release := range []bool{false, true} {
+		t.Run(fmt.Sprint("release=", release), func(t *testing.T) {
+			h := newLifetimes()
+			h.traffic = ackFrames
+			eng, addr := serve(t, h, WithReleaseMemory(release), WithInboundBudget(0))
+			before := forced()
+			burst(addr)
+			waitFor(t, 10*time.Second, func() bool { return eng.Stats().InboundHeld == 0 },
+				func() string { return "the frames' buffers are still held" })
+			if release {
+				waitFor(t, 10*time.Second, func() bool { return forced() > before },
+					func() string { return "no collection forced after 24 MiB of large buffers went" })
+				return
+			}
+			// The reclaimer would have run within reclaimWait plus
+			// reclaimGap of the last buffer going.
+			assert.True(t, holdsFor(reclaimWait+reclaimGap+time.Second, func() bool { return forced() == before }),
+				"a collection was forced with WithReleaseMemory(false)")
+		})
 	}
 }

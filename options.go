@@ -103,6 +103,7 @@ type options struct {
 	maxInbound        int // zero: no limit
 	inBudget          int // zero: no budget; below zero: defaultInboundBudget, settled by Run
 	wipe              bool
+	keepMemory        bool // WithReleaseMemory(false)
 
 	proxy            ProxyMode
 	proxyTimeout     time.Duration
@@ -503,6 +504,22 @@ func WithInboundBudget(n int) Option {
 // through, at the cost of writing over each byte once more.
 func WithWipeBuffers(wipe bool) Option {
 	return func(o *options) { o.wipe = wipe }
+}
+
+// WithReleaseMemory says whether the engine hands the memory of large
+// buffers back to the system once they have gone (the default). A buffer
+// that grew past four read buffers, at least 256 KiB, for one large
+// message is not pooled when it empties, and once 16 MiB of them have
+// gone an engine goroutine, never a loop, calls debug.FreeOSMemory: a
+// forced collection, then every free page returned, at most once a second
+// and after the burst has paused. Without it a loop that allocates nothing
+// gives the collector no reason to run, and a burst of large requests
+// stays resident until the runtime's periodic collection. Turn it off in a
+// program that tunes the collector itself (GOGC, GOMEMLIMIT, its own calls
+// to debug.FreeOSMemory) and would rather not have collections forced on it;
+// large buffers are still not pooled.
+func WithReleaseMemory(release bool) Option {
+	return func(o *options) { o.keepMemory = !release }
 }
 
 // DefaultProxyHeaderTimeout is how long a connection may take to send its
