@@ -144,6 +144,20 @@ func waitFor(t testing.TB, d time.Duration, cond func() bool, describe func() st
 	}
 }
 
+// holdsFor reports whether cond stays true for d, checking every
+// millisecond. It is for what must not happen, such as a callback while
+// reading is paused, which no condition can wait for: a broken engine
+// fails it at once, a working one passes however slow the machine.
+func holdsFor(d time.Duration, cond func() bool) bool {
+	for deadline := time.Now().Add(d); time.Now().Before(deadline); {
+		if !cond() {
+			return false
+		}
+		time.Sleep(time.Millisecond)
+	}
+	return cond()
+}
+
 func openFDs(t testing.TB) int {
 	entries, err := os.ReadDir("/proc/self/fd")
 	if err != nil {

@@ -244,7 +244,7 @@ func (l *eventloop) accepted(ln *listener, fd int, remote netip.AddrPort) {
 		return
 	}
 	if c.loop == l {
-		l.open(c)
+		l.open(c, false)
 		return
 	}
 	c.loop.handed.Add(1)
@@ -305,9 +305,11 @@ func (l *eventloop) drop(c *conn) {
 
 // open registers a connection this loop now owns and calls OnOpen, or,
 // WithProxyProtocol, starts reading its header (proxy.go). One that was
-// killed, or arrives while the loop drains, is dropped unopened.
-func (l *eventloop) open(c *conn) {
+// killed, or arrives while the loop drains, is dropped unopened. handed
+// says another loop accepted it and counts it in l.handed until now.
+func (l *eventloop) open(c *conn, handed bool) {
 	if l.draining || l.eng.table.Killed(kill.ConnID(c.id)) {
+		l.counted(handed, false)
 		l.drop(c)
 		return
 	}
@@ -316,18 +318,19 @@ func (l *eventloop) open(c *conn) {
 		// Registered by its first watch, once OnOpen has said what it is
 		// watched for.
 		c.events = unwatched
-		l.count.Add(1)
+		l.counted(handed, true)
 		l.start(c)
 		return
 	}
 	if err := l.drv.add(c.fd, poller.Readable); err != nil {
 		l.conns[c.fd] = nil
 		l.eng.opts.logger.Warn("sluice: registering a connection failed", "err", err)
+		l.counted(handed, false)
 		l.drop(c)
 		return
 	}
 	c.events = poller.Readable
-	l.count.Add(1)
+	l.counted(handed, true)
 	switch c.state {
 	case stateHeader:
 		l.awaitHeader(c)
@@ -335,6 +338,20 @@ func (l *eventloop) open(c *conn) {
 		l.beginHandshake(c)
 	default:
 		l.start(c)
+	}
+}
+
+// counted counts a connection among the loop's, when kept, and stops
+// counting it as handed, in that order so that the loop's load is never
+// short of it, and before any callback runs: a client that connects again
+// once OnOpen has run must find this loop's load counting the first
+// connection once, or LeastConnections sends it elsewhere.
+func (l *eventloop) counted(handed, kept bool) {
+	if kept {
+		l.count.Add(1)
+	}
+	if handed {
+		l.handed.Add(-1)
 	}
 }
 
@@ -1154,8 +1171,7 @@ func (l *eventloop) runTask(t *task) {
 	c := t.c
 	switch t.kind {
 	case taskOpen:
-		l.open(c) // counts c before it stops counting as handed
-		l.handed.Add(-1)
+		l.open(c, true)
 		return
 	case taskStop:
 		l.drain()

@@ -104,7 +104,7 @@ func TestKillBeforeOpen(t *testing.T) {
 		assert.NoError(t, err)
 		nc := &conn{fd: fds[0], loop: l, id: uint64(id), flags: flags}
 		assert.NoError(t, eng.Kill(nc.id))
-		l.open(nc)
+		l.open(nc, false)
 		peer <- fds[1]
 	}))
 	fd := <-peer

@@ -137,6 +137,38 @@ func TestLeastConnectionsFillsTheEmptiestLoop(t *testing.T) {
 	assert.Equal(t, map[int]int{2: 2}, h.open(t, addr, 2), "both go to the emptied loop")
 }
 
+// TestLoadCountsAConnectionOnceInOnOpen holds the count LeastConnections
+// reads to each connection once by the time OnOpen runs, whichever loop
+// accepted it: a client that connects again as soon as it is served must
+// find the loops' loads as they are. A connection handed from the
+// accepting loop used to count as handed and as open until OnOpen had
+// returned, so a second connection went to another loop.
+func TestLoadCountsAConnectionOnceInOnOpen(t *testing.T) {
+	h := &loadRecorder{loads: make(chan int64, 6)}
+	_, addr := serve(t, h, WithNumEventLoop(3))
+	var got []int64
+	for range 6 {
+		dial(t, addr)
+		select {
+		case n := <-h.loads:
+			got = append(got, n)
+		case <-time.After(5 * time.Second):
+			t.Fatal("connection not opened")
+		}
+	}
+	assert.Equal(t, []int64{1, 1, 1, 2, 2, 2}, got, "each loop's load as OnOpen saw it")
+}
+
+type loadRecorder struct {
+	BuiltinEventEngine
+	loads chan int64
+}
+
+func (h *loadRecorder) OnOpen(c Conn) ([]byte, Action) {
+	h.loads <- c.(*conn).loop.load()
+	return nil, None
+}
+
 func TestSocketOptions(t *testing.T) {
 	needsKernelSockets(t, "reads the options back with getsockopt")
 	tests := []struct {

@@ -42,20 +42,6 @@ func outbound(t testing.TB, c Conn) int {
 	return n
 }
 
-// holdsFor reports whether cond stays true for d, checking every
-// millisecond. It is for what must not happen, such as a callback while
-// reading is paused, which no condition can wait for: a broken engine
-// fails it at once, a working one passes however slow the machine.
-func holdsFor(d time.Duration, cond func() bool) bool {
-	for deadline := time.Now().Add(d); time.Now().Before(deadline); {
-		if !cond() {
-			return false
-		}
-		time.Sleep(time.Millisecond)
-	}
-	return cond()
-}
-
 // readBuffer is the size of a loop's read buffer, WithReadBufferCap's
 // default: what one read takes.
 const readBuffer = 64 << 10
