@@ -645,8 +645,9 @@ func WithTLS(cfg *tls.Config) Option {
 // WithTLSHandshakeTimeout bounds each TLS handshake: a client that has not
 // finished its handshake d after it was admitted (or after its PROXY
 // header) is closed, counted in Stats.TLSHandshakeTimeouts, and reported
-// with ErrTLSHandshakeTimeout. Zero or less means
-// DefaultTLSHandshakeTimeout.
+// with ErrTLSHandshakeTimeout; so is a server that has not finished its
+// handshake d after a DialTLS connection connected, which fails its dial.
+// Zero or less means DefaultTLSHandshakeTimeout.
 func WithTLSHandshakeTimeout(d time.Duration) Option {
 	return func(o *options) {
 		o.tlsTimeout = d
@@ -657,10 +658,12 @@ func WithTLSHandshakeTimeout(d time.Duration) Option {
 }
 
 // WithTLSMaxHandshakes bounds how many TLS handshakes the engine runs at
-// once, each on a goroutine of its own: a connection that would start one
-// more is refused, closed unseen, counted in Stats.TLSHandshakeFailures
-// and reported with ErrTooManyHandshakes, rather than kept waiting while
-// its client times out. Zero or less means DefaultTLSMaxHandshakes.
+// once, each on a goroutine of its own, those of accepted and of dialed
+// connections (DialTLS) together: a connection that would start one more
+// is refused, closed unseen, counted in Stats.TLSHandshakeFailures and
+// reported with ErrTooManyHandshakes (a dial's to OnDialFailed), rather
+// than kept waiting while its client times out. Zero or less means
+// DefaultTLSMaxHandshakes.
 func WithTLSMaxHandshakes(n int) Option {
 	return func(o *options) {
 		o.tlsMaxHandshakes = n

@@ -15,12 +15,15 @@ import (
 
 // TLS on a loop, with the standard library's crypto/tls. A connection of a
 // TLS listener has a phase between its admission (and its PROXY header, if
-// any) and OnOpen: the handshake, which runs on a goroutine of its own over
-// an in-memory connection (wire) that the loop feeds with what the socket
-// brings and whose output the loop writes to the socket. Once it is over,
-// the loop owns the tls.Conn and uses it as the record layer: wire bytes go
-// in, plaintext comes out for the handler, and the handler's output is
-// sealed where it leaves the connection's buffers (conn.queue, send).
+// any) and OnOpen, and so has one dialed or enrolled with DialTLS between
+// its connect and OnOpen: the handshake, which runs on a goroutine of its
+// own over an in-memory connection (wire) that the loop feeds with what
+// the socket brings and whose output the loop writes to the socket. Once
+// it is over, the loop owns the tls.Conn and uses it as the record layer:
+// wire bytes go in, plaintext comes out for the handler, and the handler's
+// output is sealed where it leaves the connection's buffers (conn.queue,
+// send). Accepted connections are its server side, dialed and enrolled
+// ones its client side.
 
 // DefaultTLSHandshakeTimeout bounds a TLS handshake, from the connection's
 // admission (or the end of its PROXY header) to its end, unless
@@ -32,8 +35,9 @@ const DefaultTLSHandshakeTimeout = 10 * time.Second
 const DefaultTLSMaxHandshakes = 1024
 
 // TLSFailedHandler is an EventHandler that hears of the TLS handshakes that
-// failed. Such a connection is closed unseen: no OnOpen or OnClose runs for
-// it.
+// failed on accepted connections. Such a connection is closed unseen: no
+// OnOpen or OnClose runs for it. A dialed or enrolled connection's failed
+// handshake (DialTLS) fails its dial, which OnDialFailed hears of.
 type TLSFailedHandler interface {
 	// OnTLSFailed runs on the connection's loop. remote is the client's
 	// address (after a PROXY header, the one it names); err is crypto/tls's
@@ -310,6 +314,8 @@ func (c *conn) sec() *tlsSession {
 
 // beginHandshake starts c's TLS handshake on a goroutine, bounded by the
 // handshake timeout, or refuses c when the engine runs as many as it may.
+// An accepted connection is the server's side, a dialed or enrolled one
+// the client's: nothing else differs.
 func (l *eventloop) beginHandshake(c *conn) {
 	e := l.eng
 	if e.handshakes.Add(1) > int64(e.opts.tlsMaxHandshakes) {
@@ -321,7 +327,11 @@ func (l *eventloop) beginHandshake(c *conn) {
 	s.wire.c = c
 	s.wire.cond.L = &s.wire.mu
 	s.wire.local, s.wire.remote = c.LocalAddr(), c.RemoteAddr()
-	s.tc = tls.Server(&s.wire, s.cfg)
+	if c.Origin() == Accepted {
+		s.tc = tls.Server(&s.wire, s.cfg)
+	} else {
+		s.tc = tls.Client(&s.wire, s.cfg)
+	}
 	c.state = stateHandshake
 	if len(c.buf) > 0 {
 		// Bytes that followed a PROXY header in the same read.
@@ -350,7 +360,7 @@ func (l *eventloop) handshakeArrived(c *conn, p []byte) {
 	s.wire.mu.Unlock()
 	if held > l.eng.opts.tlsMaxEarly() {
 		l.counts.add(countInboundTooLarge)
-		l.closeConn(c, nil)
+		l.closeConn(c, ErrInboundTooLarge) // heard only by a dial's OnDialFailed
 	}
 }
 
@@ -389,11 +399,15 @@ func (l *eventloop) handshakeProgress(c *conn) {
 	s.wire.loop = true
 	s.wire.mu.Unlock()
 	s.ready = true
-	c.state = stateOpen
-	l.start(c)
+	if d, ok := c.ctx.(*dialSpec); ok {
+		l.dialOpened(c, d)
+	} else {
+		c.state = stateOpen
+		l.start(c)
+	}
 	if c.state == stateOpen {
-		// What came with the client's last flight, kept in the tls.Conn
-		// or the wire.
+		// What came with the peer's last flight, kept in the tls.Conn or
+		// the wire.
 		l.unseal(c, true)
 		s.wire.settle()
 	}
@@ -405,13 +419,18 @@ func (l *eventloop) handshakeTimeout(c *conn) {
 }
 
 // tlsFailed closes c, whose handshake failed, unseen, counts it, and tells
-// the handler if it listens.
+// the handler if it listens: OnDialFailed for a dial, which closeConn
+// tells, OnTLSFailed for an accepted connection.
 func (l *eventloop) tlsFailed(c *conn, err error, why counter) {
 	l.counts.add(why)
 	if c.out != nil {
 		// The alert that says why, if the handshake wrote one: once,
 		// without waiting.
 		socket.Write(c.fd, c.out.B[c.outHead:]) // best effort
+	}
+	if _, dial := c.ctx.(*dialSpec); dial {
+		l.closeConn(c, err)
+		return
 	}
 	remote := c.RemoteAddr()
 	l.closeConn(c, nil)
