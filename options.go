@@ -500,7 +500,12 @@ func WithInboundBudget(n int) Option {
 // connection: the per-connection buffers before they go back to their
 // pools, and each loop's shared read and write buffers after each use. One
 // connection's bytes then never linger in memory that another's pass
-// through, at the cost of writing over each byte once more.
+// through, at the cost of writing over each byte once more. A TLS
+// connection's own buffers are zeroed too, as they grow and as it closes:
+// the part of a record it has yet to receive whole, what its handshake
+// read and wrote, and the plaintext its records opened to. What crypto/tls
+// keeps inside its own tls.Conn is beyond the engine's reach: it is never
+// pooled, and goes to the garbage collector with the connection.
 func WithWipeBuffers(wipe bool) Option {
 	return func(o *options) { o.wipe = wipe }
 }

@@ -83,6 +83,7 @@ type tlsSession struct {
 // its Read blocks for bytes the loop feeds, and what is written is posted
 // to the loop; after it, Read returns only whole records, and Write
 // appends to the connection's output at once: both run on the loop then.
+// Unless in is lent, it is a slice of own from its start.
 type wire struct {
 	mu     sync.Mutex
 	cond   sync.Cond
@@ -98,6 +99,7 @@ type wire struct {
 	loop   bool   // the handshake is over
 	done   bool   // the handshake goroutine returned, with err
 	err    error
+	wipe   bool // WithWipeBuffers: an array the wire lets go of is cleared first
 
 	// Where records end, from the first byte: a scanner of the stream.
 	fed, read int64 // bytes fed, and read by the tls.Conn
@@ -123,7 +125,8 @@ func (w *wire) feed(p []byte) {
 		if w.head > 0 && w.head == len(w.in) {
 			w.in, w.head = w.in[:0], 0
 		}
-		w.in = append(w.in, p...)
+		w.in = w.grow(w.in, p)
+		w.own = w.in
 	}
 	w.scan(p)
 	w.mu.Unlock()
@@ -140,18 +143,35 @@ const ownSmall = 4 << 10
 func (w *wire) settle() {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	if w.closed {
+		return // Close let go of everything
+	}
 	rest := w.in[w.head:]
 	switch {
 	case len(rest) == 0:
 		if cap(w.own) > ownSmall {
+			if w.wipe {
+				clear(w.own[:cap(w.own)])
+			}
 			w.own = nil
 		}
 		w.in = w.own[:0]
 	case w.lent || w.head > 0:
-		w.own = append(w.own[:0], rest...)
+		w.own = w.grow(w.own[:0], rest)
 		w.in = w.own
 	}
 	w.head, w.lent = 0, false
+}
+
+// grow appends p to b; an array it moves out of is cleared first
+// WithWipeBuffers.
+func (w *wire) grow(b, p []byte) []byte {
+	if !w.wipe || len(b)+len(p) <= cap(b) {
+		return append(b, p...)
+	}
+	moved := append(b[:len(b):len(b)], p...)
+	clear(b[:cap(b)])
+	return moved
 }
 
 // scan follows the record framing over p.
@@ -234,7 +254,11 @@ func (w *wire) Write(b []byte) (int, error) {
 		w.c.queueRaw(b)
 		return len(b), nil
 	}
-	w.out = append(w.out, b...)
+	if w.closed {
+		w.mu.Unlock()
+		return 0, net.ErrClosed
+	}
+	w.out = w.grow(w.out, b)
 	post := !w.posted
 	w.posted = true
 	w.mu.Unlock()
@@ -266,10 +290,17 @@ func (w *wire) take() (out []byte, done bool, err error) {
 	return out, w.done, w.err
 }
 
-// Close aborts the handshake: it never blocks.
+// Close aborts the handshake, and lets go of the bytes the wire holds,
+// cleared first WithWipeBuffers: its connection has closed. It never
+// blocks. in, when lent, is the loop's read buffer, which the loop clears.
 func (w *wire) Close() error {
 	w.mu.Lock()
 	w.closed = true
+	if w.wipe {
+		clear(w.own[:cap(w.own)])
+		clear(w.out[:cap(w.out)])
+	}
+	w.in, w.own, w.out, w.head, w.lent = nil, nil, nil, 0, false
 	w.mu.Unlock()
 	w.cond.Broadcast()
 	return nil
@@ -327,6 +358,7 @@ func (l *eventloop) beginHandshake(c *conn) {
 	s.wire.c = c
 	s.wire.cond.L = &s.wire.mu
 	s.wire.local, s.wire.remote = c.LocalAddr(), c.RemoteAddr()
+	s.wire.wipe = e.opts.wipe
 	if c.Origin() == Accepted {
 		s.tc = tls.Server(&s.wire, s.cfg)
 	} else {
@@ -382,6 +414,9 @@ func (l *eventloop) handshakeProgress(c *conn) {
 	out, done, err := s.wire.take()
 	if len(out) > 0 {
 		c.queueRaw(out)
+		if l.eng.opts.wipe {
+			clear(out)
+		}
 		l.send(c)
 		if c.state != stateHandshake {
 			return
@@ -481,7 +516,11 @@ func (l *eventloop) unseal(c *conn, always bool) {
 	var err error
 	for {
 		if cap(b)-len(b) < maxRecordLen {
-			b = slices.Grow(b, 2*maxRecordLen)
+			grown := slices.Grow(b, 2*maxRecordLen)
+			if l.eng.opts.wipe {
+				clear(b[:cap(b)])
+			}
+			b = grown
 		}
 		var n int
 		n, err = s.tc.Read(b[len(b):cap(b)])

@@ -12,6 +12,7 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"errors"
+	"fmt"
 	"io"
 	"math/big"
 	"net"
@@ -590,5 +591,84 @@ func TestTLSConfigIsCopied(t *testing.T) {
 		for _, ln := range l.listeners {
 			assert.Equal(t, tls.RenegotiateNever, ln.tls.Renegotiation)
 		}
+	}
+}
+
+// TestTLSWipeBuffers: WithWipeBuffers clears what a TLS connection's wire
+// held once the connection closes (the part of a record still to come,
+// the bytes a handshake cut short had read) and the loop's plaintext
+// buffer after each use. Without it the same bytes are found where the
+// test looks, which shows that it looks in the right places.
+func TestTLSWipeBuffers(t *testing.T) {
+	secret := bytes.Repeat([]byte("sluice-secret "), 24)
+	for _, wipe := range []bool{false, true} {
+		t.Run(fmt.Sprintf("wipe=%v", wipe), func(t *testing.T) {
+			h := &tlsFailures{lifetimes: newLifetimes(), errs: make(chan error, 4)}
+			eng, addr := serve(t, h, WithTLS(serverTLS(t)), WithWipeBuffers(wipe), WithNumEventLoop(1))
+			l := eng.e.loops[0]
+			onLoop := func(fn func()) {
+				done := make(chan struct{})
+				require.NoError(t, eng.Loop(0).Execute(func() { fn(); close(done) }))
+				<-done
+			}
+			// wireOf returns the array under w's input, as it is now. The
+			// loop may write it until the secret is whole there, so the
+			// test looks on the loop, and again only once it has closed.
+			wireOf := func(w *wire) []byte {
+				w.mu.Lock()
+				defer w.mu.Unlock()
+				return w.own[:cap(w.own)]
+			}
+
+			// The echo's plaintext passed through the loop's buffer.
+			raw := dial(t, addr)
+			c := tls.Client(raw, clientTLS(t, 0))
+			c.SetDeadline(time.Now().Add(10 * time.Second))
+			require.NoError(t, echoOnce(c, secret))
+			var inPlain bool
+			onLoop(func() { inPlain = bytes.Contains(l.plain[:cap(l.plain)], secret) })
+			assert.Equal(t, !wipe, inPlain, "the secret in the loop's plaintext buffer")
+
+			// A record begun, its body the secret, then the end of the
+			// stream: the wire keeps the part until the close.
+			id := h.next(t)
+			sc := h.conn(id).(*conn)
+			_, err := raw.Write(append([]byte{23, 3, 3, 0x10, 0}, secret...))
+			require.NoError(t, err)
+			var kept []byte
+			waitFor(t, 5*time.Second, func() bool {
+				var whole bool
+				onLoop(func() {
+					kept = wireOf(&sc.ext.sec.wire)
+					whole = bytes.Contains(kept, secret)
+				})
+				return whole
+			}, func() string { return "the part of a record never reached the wire" })
+			require.NoError(t, raw.(*net.TCPConn).CloseWrite())
+			_, err = h.waitClosed(t, id)
+			assert.ErrorIs(t, err, io.ErrUnexpectedEOF)
+			assert.Equal(t, !wipe, bytes.Contains(kept, secret), "the secret in the wire after the close")
+
+			// A ClientHello's record begun, its body the secret, then the
+			// end of the stream: the handshake fails, unseen.
+			raw = dial(t, addr)
+			_, err = raw.Write(append([]byte{22, 3, 1, 0x10, 0}, secret...))
+			require.NoError(t, err)
+			waitFor(t, 5*time.Second, func() bool {
+				var whole bool
+				onLoop(func() {
+					for _, c := range l.conns {
+						if c != nil && c.state == stateHandshake {
+							kept = wireOf(&c.ext.sec.wire)
+							whole = bytes.Contains(kept, secret)
+						}
+					}
+				})
+				return whole
+			}, func() string { return "the handshake's bytes never reached the wire" })
+			require.NoError(t, raw.(*net.TCPConn).CloseWrite())
+			assert.Error(t, <-h.errs)
+			assert.Equal(t, !wipe, bytes.Contains(kept, secret), "the secret in the handshake's wire after the close")
+		})
 	}
 }
