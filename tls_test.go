@@ -17,6 +17,7 @@ import (
 	"math/big"
 	"net"
 	"os/exec"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -671,4 +672,113 @@ func TestTLSWipeBuffers(t *testing.T) {
 			assert.Equal(t, !wipe, bytes.Contains(kept, secret), "the secret in the handshake's wire after the close")
 		})
 	}
+}
+
+// TestTLSThousandHandshakesAtOnce: 1,000 clients connect and say nothing
+// until the engine runs all 1,000 handshakes at once, its bound raised to
+// that; then every client sends its ClientHello, and every handshake
+// completes and echoes.
+func TestTLSThousandHandshakesAtOnce(t *testing.T) {
+	const n = 1000
+	h := newLifetimes()
+	eng, addr := serve(t, h, WithTLS(serverTLS(t)), WithTLSMaxHandshakes(n),
+		WithTLSHandshakeTimeout(time.Minute), WithNumEventLoop(2))
+	raws := make([]net.Conn, n)
+	for i := range raws {
+		raws[i] = dial(t, addr)
+	}
+	waitFor(t, 20*time.Second, func() bool { return eng.e.handshakes.Load() == n }, func() string {
+		return fmt.Sprintf("%d of %d handshakes under way", eng.e.handshakes.Load(), n)
+	})
+	cfg := clientTLS(t, 0)
+	cfg.CurvePreferences = []tls.CurveID{tls.X25519} // ML-KEM is slow under the race detector
+	errs := make(chan error, n)
+	var wg sync.WaitGroup
+	for _, raw := range raws {
+		wg.Go(func() {
+			c := tls.Client(raw, cfg)
+			c.SetDeadline(time.Now().Add(time.Minute))
+			errs <- echoOnce(c, []byte("ping"))
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		require.NoError(t, err)
+	}
+	assert.Len(t, h.ids, n, "OnOpen ran for each")
+	s := eng.Stats()
+	assert.Zero(t, s.TLSHandshakeFailures+s.TLSHandshakeTimeouts)
+	waitFor(t, 5*time.Second, func() bool { return eng.e.handshakes.Load() == 0 },
+		func() string { return "handshakes still counted" })
+}
+
+// TestTLSHandshakeFlood: a flood of clients past WithTLSMaxHandshakes is
+// refused as it comes, each closed, counted and reported, with no
+// goroutine left for it; the handshakes under way complete, and an
+// established TLS connection and the engine carry on.
+func TestTLSHandshakeFlood(t *testing.T) {
+	const limit, flood = 8, 400
+	h := &tlsFailures{lifetimes: newLifetimes(), errs: make(chan error, flood+limit)}
+	eng, addr := serve(t, h, WithTLS(serverTLS(t)), WithTLSMaxHandshakes(limit), WithNumEventLoop(2))
+	established := dialTLS(t, addr, clientTLS(t, 0))
+	require.NoError(t, echoOnce(established, []byte("before")))
+
+	holders := make([]net.Conn, limit) // each holds a handshake, saying nothing
+	for i := range holders {
+		holders[i] = dial(t, addr)
+	}
+	waitFor(t, 5*time.Second, func() bool { return eng.e.handshakes.Load() == limit },
+		func() string { return fmt.Sprintf("%d of %d handshakes under way", eng.e.handshakes.Load(), limit) })
+	goroutines := runtime.NumGoroutine()
+
+	// Four flooders, each connecting and waiting to be closed.
+	var wg sync.WaitGroup
+	closed := make(chan error, flood)
+	for range 4 {
+		wg.Go(func() {
+			for range flood / 4 {
+				c, err := net.DialTimeout("tcp", hostPort(addr), 5*time.Second)
+				if err != nil {
+					closed <- err
+					continue
+				}
+				c.Write([]byte{0x16, 0x03, 0x01, 0x02, 0x00}) // a ClientHello's first bytes
+				c.SetReadDeadline(time.Now().Add(10 * time.Second))
+				_, err = io.Copy(io.Discard, c)
+				var ne net.Error
+				if errors.As(err, &ne) && ne.Timeout() {
+					closed <- errors.New("a flooder was not closed")
+				}
+				c.Close()
+			}
+		})
+	}
+	wg.Wait()
+	close(closed)
+	for err := range closed {
+		require.NoError(t, err)
+	}
+	waitFor(t, 5*time.Second, func() bool { return eng.Stats().TLSHandshakeFailures == flood },
+		func() string {
+			return fmt.Sprintf("%d of %d refusals counted", eng.Stats().TLSHandshakeFailures, flood)
+		})
+	for range flood {
+		assert.ErrorIs(t, <-h.errs, ErrTooManyHandshakes)
+	}
+	assert.EqualValues(t, limit, eng.e.handshakes.Load(), "the handshakes under way")
+	waitFor(t, 5*time.Second, func() bool { return runtime.NumGoroutine() <= goroutines }, func() string {
+		return fmt.Sprintf("goroutines %d -> %d", goroutines, runtime.NumGoroutine())
+	})
+
+	require.NoError(t, echoOnce(established, []byte("after")))
+	for _, raw := range holders {
+		c := tls.Client(raw, clientTLS(t, 0))
+		c.SetDeadline(time.Now().Add(10 * time.Second))
+		require.NoError(t, echoOnce(c, []byte("held")))
+	}
+	require.NoError(t, echoOnce(dialTLS(t, addr, clientTLS(t, 0)), []byte("new")))
+	s := eng.Stats()
+	assert.EqualValues(t, flood, s.TLSHandshakeFailures)
+	assert.Zero(t, s.TLSHandshakeTimeouts)
 }
