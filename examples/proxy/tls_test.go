@@ -73,8 +73,10 @@ func TestTLSTerminate(t *testing.T) {
 }
 
 // The proxy originates TLS: a plain client's bytes reach a TLS backend,
-// verified against -backend-ca or not at all; a backend that cannot be
-// verified counts as a failed connect, and its client is reset.
+// verified against -backend-ca (for its host, or -backend-server-name) or
+// not at all; a backend that cannot be verified, by an unknown authority
+// or for the wrong name, counts as a failed connect, and its client is
+// reset.
 func TestTLSOriginate(t *testing.T) {
 	cert := newTestCert(t)
 	eachPoller(t, func(t *testing.T, k poller.Kind) {
@@ -85,6 +87,7 @@ func TestTLSOriginate(t *testing.T) {
 		}{
 			{"insecure", config{backendInsecure: true}},
 			{"ca", config{backendCA: cert.file}},
+			{"ca and name", config{backendCA: cert.file, backendServerName: "localhost"}},
 		} {
 			t.Run(tc.name, func(t *testing.T) {
 				cfg := tc.cfg
@@ -97,20 +100,30 @@ func TestTLSOriginate(t *testing.T) {
 				assert.EqualValues(t, 1, tp.snapshot().Engine.Dialed)
 			})
 		}
-		t.Run("unverified", func(t *testing.T) {
-			tp := startProxy(t, config{backends: []string{backend.addr}, poller: k, backendTLS: true})
-			c := dial(t, tp.addr())
-			c.Write([]byte("PING\r\n"))
-			_, err := io.Copy(io.Discard, c)
-			assert.Error(t, err, "the client was not reset")
-			tp.settled(t)
-			s := tp.snapshot()
-			assert.EqualValues(t, 1, s.Unserved)
-			assert.EqualValues(t, 1, s.Backends[0].Failed)
-			assert.EqualValues(t, 1, s.Engine.DialFailed)
-			assert.EqualValues(t, 1, s.Engine.TLSHandshakeFailures)
-			assert.Zero(t, s.Engine.Dialed)
-		})
+		for _, tc := range []struct {
+			name string
+			cfg  config
+		}{
+			{"unknown authority", config{}},
+			{"wrong name", config{backendCA: cert.file, backendServerName: "wrong.test"}},
+		} {
+			t.Run(tc.name, func(t *testing.T) {
+				cfg := tc.cfg
+				cfg.backends, cfg.poller, cfg.backendTLS = []string{backend.addr}, k, true
+				tp := startProxy(t, cfg)
+				c := dial(t, tp.addr())
+				c.Write([]byte("PING\r\n"))
+				_, err := io.Copy(io.Discard, c)
+				assert.Error(t, err, "the client was not reset")
+				tp.settled(t)
+				s := tp.snapshot()
+				assert.EqualValues(t, 1, s.Unserved)
+				assert.EqualValues(t, 1, s.Backends[0].Failed)
+				assert.EqualValues(t, 1, s.Engine.DialFailed)
+				assert.EqualValues(t, 1, s.Engine.TLSHandshakeFailures)
+				assert.Zero(t, s.Engine.Dialed)
+			})
+		}
 	})
 }
 
