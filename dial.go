@@ -223,7 +223,8 @@ func DialWriteBuffer(n int) DialOption {
 func DialTLS(cfg *tls.Config) DialOption {
 	return func(dl *dialSpec) {
 		if cfg == nil {
-			cfg = &tls.Config{}
+			dl.tls = &tls.Config{Renegotiation: tls.RenegotiateNever}
+			return
 		}
 		dl.tls = tlsConfig(cfg)
 	}

@@ -403,3 +403,24 @@ func TestTLSDialKillAndStopDuringHandshake(t *testing.T) {
 	waitFor(t, 5*time.Second, func() bool { return eng.e.handshakes.Load() == 0 },
 		func() string { return "a handshake goroutine is still counted" })
 }
+
+// TestDialTLSConfigIsCopied: each dial takes its own copy of the
+// configuration, with renegotiation off whatever it said, so that what
+// the caller changes after Dial, and the ServerName the dial fills in,
+// touch neither the other; nil is the zero configuration.
+func TestDialTLSConfigIsCopied(t *testing.T) {
+	cfg := &tls.Config{Renegotiation: tls.RenegotiateFreelyAsClient, NextProtos: []string{"a"}}
+	opt := DialTLS(cfg)
+	e := &engine{}
+	d := e.newDial(nil, []DialOption{opt})
+	cfg.NextProtos = []string{"changed"}
+	require.NotSame(t, cfg, d.tls)
+	assert.Equal(t, tls.RenegotiateNever, d.tls.Renegotiation)
+	assert.Equal(t, []string{"a"}, d.tls.NextProtos)
+	assert.Equal(t, tls.RenegotiateFreelyAsClient, cfg.Renegotiation, "the caller's configuration changed")
+	assert.NotSame(t, d.tls, e.newDial(nil, []DialOption{opt}).tls, "two dials share a configuration")
+
+	zero := e.newDial(nil, []DialOption{DialTLS(nil)}).tls
+	require.NotNil(t, zero)
+	assert.Equal(t, tls.RenegotiateNever, zero.Renegotiation)
+}
