@@ -440,7 +440,7 @@ func (c *conn) ProxyHeader() (proxyproto.Header, bool) {
 type connExt struct {
 	proxy    proxyproto.Header // the PROXY header it began with, if hasProxy
 	hasProxy bool
-	sec      *tlsSession // its TLS, for a TLS listener's connection
+	sec      *tlsSession // its TLS: a TLS listener's connection, or one dialed with DialTLS
 }
 
 // extra returns c's connExt, making it on first use.
