@@ -85,9 +85,9 @@ type Conn interface {
 	// kept for its life, not views of its inbound bytes.
 	ProxyHeader() (proxyproto.Header, bool)
 	// ConnectionState returns the TLS connection's state (version, cipher
-	// suite, ALPN protocol, the client's certificates, whether it was
+	// suite, ALPN protocol, the peer's certificates, whether it was
 	// resumed), and false for a connection without TLS (ListenTLS,
-	// WithTLS). The handler only ever sees a TLS connection whose
+	// WithTLS, DialTLS). The handler only ever sees a TLS connection whose
 	// handshake is over.
 	ConnectionState() (tls.ConnectionState, bool)
 	// Fd returns the socket's descriptor, for setting options, or -1 once
