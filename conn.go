@@ -85,9 +85,9 @@ type Conn interface {
 	// kept for its life, not views of its inbound bytes.
 	ProxyHeader() (proxyproto.Header, bool)
 	// ConnectionState returns the TLS connection's state (version, cipher
-	// suite, ALPN protocol, the client's certificates, whether it was
+	// suite, ALPN protocol, the peer's certificates, whether it was
 	// resumed), and false for a connection without TLS (ListenTLS,
-	// WithTLS). The handler only ever sees a TLS connection whose
+	// WithTLS, DialTLS). The handler only ever sees a TLS connection whose
 	// handshake is over.
 	ConnectionState() (tls.ConnectionState, bool)
 	// Fd returns the socket's descriptor, for setting options, or -1 once
@@ -440,7 +440,7 @@ func (c *conn) ProxyHeader() (proxyproto.Header, bool) {
 type connExt struct {
 	proxy    proxyproto.Header // the PROXY header it began with, if hasProxy
 	hasProxy bool
-	sec      *tlsSession // its TLS, for a TLS listener's connection
+	sec      *tlsSession // its TLS: a TLS listener's connection, or one dialed with DialTLS
 }
 
 // extra returns c's connExt, making it on first use.

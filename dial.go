@@ -2,6 +2,7 @@ package sluice
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
@@ -94,10 +95,11 @@ func (eng Engine) Loop(i int) Loop { return Loop{eng.e.loops[i]} }
 // Once connected, OnOpen runs for the new connection, whose Origin is
 // Dialed and whose Context is ctx, then the handler serves it as any
 // other. If the dial fails (refused, unreachable, a name that does not
-// resolve, DialTimeout passed, the engine stopping) no OnOpen runs: the
-// handler hears why in OnDialFailed if it implements DialFailedHandler,
-// with an error that errors.Is can test (syscall.ECONNREFUSED,
-// ErrDialTimeout, ErrEngineStopped). Names are resolved off the loops.
+// resolve, DialTimeout passed, the engine stopping, with DialTLS a
+// handshake that fails) no OnOpen runs: the handler hears why in
+// OnDialFailed if it implements DialFailedHandler, with an error that
+// errors.Is can test (syscall.ECONNREFUSED, ErrDialTimeout,
+// ErrEngineStopped). Names are resolved off the loops.
 //
 // Dial returns an error itself only for an address it cannot parse or
 // an engine that has stopped; then nothing more is heard of the dial.
@@ -189,8 +191,47 @@ func DialWriteBuffer(n int) DialOption {
 	return func(dl *dialSpec) { dl.sock.SendBuf = n }
 }
 
+// DialTLS makes the connection a TLS client's, with the standard library's
+// crypto/tls and a copy of cfg taken when Dial or Enroll is called (nil:
+// the zero Config, as tls.Dial takes it). Once the connect succeeds, or
+// the socket is enrolled, the handshake runs on a goroutine of its own as
+// a TLS listener's does, bounded by WithTLSHandshakeTimeout and counted
+// against WithTLSMaxHandshakes; OnOpen runs only once it is over, and
+// Conn.ConnectionState tells what was agreed. From then on the handler
+// sees only plaintext, as on an accepted TLS connection.
+//
+// The server is verified as crypto/tls verifies it, against cfg.RootCAs
+// (the system's roots when nil) and cfg.ServerName. For Dial an empty
+// ServerName is the host of the address dialed, a name or an IP address,
+// as tls.Dial takes it; for Enroll, as for tls.Client, and for a unix
+// socket it stays empty, so give ServerName or InsecureSkipVerify.
+// Renegotiation is kept off.
+//
+// A handshake that fails, or does not end in time, or would pass
+// WithTLSMaxHandshakes, fails the dial as a refused connect does: no
+// OnOpen or OnClose runs, and OnDialFailed hears why in its *net.OpError,
+// which wraps ErrTLSHandshakeTimeout, ErrTooManyHandshakes, or crypto/tls's
+// error as tls.Conn's Handshake returns it (errors.As finds a
+// *tls.CertificateVerificationError in it for a server that failed
+// verification). It counts in Stats.DialFailed and in
+// Stats.TLSHandshakeFailures (a timeout in Stats.TLSHandshakeTimeouts);
+// Stats.Dialed and Stats.Enrolled count the connection once its handshake
+// is over. TLSFailedHandler hears only of accepted connections. As with
+// crypto/tls, a TLS 1.3 server that refuses the client's certificate
+// says so after the client's handshake is over: the connection opens, and
+// closes with crypto/tls's error once the refusal arrives.
+func DialTLS(cfg *tls.Config) DialOption {
+	return func(dl *dialSpec) {
+		if cfg == nil {
+			dl.tls = &tls.Config{Renegotiation: tls.RenegotiateNever}
+			return
+		}
+		dl.tls = tlsConfig(cfg)
+	}
+}
+
 // dialSpec is one Dial or Enroll on its way to a loop. While its connection
-// connects, the conn's context holds it.
+// connects, and runs its TLS handshake, the conn's context holds it.
 type dialSpec struct {
 	network string // tcp, tcp4, tcp6 or unix
 	addr    string // as the caller gave it, for errors
@@ -207,7 +248,8 @@ type dialSpec struct {
 	device  string
 	sock    socket.Options
 
-	keepAliveSet bool // by DialKeepAlive: an enrolled socket keeps its own otherwise
+	keepAliveSet bool        // by DialKeepAlive: an enrolled socket keeps its own otherwise
+	tls          *tls.Config // DialTLS's copy: the connection is a TLS client's
 
 	next      []netip.Addr // the host's further addresses, to try in turn
 	resolving bool         // counted in its loop's resolving until it reaches it
@@ -505,7 +547,24 @@ func (l *eventloop) connected(c *conn) {
 	}
 	d := c.ctx.(*dialSpec)
 	l.disarm(&c.readTimer)
-	c.ctx, c.state, c.events = d.ctx, stateOpen, poller.Readable
+	c.events = poller.Readable
+	if d.tls != nil {
+		if d.tls.ServerName == "" && d.fd < 0 {
+			d.tls.ServerName = d.host // as tls.Dial: a unix socket's is empty
+		}
+		c.extra().sec = &tlsSession{cfg: d.tls}
+		c.state = stateHandshake // the dial stays in ctx until it ends
+		l.beginHandshake(c)
+		return
+	}
+	l.dialOpened(c, d)
+}
+
+// dialOpened opens c, whose dial d is over: connected, and its TLS
+// handshake ended if it has one. The handler gets it, with the caller's
+// context.
+func (l *eventloop) dialOpened(c *conn, d *dialSpec) {
+	c.ctx, c.state = d.ctx, stateOpen
 	if c.flags&flagEnrolled != 0 {
 		l.counts.add(countEnrolled)
 	} else {

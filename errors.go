@@ -33,12 +33,14 @@ var (
 
 	// ErrTLSHandshakeTimeout is what TLSFailedHandler.OnTLSFailed receives
 	// for a connection whose TLS handshake did not end within
-	// WithTLSHandshakeTimeout.
+	// WithTLSHandshakeTimeout, and what OnDialFailed's error wraps for a
+	// dial's (DialTLS).
 	ErrTLSHandshakeTimeout = errors.New("sluice: TLS handshake timed out")
 
 	// ErrTooManyHandshakes is what TLSFailedHandler.OnTLSFailed receives
 	// for a connection refused because the engine ran as many TLS
-	// handshakes as WithTLSMaxHandshakes allows.
+	// handshakes as WithTLSMaxHandshakes allows, and what OnDialFailed's
+	// error wraps for a dial refused so (DialTLS).
 	ErrTooManyHandshakes = errors.New("sluice: too many TLS handshakes under way")
 
 	// ErrKilled is what OnClose receives for a connection reset by

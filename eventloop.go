@@ -950,9 +950,9 @@ func (l *eventloop) resume(c *conn) {
 // header closes at once, unseen.
 func (l *eventloop) closeGraceful(c *conn) {
 	switch c.state {
-	case stateHeader, stateHandshake:
+	case stateHeader:
 		l.closeConn(c, nil)
-	case stateConnecting: // only a stop closes one
+	case stateConnecting, stateHandshake: // only a stop closes one
 		l.closeConn(c, ErrEngineStopped)
 	case stateOpen:
 		if c.flags&flagAbort != 0 {
@@ -1028,7 +1028,8 @@ func (l *eventloop) discarded(c *conn, p []byte) {
 }
 
 // closeConn closes c at once and tells the handler why, if the handler
-// has seen it: one still reading its PROXY header closes unseen.
+// has seen it: one still reading its PROXY header, or in its TLS
+// handshake, closes unseen, and a dial's OnDialFailed hears err.
 func (l *eventloop) closeConn(c *conn, err error) {
 	switch c.state {
 	case stateClosed:
@@ -1055,6 +1056,9 @@ func (l *eventloop) closeConn(c *conn, err error) {
 	switch {
 	case !opened:
 		l.release(c)
+		if d, ok := c.ctx.(*dialSpec); ok {
+			l.dialFailed(d, err) // its TLS handshake did not end
+		}
 	case inCallback:
 		// Closed from inside one of c's callbacks (a Flush that failed):
 		// OnClose waits until that callback has returned, so a handler

@@ -105,8 +105,11 @@ type DialFailedHandler interface {
 	// context given to Dial (for Enroll, the connection's remote address),
 	// and why, a *net.OpError: errors.Is tells syscall.ECONNREFUSED,
 	// ErrDialTimeout (which matches os.ErrDeadlineExceeded too),
-	// ErrTooManyConns or ErrEngineStopped. No OnOpen or OnClose runs for
-	// the connection.
+	// ErrTooManyConns or ErrEngineStopped; with DialTLS, also
+	// ErrTLSHandshakeTimeout, ErrTooManyHandshakes, or crypto/tls's own
+	// error for a handshake that failed (errors.As finds a
+	// *tls.CertificateVerificationError for a server that failed
+	// verification). No OnOpen or OnClose runs for the connection.
 	OnDialFailed(addr string, ctx any, err error)
 }
 

@@ -501,7 +501,12 @@ func WithInboundBudget(n int) Option {
 // connection: the per-connection buffers before they go back to their
 // pools, and each loop's shared read and write buffers after each use. One
 // connection's bytes then never linger in memory that another's pass
-// through, at the cost of writing over each byte once more.
+// through, at the cost of writing over each byte once more. A TLS
+// connection's own buffers are zeroed too, as they grow and as it closes:
+// the part of a record it has yet to receive whole, what its handshake
+// read and wrote, and the plaintext its records opened to. What crypto/tls
+// keeps inside its own tls.Conn is beyond the engine's reach: it is never
+// pooled, and goes to the garbage collector with the connection.
 func WithWipeBuffers(wipe bool) Option {
 	return func(o *options) { o.wipe = wipe }
 }
@@ -662,8 +667,9 @@ func WithTLS(cfg *tls.Config) Option {
 // WithTLSHandshakeTimeout bounds each TLS handshake: a client that has not
 // finished its handshake d after it was admitted (or after its PROXY
 // header) is closed, counted in Stats.TLSHandshakeTimeouts, and reported
-// with ErrTLSHandshakeTimeout. Zero or less means
-// DefaultTLSHandshakeTimeout.
+// with ErrTLSHandshakeTimeout; so is a server that has not finished its
+// handshake d after a DialTLS connection connected, which fails its dial.
+// Zero or less means DefaultTLSHandshakeTimeout.
 func WithTLSHandshakeTimeout(d time.Duration) Option {
 	return func(o *options) {
 		o.tlsTimeout = d
@@ -674,10 +680,12 @@ func WithTLSHandshakeTimeout(d time.Duration) Option {
 }
 
 // WithTLSMaxHandshakes bounds how many TLS handshakes the engine runs at
-// once, each on a goroutine of its own: a connection that would start one
-// more is refused, closed unseen, counted in Stats.TLSHandshakeFailures
-// and reported with ErrTooManyHandshakes, rather than kept waiting while
-// its client times out. Zero or less means DefaultTLSMaxHandshakes.
+// once, each on a goroutine of its own, those of accepted and of dialed
+// connections (DialTLS) together: a connection that would start one more
+// is refused, closed unseen, counted in Stats.TLSHandshakeFailures and
+// reported with ErrTooManyHandshakes (a dial's to OnDialFailed), rather
+// than kept waiting while its client times out. Zero or less means
+// DefaultTLSMaxHandshakes.
 func WithTLSMaxHandshakes(n int) Option {
 	return func(o *options) {
 		o.tlsMaxHandshakes = n

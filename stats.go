@@ -55,12 +55,15 @@ type Stats struct {
 	RingBuffersExhausted uint64
 	// Dialed counts connections Dial connected, DialFailed the dials and
 	// enrollments that failed (OnDialFailed), and Enrolled the
-	// connections Enroll opened.
+	// connections Enroll opened. With DialTLS a connection is Dialed or
+	// Enrolled once its handshake is over; one whose handshake fails is
+	// counted in DialFailed and as a TLS handshake failure or timeout.
 	Dialed, DialFailed, Enrolled uint64
-	// TLSHandshakeFailures counts TLS connections closed unseen because
-	// their handshake failed, or because the engine ran as many handshakes
-	// as WithTLSMaxHandshakes allows; TLSHandshakeTimeouts those whose
-	// handshake did not end within WithTLSHandshakeTimeout.
+	// TLSHandshakeFailures counts TLS connections, accepted, dialed or
+	// enrolled, closed unseen because their handshake failed, or because
+	// the engine ran as many handshakes as WithTLSMaxHandshakes allows;
+	// TLSHandshakeTimeouts those whose handshake did not end within
+	// WithTLSHandshakeTimeout.
 	TLSHandshakeFailures, TLSHandshakeTimeouts uint64
 }
 

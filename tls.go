@@ -15,12 +15,15 @@ import (
 
 // TLS on a loop, with the standard library's crypto/tls. A connection of a
 // TLS listener has a phase between its admission (and its PROXY header, if
-// any) and OnOpen: the handshake, which runs on a goroutine of its own over
-// an in-memory connection (wire) that the loop feeds with what the socket
-// brings and whose output the loop writes to the socket. Once it is over,
-// the loop owns the tls.Conn and uses it as the record layer: wire bytes go
-// in, plaintext comes out for the handler, and the handler's output is
-// sealed where it leaves the connection's buffers (conn.queue, send).
+// any) and OnOpen, and so has one dialed or enrolled with DialTLS between
+// its connect and OnOpen: the handshake, which runs on a goroutine of its
+// own over an in-memory connection (wire) that the loop feeds with what
+// the socket brings and whose output the loop writes to the socket. Once
+// it is over, the loop owns the tls.Conn and uses it as the record layer:
+// wire bytes go in, plaintext comes out for the handler, and the handler's
+// output is sealed where it leaves the connection's buffers (conn.queue,
+// send). Accepted connections are its server side, dialed and enrolled
+// ones its client side.
 
 // DefaultTLSHandshakeTimeout bounds a TLS handshake, from the connection's
 // admission (or the end of its PROXY header) to its end, unless
@@ -32,8 +35,9 @@ const DefaultTLSHandshakeTimeout = 10 * time.Second
 const DefaultTLSMaxHandshakes = 1024
 
 // TLSFailedHandler is an EventHandler that hears of the TLS handshakes that
-// failed. Such a connection is closed unseen: no OnOpen or OnClose runs for
-// it.
+// failed on accepted connections. Such a connection is closed unseen: no
+// OnOpen or OnClose runs for it. A dialed or enrolled connection's failed
+// handshake (DialTLS) fails its dial, which OnDialFailed hears of.
 type TLSFailedHandler interface {
 	// OnTLSFailed runs on the connection's loop. remote is the client's
 	// address (after a PROXY header, the one it names); err is crypto/tls's
@@ -79,6 +83,7 @@ type tlsSession struct {
 // its Read blocks for bytes the loop feeds, and what is written is posted
 // to the loop; after it, Read returns only whole records, and Write
 // appends to the connection's output at once: both run on the loop then.
+// Unless in is lent, it is a slice of own from its start.
 type wire struct {
 	mu     sync.Mutex
 	cond   sync.Cond
@@ -94,6 +99,7 @@ type wire struct {
 	loop   bool   // the handshake is over
 	done   bool   // the handshake goroutine returned, with err
 	err    error
+	wipe   bool // WithWipeBuffers: an array the wire lets go of is cleared first
 
 	// Where records end, from the first byte: a scanner of the stream.
 	fed, read int64 // bytes fed, and read by the tls.Conn
@@ -119,7 +125,8 @@ func (w *wire) feed(p []byte) {
 		if w.head > 0 && w.head == len(w.in) {
 			w.in, w.head = w.in[:0], 0
 		}
-		w.in = append(w.in, p...)
+		w.in = w.grow(w.in, p)
+		w.own = w.in
 	}
 	w.scan(p)
 	w.mu.Unlock()
@@ -136,18 +143,35 @@ const ownSmall = 4 << 10
 func (w *wire) settle() {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	if w.closed {
+		return // Close let go of everything
+	}
 	rest := w.in[w.head:]
 	switch {
 	case len(rest) == 0:
 		if cap(w.own) > ownSmall {
+			if w.wipe {
+				clear(w.own[:cap(w.own)])
+			}
 			w.own = nil
 		}
 		w.in = w.own[:0]
 	case w.lent || w.head > 0:
-		w.own = append(w.own[:0], rest...)
+		w.own = w.grow(w.own[:0], rest)
 		w.in = w.own
 	}
 	w.head, w.lent = 0, false
+}
+
+// grow appends p to b; an array it moves out of is cleared first
+// WithWipeBuffers.
+func (w *wire) grow(b, p []byte) []byte {
+	if !w.wipe || len(b)+len(p) <= cap(b) {
+		return append(b, p...)
+	}
+	moved := append(b[:len(b):len(b)], p...)
+	clear(b[:cap(b)])
+	return moved
 }
 
 // scan follows the record framing over p.
@@ -230,7 +254,11 @@ func (w *wire) Write(b []byte) (int, error) {
 		w.c.queueRaw(b)
 		return len(b), nil
 	}
-	w.out = append(w.out, b...)
+	if w.closed {
+		w.mu.Unlock()
+		return 0, net.ErrClosed
+	}
+	w.out = w.grow(w.out, b)
 	post := !w.posted
 	w.posted = true
 	w.mu.Unlock()
@@ -262,10 +290,17 @@ func (w *wire) take() (out []byte, done bool, err error) {
 	return out, w.done, w.err
 }
 
-// Close aborts the handshake: it never blocks.
+// Close aborts the handshake, and lets go of the bytes the wire holds,
+// cleared first WithWipeBuffers: its connection has closed. It never
+// blocks. in, when lent, is the loop's read buffer, which the loop clears.
 func (w *wire) Close() error {
 	w.mu.Lock()
 	w.closed = true
+	if w.wipe {
+		clear(w.own[:cap(w.own)])
+		clear(w.out[:cap(w.out)])
+	}
+	w.in, w.own, w.out, w.head, w.lent = nil, nil, nil, 0, false
 	w.mu.Unlock()
 	w.cond.Broadcast()
 	return nil
@@ -310,6 +345,8 @@ func (c *conn) sec() *tlsSession {
 
 // beginHandshake starts c's TLS handshake on a goroutine, bounded by the
 // handshake timeout, or refuses c when the engine runs as many as it may.
+// An accepted connection is the server's side, a dialed or enrolled one
+// the client's: nothing else differs.
 func (l *eventloop) beginHandshake(c *conn) {
 	e := l.eng
 	if e.handshakes.Add(1) > int64(e.opts.tlsMaxHandshakes) {
@@ -321,7 +358,12 @@ func (l *eventloop) beginHandshake(c *conn) {
 	s.wire.c = c
 	s.wire.cond.L = &s.wire.mu
 	s.wire.local, s.wire.remote = c.LocalAddr(), c.RemoteAddr()
-	s.tc = tls.Server(&s.wire, s.cfg)
+	s.wire.wipe = e.opts.wipe
+	if c.Origin() == Accepted {
+		s.tc = tls.Server(&s.wire, s.cfg)
+	} else {
+		s.tc = tls.Client(&s.wire, s.cfg)
+	}
 	c.state = stateHandshake
 	if len(c.buf) > 0 {
 		// Bytes that followed a PROXY header in the same read.
@@ -350,7 +392,7 @@ func (l *eventloop) handshakeArrived(c *conn, p []byte) {
 	s.wire.mu.Unlock()
 	if held > l.eng.opts.tlsMaxEarly() {
 		l.counts.add(countInboundTooLarge)
-		l.closeConn(c, nil)
+		l.closeConn(c, ErrInboundTooLarge) // heard only by a dial's OnDialFailed
 	}
 }
 
@@ -372,6 +414,9 @@ func (l *eventloop) handshakeProgress(c *conn) {
 	out, done, err := s.wire.take()
 	if len(out) > 0 {
 		c.queueRaw(out)
+		if l.eng.opts.wipe {
+			clear(out)
+		}
 		l.send(c)
 		if c.state != stateHandshake {
 			return
@@ -389,11 +434,15 @@ func (l *eventloop) handshakeProgress(c *conn) {
 	s.wire.loop = true
 	s.wire.mu.Unlock()
 	s.ready = true
-	c.state = stateOpen
-	l.start(c)
+	if d, ok := c.ctx.(*dialSpec); ok {
+		l.dialOpened(c, d)
+	} else {
+		c.state = stateOpen
+		l.start(c)
+	}
 	if c.state == stateOpen {
-		// What came with the client's last flight, kept in the tls.Conn
-		// or the wire.
+		// What came with the peer's last flight, kept in the tls.Conn or
+		// the wire.
 		l.unseal(c, true)
 		s.wire.settle()
 	}
@@ -405,13 +454,18 @@ func (l *eventloop) handshakeTimeout(c *conn) {
 }
 
 // tlsFailed closes c, whose handshake failed, unseen, counts it, and tells
-// the handler if it listens.
+// the handler if it listens: OnDialFailed for a dial, which closeConn
+// tells, OnTLSFailed for an accepted connection.
 func (l *eventloop) tlsFailed(c *conn, err error, why counter) {
 	l.counts.add(why)
 	if c.out != nil {
 		// The alert that says why, if the handshake wrote one: once,
 		// without waiting.
 		socket.Write(c.fd, c.out.B[c.outHead:]) // best effort
+	}
+	if _, dial := c.ctx.(*dialSpec); dial {
+		l.closeConn(c, err)
+		return
 	}
 	remote := c.RemoteAddr()
 	l.closeConn(c, nil)
@@ -462,7 +516,11 @@ func (l *eventloop) unseal(c *conn, always bool) {
 	var err error
 	for {
 		if cap(b)-len(b) < maxRecordLen {
-			b = slices.Grow(b, 2*maxRecordLen)
+			grown := slices.Grow(b, 2*maxRecordLen)
+			if l.eng.opts.wipe {
+				clear(b[:cap(b)])
+			}
+			b = grown
 		}
 		var n int
 		n, err = s.tc.Read(b[len(b):cap(b)])

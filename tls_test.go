@@ -12,10 +12,12 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"errors"
+	"fmt"
 	"io"
 	"math/big"
 	"net"
 	"os/exec"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -591,4 +593,193 @@ func TestTLSConfigIsCopied(t *testing.T) {
 			assert.Equal(t, tls.RenegotiateNever, ln.tls.Renegotiation)
 		}
 	}
+}
+
+// TestTLSWipeBuffers: WithWipeBuffers clears what a TLS connection's wire
+// held once the connection closes (the part of a record still to come,
+// the bytes a handshake cut short had read) and the loop's plaintext
+// buffer after each use. Without it the same bytes are found where the
+// test looks, which shows that it looks in the right places.
+func TestTLSWipeBuffers(t *testing.T) {
+	secret := bytes.Repeat([]byte("sluice-secret "), 24)
+	for _, wipe := range []bool{false, true} {
+		t.Run(fmt.Sprintf("wipe=%v", wipe), func(t *testing.T) {
+			h := &tlsFailures{lifetimes: newLifetimes(), errs: make(chan error, 4)}
+			eng, addr := serve(t, h, WithTLS(serverTLS(t)), WithWipeBuffers(wipe), WithNumEventLoop(1))
+			l := eng.e.loops[0]
+			onLoop := func(fn func()) {
+				done := make(chan struct{})
+				require.NoError(t, eng.Loop(0).Execute(func() { fn(); close(done) }))
+				<-done
+			}
+			// wireOf returns the array under w's input, as it is now. The
+			// loop may write it until the secret is whole there, so the
+			// test looks on the loop, and again only once it has closed.
+			wireOf := func(w *wire) []byte {
+				w.mu.Lock()
+				defer w.mu.Unlock()
+				return w.own[:cap(w.own)]
+			}
+
+			// The echo's plaintext passed through the loop's buffer.
+			raw := dial(t, addr)
+			c := tls.Client(raw, clientTLS(t, 0))
+			c.SetDeadline(time.Now().Add(10 * time.Second))
+			require.NoError(t, echoOnce(c, secret))
+			var inPlain bool
+			onLoop(func() { inPlain = bytes.Contains(l.plain[:cap(l.plain)], secret) })
+			assert.Equal(t, !wipe, inPlain, "the secret in the loop's plaintext buffer")
+
+			// A record begun, its body the secret, then the end of the
+			// stream: the wire keeps the part until the close.
+			id := h.next(t)
+			sc := h.conn(id).(*conn)
+			_, err := raw.Write(append([]byte{23, 3, 3, 0x10, 0}, secret...))
+			require.NoError(t, err)
+			var kept []byte
+			waitFor(t, 5*time.Second, func() bool {
+				var whole bool
+				onLoop(func() {
+					kept = wireOf(&sc.ext.sec.wire)
+					whole = bytes.Contains(kept, secret)
+				})
+				return whole
+			}, func() string { return "the part of a record never reached the wire" })
+			require.NoError(t, raw.(*net.TCPConn).CloseWrite())
+			_, err = h.waitClosed(t, id)
+			assert.ErrorIs(t, err, io.ErrUnexpectedEOF)
+			assert.Equal(t, !wipe, bytes.Contains(kept, secret), "the secret in the wire after the close")
+
+			// A ClientHello's record begun, its body the secret, then the
+			// end of the stream: the handshake fails, unseen.
+			raw = dial(t, addr)
+			_, err = raw.Write(append([]byte{22, 3, 1, 0x10, 0}, secret...))
+			require.NoError(t, err)
+			waitFor(t, 5*time.Second, func() bool {
+				var whole bool
+				onLoop(func() {
+					for _, c := range l.conns {
+						if c != nil && c.state == stateHandshake {
+							kept = wireOf(&c.ext.sec.wire)
+							whole = bytes.Contains(kept, secret)
+						}
+					}
+				})
+				return whole
+			}, func() string { return "the handshake's bytes never reached the wire" })
+			require.NoError(t, raw.(*net.TCPConn).CloseWrite())
+			assert.Error(t, <-h.errs)
+			assert.Equal(t, !wipe, bytes.Contains(kept, secret), "the secret in the handshake's wire after the close")
+		})
+	}
+}
+
+// TestTLSThousandHandshakesAtOnce: 1,000 clients connect and say nothing
+// until the engine runs all 1,000 handshakes at once, its bound raised to
+// that; then every client sends its ClientHello, and every handshake
+// completes and echoes.
+func TestTLSThousandHandshakesAtOnce(t *testing.T) {
+	const n = 1000
+	h := newLifetimes()
+	eng, addr := serve(t, h, WithTLS(serverTLS(t)), WithTLSMaxHandshakes(n),
+		WithTLSHandshakeTimeout(time.Minute), WithNumEventLoop(2))
+	raws := make([]net.Conn, n)
+	for i := range raws {
+		raws[i] = dial(t, addr)
+	}
+	waitFor(t, 20*time.Second, func() bool { return eng.e.handshakes.Load() == n }, func() string {
+		return fmt.Sprintf("%d of %d handshakes under way", eng.e.handshakes.Load(), n)
+	})
+	cfg := clientTLS(t, 0)
+	cfg.CurvePreferences = []tls.CurveID{tls.X25519} // ML-KEM is slow under the race detector
+	errs := make(chan error, n)
+	var wg sync.WaitGroup
+	for _, raw := range raws {
+		wg.Go(func() {
+			c := tls.Client(raw, cfg)
+			c.SetDeadline(time.Now().Add(time.Minute))
+			errs <- echoOnce(c, []byte("ping"))
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		require.NoError(t, err)
+	}
+	assert.Len(t, h.ids, n, "OnOpen ran for each")
+	s := eng.Stats()
+	assert.Zero(t, s.TLSHandshakeFailures+s.TLSHandshakeTimeouts)
+	waitFor(t, 5*time.Second, func() bool { return eng.e.handshakes.Load() == 0 },
+		func() string { return "handshakes still counted" })
+}
+
+// TestTLSHandshakeFlood: a flood of clients past WithTLSMaxHandshakes is
+// refused as it comes, each closed, counted and reported, with no
+// goroutine left for it; the handshakes under way complete, and an
+// established TLS connection and the engine carry on.
+func TestTLSHandshakeFlood(t *testing.T) {
+	const limit, flood = 8, 400
+	h := &tlsFailures{lifetimes: newLifetimes(), errs: make(chan error, flood+limit)}
+	eng, addr := serve(t, h, WithTLS(serverTLS(t)), WithTLSMaxHandshakes(limit), WithNumEventLoop(2))
+	established := dialTLS(t, addr, clientTLS(t, 0))
+	require.NoError(t, echoOnce(established, []byte("before")))
+
+	holders := make([]net.Conn, limit) // each holds a handshake, saying nothing
+	for i := range holders {
+		holders[i] = dial(t, addr)
+	}
+	waitFor(t, 5*time.Second, func() bool { return eng.e.handshakes.Load() == limit },
+		func() string { return fmt.Sprintf("%d of %d handshakes under way", eng.e.handshakes.Load(), limit) })
+	goroutines := runtime.NumGoroutine()
+
+	// Four flooders, each connecting and waiting to be closed.
+	_, hp, _ := strings.Cut(addr, "://")
+	var wg sync.WaitGroup
+	closed := make(chan error, flood)
+	for range 4 {
+		wg.Go(func() {
+			for range flood / 4 {
+				c, err := net.DialTimeout("tcp", hp, 5*time.Second)
+				if err != nil {
+					closed <- err
+					continue
+				}
+				c.Write([]byte{0x16, 0x03, 0x01, 0x02, 0x00}) // a ClientHello's first bytes
+				c.SetReadDeadline(time.Now().Add(10 * time.Second))
+				_, err = io.Copy(io.Discard, c)
+				var ne net.Error
+				if errors.As(err, &ne) && ne.Timeout() {
+					closed <- errors.New("a flooder was not closed")
+				}
+				c.Close()
+			}
+		})
+	}
+	wg.Wait()
+	close(closed)
+	for err := range closed {
+		require.NoError(t, err)
+	}
+	waitFor(t, 5*time.Second, func() bool { return eng.Stats().TLSHandshakeFailures == flood },
+		func() string {
+			return fmt.Sprintf("%d of %d refusals counted", eng.Stats().TLSHandshakeFailures, flood)
+		})
+	for range flood {
+		assert.ErrorIs(t, <-h.errs, ErrTooManyHandshakes)
+	}
+	assert.EqualValues(t, limit, eng.e.handshakes.Load(), "the handshakes under way")
+	waitFor(t, 5*time.Second, func() bool { return runtime.NumGoroutine() <= goroutines }, func() string {
+		return fmt.Sprintf("goroutines %d -> %d", goroutines, runtime.NumGoroutine())
+	})
+
+	require.NoError(t, echoOnce(established, []byte("after")))
+	for _, raw := range holders {
+		c := tls.Client(raw, clientTLS(t, 0))
+		c.SetDeadline(time.Now().Add(10 * time.Second))
+		require.NoError(t, echoOnce(c, []byte("held")))
+	}
+	require.NoError(t, echoOnce(dialTLS(t, addr, clientTLS(t, 0)), []byte("new")))
+	s := eng.Stats()
+	assert.EqualValues(t, flood, s.TLSHandshakeFailures)
+	assert.Zero(t, s.TLSHandshakeTimeouts)
 }

@@ -6,6 +6,8 @@
 //	go run ./examples/echo -idle-timeout 5s
 //	go run ./examples/echo -proxy-protocol required
 //	go run ./examples/echo -poller uring
+//	go run ./examples/echo -tls-self-signed
+//	go run ./examples/echo -tls-cert cert.pem -tls-key key.pem
 //
 // With -poller, the event loops run on epoll (the default), io_uring
 // ("uring"; the server refuses to start where the kernel lacks it), or
@@ -19,6 +21,14 @@
 // balancer sends first, and logs the client it names. "optional" also
 // serves clients that connect directly; "required" closes them. A header
 // must arrive within sluice.DefaultProxyHeaderTimeout.
+//
+// With -tls-cert and -tls-key (PEM files), or -tls-self-signed, it serves
+// TLS, with the standard library's crypto/tls on its event loops: the
+// echo is of the plaintext. -tls-self-signed makes an ECDSA P-256
+// certificate for localhost, 127.0.0.1 and ::1 as it starts, for trying
+// it out; clients then skip verification:
+//
+//	openssl s_client -quiet -connect 127.0.0.1:9000
 //
 // It stops gracefully on SIGINT or SIGTERM, sending what it has queued.
 package main
@@ -36,6 +46,7 @@ import (
 	"time"
 
 	"github.com/sluicenet/sluice"
+	"github.com/sluicenet/sluice/examples/internal/tlsflag"
 	"github.com/sluicenet/sluice/poller"
 )
 
@@ -103,10 +114,17 @@ func main() {
 	flag.TextVar(&proxy, "proxy-protocol", sluice.ProxyOff, "read a PROXY protocol header first: off, optional or required")
 	var kind poller.Kind
 	flag.TextVar(&kind, "poller", poller.Epoll, "how the event loops wait: epoll, uring or auto")
+	var tlsFlags tlsflag.Server
+	tlsFlags.Register(flag.CommandLine)
 	flag.Parse()
+	tlsConfig, err := tlsFlags.Config()
+	if err != nil {
+		log.Fatalf("echo: %v", err)
+	}
 
 	h := &echo{stats: *stats}
-	err := sluice.Run(h, *addr,
+	err = sluice.Run(h, *addr,
+		sluice.WithTLS(tlsConfig),
 		sluice.WithNumEventLoop(*loops),
 		sluice.WithReusePort(*reusePort),
 		sluice.WithIdleTimeout(*idle),

@@ -1,10 +1,13 @@
 package main
 
 import (
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"io"
 	"net"
+	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -31,6 +34,16 @@ type config struct {
 	drain          time.Duration // how long a stop lets pairs finish by themselves; zero: not at all
 	grace          time.Duration // bound on closing what is left after that
 	statsInterval  time.Duration // zero: no periodic stats
+
+	tls *tls.Config // the listeners' (-tls-cert, -tls-key, -tls-self-signed); nil: plain
+
+	// TLS to the backends: -backend-tls, and how their certificates are
+	// verified. check makes dialTLS of them.
+	backendTLS        bool
+	backendCA         string // a PEM file of the certificates to trust, instead of the system's
+	backendServerName string // the name to verify, instead of each backend's host
+	backendInsecure   bool   // verify nothing
+	dialTLS           *tls.Config
 
 	out       io.Writer            // where the listening line and stats go
 	listening func([]net.Addr)     // called once the engine listens, with every address
@@ -70,6 +83,9 @@ func (c *config) check() error {
 			return err
 		}
 	}
+	if err := c.checkBackendTLS(); err != nil {
+		return err
+	}
 	if c.loops <= 0 {
 		c.loops = 1
 	}
@@ -97,6 +113,42 @@ func (c *config) check() error {
 	if c.logf == nil {
 		c.logf = func(string, ...any) {}
 	}
+	return nil
+}
+
+// checkBackendTLS makes the configuration the proxy dials its backends
+// with, if -backend-tls asks for TLS, and refuses what contradicts it.
+func (c *config) checkBackendTLS() error {
+	switch {
+	case !c.backendTLS && (c.backendCA != "" || c.backendServerName != "" || c.backendInsecure):
+		return errors.New("-backend-ca, -backend-server-name and -backend-tls-insecure need -backend-tls")
+	case !c.backendTLS:
+		return nil
+	case c.backendCA != "" && c.backendInsecure:
+		return errors.New("-backend-ca and -backend-tls-insecure: verify, or do not")
+	case c.sendProxy != sendProxyOff:
+		// A Sluice server, or HAProxy, reads the header in clear before
+		// the handshake; the proxy would send it inside the TLS stream.
+		return errors.New("-send-proxy with -backend-tls: the header would go inside TLS, where backends do not look for it")
+	}
+	cfg := &tls.Config{
+		ServerName:         c.backendServerName,
+		InsecureSkipVerify: c.backendInsecure,
+		// Clients of one backend share its sessions: their handshakes
+		// after the first are resumptions.
+		ClientSessionCache: tls.NewLRUClientSessionCache(0),
+	}
+	if c.backendCA != "" {
+		pem, err := os.ReadFile(c.backendCA)
+		if err != nil {
+			return fmt.Errorf("-backend-ca: %w", err)
+		}
+		cfg.RootCAs = x509.NewCertPool()
+		if !cfg.RootCAs.AppendCertsFromPEM(pem) {
+			return fmt.Errorf("-backend-ca %s: no PEM certificate in it", c.backendCA)
+		}
+	}
+	c.dialTLS = cfg
 	return nil
 }
 

@@ -6,6 +6,8 @@
 //	go run ./examples/proxy -addr :7000,:7001 -backend 10.0.0.1:6379 -backend 10.0.0.2:6379 -balance leastconn
 //	go run ./examples/proxy -addr :7000 -backend unix:///run/redis.sock -send-proxy v2
 //	go run ./examples/proxy -addr :7000 -backend 127.0.0.1:9000 -stats-interval 5s -poller uring
+//	go run ./examples/proxy -addr :7000 -backend 127.0.0.1:6379 -tls-cert cert.pem -tls-key key.pem
+//	go run ./examples/proxy -addr :7000 -backend redis.internal:6380 -backend-tls -backend-ca ca.pem
 //
 // Each client is paired with a connection the proxy dials to a backend
 // from the client's own event loop, so the two never cross threads. Until
@@ -43,6 +45,22 @@
 // send-proxy and send-proxy-v2 do, naming the original client: with both,
 // a backend learns the address of the client in front of the balancer.
 //
+// TLS: with -tls-cert and -tls-key (PEM files), or -tls-self-signed (an
+// ECDSA P-256 certificate for localhost, 127.0.0.1 and ::1 made at start,
+// for trying it out), the proxy terminates TLS on every -addr: clients
+// speak TLS to it, after the PROXY header if -proxy-protocol reads one,
+// and their plaintext is relayed. With -backend-tls it originates TLS to
+// its backends, each verified against the system's roots, or the
+// certificates in -backend-ca, for the host of its -backend address, or
+// -backend-server-name; -backend-tls-insecure verifies nothing, for
+// backends with self-signed certificates. So it terminates, originates,
+// or with both re-encrypts. Backend sessions are resumed. A backend whose
+// handshake fails counts as a failed connect toward -max-fails, and the
+// client is tried on the next; a handshake is bounded by 10 s
+// (sluice.DefaultTLSHandshakeTimeout), apart from -connect-timeout. A
+// -send-proxy header would travel inside TLS, where backends do not look
+// for it, so -send-proxy and -backend-tls are refused together.
+//
 // It prints the addresses it listens on; with -stats-interval, every
 // interval, a line of its own totals, one of the engine's counters and one
 // per backend, each stamped with the time (RFC 3339) and with byte counts
@@ -69,6 +87,7 @@ import (
 	"syscall"
 
 	"github.com/sluicenet/sluice"
+	"github.com/sluicenet/sluice/examples/internal/tlsflag"
 	"github.com/sluicenet/sluice/poller"
 )
 
@@ -92,11 +111,21 @@ func main() {
 	flag.DurationVar(&cfg.drain, "drain", defaultDrain, "how long a stop, having stopped accepting, lets pairs finish by themselves before it closes them")
 	flag.DurationVar(&cfg.grace, "grace", defaultGrace, "how long a graceful stop then waits for pairs to close before resetting them")
 	flag.DurationVar(&cfg.statsInterval, "stats-interval", 0, "print statistics this often, the lines that changed (0: never)")
+	var tlsFlags tlsflag.Server
+	tlsFlags.Register(flag.CommandLine)
+	flag.BoolVar(&cfg.backendTLS, "backend-tls", false, "speak TLS to the backends")
+	flag.StringVar(&cfg.backendCA, "backend-ca", "", "with -backend-tls, trust the certificates in this PEM file rather than the system's")
+	flag.StringVar(&cfg.backendServerName, "backend-server-name", "", "with -backend-tls, the name backends' certificates must bear (default: each backend's host)")
+	flag.BoolVar(&cfg.backendInsecure, "backend-tls-insecure", false, "with -backend-tls, verify no backend's certificate (self-signed backends, for trying it out)")
 	flag.Parse()
 	if len(addrs) == 0 {
 		addrs = listFlag{"127.0.0.1:7000"}
 	}
 	cfg.addrs, cfg.backends = addrs, backends
+	var err error
+	if cfg.tls, err = tlsFlags.Config(); err != nil {
+		log.Fatalf("proxy: %v", err)
+	}
 	cfg.out = os.Stdout
 	cfg.logf = log.Printf
 	cfg.listening = func(addrs []net.Addr) {

@@ -179,6 +179,10 @@ func TestCommandRefusesBadConfig(t *testing.T) {
 		{"-backend", "udp://127.0.0.1:53"}, // not a stream
 		{"-backend", "127.0.0.1:1", "-balance", "random"},
 		{"-backend", "127.0.0.1:1", "-send-proxy", "v3"},
+		{"-backend", "127.0.0.1:1", "-tls-cert", "cert.pem"}, // no key
+		{"-backend", "127.0.0.1:1", "-backend-ca", "ca.pem"}, // without -backend-tls
+		{"-backend", "127.0.0.1:1", "-backend-tls", "-send-proxy", "v1"},
+		{"-backend", "127.0.0.1:1", "-backend-tls", "-backend-ca", "missing.pem"},
 	} {
 		cmd, lines := command(t, "proxy", args...)
 		err := cmd.Wait()

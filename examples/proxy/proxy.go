@@ -101,9 +101,10 @@ func (px *proxy) run(ctx context.Context) error {
 		sluice.WithBackpressure(false),
 		sluice.WithWriteBufferCap(cfg.buffer),
 		sluice.WithIdleTimeout(cfg.idleTimeout),
+		sluice.WithTLS(cfg.tls),
 	}
 	for _, addr := range cfg.addrs[1:] {
-		opts = append(opts, sluice.WithListener(addr))
+		opts = append(opts, sluice.WithListener(addr, sluice.ListenTLS(cfg.tls)))
 	}
 	err := sluice.Run(px, cfg.addrs[0], opts...)
 	// The stop's own report comes after the engine has shut down.
@@ -207,7 +208,13 @@ func (px *proxy) connect(p *pair) {
 	p.tried |= 1 << be.idx
 	p.be, p.dialing = be, true
 	be.active.Add(1)
-	err := p.client.Loop().Dial(be.addr, p, sluice.DialTimeout(left/time.Duration(candidates)))
+	timeout := sluice.DialTimeout(left / time.Duration(candidates))
+	var err error
+	if px.cfg.dialTLS != nil {
+		err = p.client.Loop().Dial(be.addr, p, timeout, sluice.DialTLS(px.cfg.dialTLS))
+	} else {
+		err = p.client.Loop().Dial(be.addr, p, timeout)
+	}
 	if err != nil {
 		// Only a stopping engine refuses a dial whose address passed
 		// config.check; the stop closes the client.
@@ -278,7 +285,7 @@ func (px *proxy) OnDialFailed(_ string, ctx any, err error) {
 // counts against its health and is worth trying elsewhere, from one that
 // failed because of the proxy.
 func backendsFault(err error) bool {
-	for _, local := range []error{sluice.ErrEngineStopped, sluice.ErrTooManyConns,
+	for _, local := range []error{sluice.ErrEngineStopped, sluice.ErrTooManyConns, sluice.ErrTooManyHandshakes,
 		syscall.EMFILE, syscall.ENFILE, syscall.ENOBUFS, syscall.ENOMEM} {
 		if errors.Is(err, local) {
 			return false

@@ -159,9 +159,9 @@ func (s snapshot) lines() []statsLine {
 	lines := []statsLine{
 		{"totals", fmt.Sprintf("clients %d pairs %d held %d buffered %d B peak %d B up %d B down %d B rejected %d unserved %d",
 			s.Clients, s.Pairs, s.Held, s.Buffered, s.Peak, s.Up, s.Down, s.Rejected, s.Unserved)},
-		{"engine", fmt.Sprintf("engine conns %d accepted %d dialed %d dial-failed %d rejected-max %d killed %d idle-timeouts %d proxy-invalid %d proxy-missing %d proxy-timeouts %d",
+		{"engine", fmt.Sprintf("engine conns %d accepted %d dialed %d dial-failed %d rejected-max %d killed %d idle-timeouts %d proxy-invalid %d proxy-missing %d proxy-timeouts %d tls-failed %d tls-timeouts %d",
 			e.Conns, e.Accepted, e.Dialed, e.DialFailed, e.RejectedMaxConns, e.Killed, e.IdleTimeouts,
-			e.ProxyInvalid, e.ProxyMissing, e.ProxyTimeouts)},
+			e.ProxyInvalid, e.ProxyMissing, e.ProxyTimeouts, e.TLSHandshakeFailures, e.TLSHandshakeTimeouts)},
 	}
 	for i, b := range s.Backends {
 		state := "up"

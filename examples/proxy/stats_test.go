@@ -43,7 +43,7 @@ func TestStatsLinesPrintOnlyWhatChanged(t *testing.T) {
 	var p statsPrinter
 	assert.Equal(t, []string{
 		"2025-03-04T05:06:07.008+02:00 proxy: clients 1 pairs 1 held 0 buffered 512 B peak 65536 B up 1024 B down 2048 B rejected 0 unserved 0",
-		"2025-03-04T05:06:07.008+02:00 proxy: engine conns 2 accepted 1 dialed 1 dial-failed 0 rejected-max 0 killed 0 idle-timeouts 0 proxy-invalid 0 proxy-missing 0 proxy-timeouts 0",
+		"2025-03-04T05:06:07.008+02:00 proxy: engine conns 2 accepted 1 dialed 1 dial-failed 0 rejected-max 0 killed 0 idle-timeouts 0 proxy-invalid 0 proxy-missing 0 proxy-timeouts 0 tls-failed 0 tls-timeouts 0",
 		"2025-03-04T05:06:07.008+02:00 proxy: backend 127.0.0.1:6379 up active 1 connected 1 failed 0 errors 0 downs 0",
 		"2025-03-04T05:06:07.008+02:00 proxy: backend 127.0.0.1:6380 down active 0 connected 0 failed 3 errors 0 downs 1",
 	}, printed(&p, t0, s), "the first snapshot prints every line")

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"crypto/tls"
 	"errors"
 	"net"
 	"sync"
@@ -21,6 +22,7 @@ type config struct {
 	idleTimeout time.Duration // zero means none
 	proxy       sluice.ProxyMode
 	poller      poller.Kind // the zero Kind is epoll
+	tls         *tls.Config // nil: plain TCP
 
 	readTimeout  time.Duration // zero means none
 	writeTimeout time.Duration // zero means sluice.DefaultWriteTimeout; below zero, none
@@ -56,6 +58,7 @@ func (c *config) options() []sluice.Option {
 		sluice.WithWriteTimeout(c.writeLimit()),
 		sluice.WithMaxOutbound(c.output.hardBytes()),
 		sluice.WithOutboundSoftLimit(c.output.soft, c.output.softFor),
+		sluice.WithTLS(c.tls),
 	}
 }
 
