@@ -446,6 +446,10 @@ func (l *eventloop) handshakeProgress(c *conn) {
 		l.unseal(c, true)
 		s.wire.settle()
 	}
+	if c.state == stateOpen && c.flags&flagEOF != 0 && !s.ended {
+		// The peer's stream ended during the handshake.
+		l.peerClosed(c)
+	}
 }
 
 // handshakeTimeout closes c, whose handshake did not end in time.
@@ -572,7 +576,18 @@ func (l *eventloop) tlsPeerClosed(c *conn) bool {
 	case s == nil:
 		return false
 	case c.state == stateHandshake:
+		// The handshake may end on what it holds, with the peer's first
+		// data: the end is acted on after them (handshakeProgress). Till
+		// then c is not read, which would find the end again and again.
+		c.flags |= flagEOF
 		s.wire.end()
+		if c.events&poller.Readable != 0 {
+			if err := l.drv.modify(c.fd, c.events, c.events&^poller.Readable); err != nil {
+				l.closeConn(c, err)
+				return true
+			}
+			c.events &^= poller.Readable
+		}
 		return true
 	case s.ready && !s.ended && c.state == stateOpen && s.wire.partial():
 		s.ended = true
