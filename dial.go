@@ -213,7 +213,7 @@ func DialWriteBuffer(n int) DialOption {
 // which wraps ErrTLSHandshakeTimeout, ErrTooManyHandshakes, or crypto/tls's
 // error as tls.Conn's Handshake returns it (errors.As finds a
 // *tls.CertificateVerificationError in it for a server that failed
-// verification). It counts in Stats.DialFailed and in
+// verification), or ErrHandlerPanic if a callback of cfg panicked. It counts in Stats.DialFailed and in
 // Stats.TLSHandshakeFailures (a timeout in Stats.TLSHandshakeTimeouts);
 // Stats.Dialed and Stats.Enrolled count the connection once its handshake
 // is over. TLSFailedHandler hears only of accepted connections. As with

@@ -19,7 +19,9 @@ var (
 	ErrConnClosed error = closedError{}
 
 	// ErrHandlerPanic is what OnClose receives for a connection whose
-	// callback panicked. The panic value and stack are logged.
+	// callback panicked, and what the error of a TLS handshake wraps when
+	// a callback of its tls.Config panicked (TLSFailedHandler,
+	// OnDialFailed). The panic value and stack are logged.
 	ErrHandlerPanic = errors.New("sluice: handler panicked")
 
 	// ErrInvalidAddr is returned by Run for an address it cannot listen on

@@ -3,8 +3,11 @@ package sluice
 import (
 	"crypto/tls"
 	"errors"
+	"fmt"
 	"io"
+	"log/slog"
 	"net"
+	"runtime/debug"
 	"slices"
 	"sync"
 	"time"
@@ -41,7 +44,8 @@ const DefaultTLSMaxHandshakes = 1024
 type TLSFailedHandler interface {
 	// OnTLSFailed runs on the connection's loop. remote is the client's
 	// address (after a PROXY header, the one it names); err is crypto/tls's
-	// error, or ErrTLSHandshakeTimeout, or ErrTooManyHandshakes.
+	// error, or ErrTLSHandshakeTimeout, or ErrTooManyHandshakes, or wraps
+	// ErrHandlerPanic when a callback of the tls.Config panicked.
 	OnTLSFailed(remote net.Addr, err error)
 }
 
@@ -373,10 +377,24 @@ func (l *eventloop) beginHandshake(c *conn) {
 	}
 	l.arm(c, &c.readTimer, timerHandshake, e.opts.tlsTimeout)
 	go func() {
-		err := s.tc.Handshake()
+		err := handshake(s.tc, e.opts.logger)
 		e.handshakes.Add(-1)
 		s.wire.finished(err)
 	}()
+}
+
+// handshake runs tc's handshake. The configuration's callbacks
+// (GetCertificate, VerifyConnection, ...) run in it, on a goroutine of
+// the engine's: a panic there fails the handshake, logged with its stack,
+// rather than the process.
+func handshake(tc *tls.Conn, logger *slog.Logger) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			logger.Error("sluice: a TLS configuration callback panicked", "panic", r, "stack", string(debug.Stack()))
+			err = fmt.Errorf("%w: %v", ErrHandlerPanic, r)
+		}
+	}()
+	return tc.Handshake()
 }
 
 // handshakeArrived feeds p, read from c during its handshake, to the

@@ -424,3 +424,23 @@ func TestDialTLSConfigIsCopied(t *testing.T) {
 	require.NotNil(t, zero)
 	assert.Equal(t, tls.RenegotiateNever, zero.Renegotiation)
 }
+
+// TestTLSDialPanicInAConfigCallback: a DialTLS configuration's callback
+// that panics on the handshake's goroutine fails the dial with
+// ErrHandlerPanic, not the process.
+func TestTLSDialPanicInAConfigCallback(t *testing.T) {
+	h := &tripper{}
+	eng := runClient(t, h, WithNumEventLoop(1), WithLogger(discardLogger()))
+	srv := goTLSServer(t, serverTLS(t))
+	cfg := clientTLS(t, 0)
+	cfg.VerifyPeerCertificate = func([][]byte, [][]*x509.Certificate) error { panic("verifier gave up") }
+	tr := newTrip(nil)
+	require.NoError(t, eng.Dial(srv.addr, tr, DialTLS(cfg)))
+	tr.wait(t)
+	assert.False(t, tr.opened)
+	assert.ErrorIs(t, tr.err, ErrHandlerPanic)
+	assert.ErrorContains(t, tr.err, "verifier gave up")
+	st := closedStats(t, eng)
+	assert.EqualValues(t, 1, st.DialFailed)
+	assert.EqualValues(t, 1, st.TLSHandshakeFailures)
+}

@@ -5,6 +5,7 @@ package sluice
 import (
 	"crypto/tls"
 	"io"
+	"log/slog"
 	"net"
 	"syscall"
 	"testing"
@@ -89,4 +90,37 @@ func TestTLSEndOfStreamWithTheLastFlight(t *testing.T) {
 	assert.Equal(t, "ping", string(got))
 	_, cerr := h.waitClosed(t, h.next(t))
 	assert.NoError(t, cerr)
+}
+
+// TestTLSPanicInAConfigCallback: the tls.Config's callbacks
+// (GetCertificate, VerifyConnection, ...) run on the handshake's
+// goroutine, where a panic would end the process. It fails the handshake
+// instead, reported with ErrHandlerPanic and logged, and the engine
+// serves on.
+func TestTLSPanicInAConfigCallback(t *testing.T) {
+	cfg := serverTLS(t)
+	cert := cfg.Certificates[0]
+	cfg.Certificates = nil
+	cfg.GetCertificate = func(hello *tls.ClientHelloInfo) (*tls.Certificate, error) {
+		if hello.ServerName == "panic.example" {
+			panic("GetCertificate gave up")
+		}
+		return &cert, nil
+	}
+	h := &tlsFailures{lifetimes: newLifetimes(), errs: make(chan error, 4)}
+	var logged syncBuffer
+	eng, addr := serve(t, h, WithTLS(cfg), WithLogger(slog.New(slog.NewTextHandler(&logged, nil))))
+
+	bad := clientTLS(t, 0)
+	bad.ServerName = "panic.example"
+	c := tls.Client(dial(t, addr), bad)
+	c.SetDeadline(time.Now().Add(10 * time.Second))
+	assert.Error(t, c.Handshake())
+	err := <-h.errs
+	assert.ErrorIs(t, err, ErrHandlerPanic)
+	assert.ErrorContains(t, err, "GetCertificate gave up")
+	assert.Contains(t, logged.String(), "GetCertificate gave up")
+	assert.EqualValues(t, 1, eng.Stats().TLSHandshakeFailures)
+
+	require.NoError(t, echoOnce(dialTLS(t, addr, clientTLS(t, 0)), []byte("still serving")))
 }
