@@ -3,10 +3,14 @@
 package sluice
 
 import (
+	"bytes"
 	"crypto/tls"
+	"fmt"
 	"io"
 	"log/slog"
+	"math/rand/v2"
 	"net"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -123,4 +127,104 @@ func TestTLSPanicInAConfigCallback(t *testing.T) {
 	assert.EqualValues(t, 1, eng.Stats().TLSHandshakeFailures)
 
 	require.NoError(t, echoOnce(dialTLS(t, addr, clientTLS(t, 0)), []byte("still serving")))
+}
+
+// TestTLSHalfClose: in half-close mode a TLS client's close_notify, with
+// or without the end of its TCP stream after it, leaves the connection
+// open for the answer, which reaches the client whole before the
+// server's own close_notify; every byte the client sent is offered before
+// OnHalfClose.
+func TestTLSHalfClose(t *testing.T) {
+	const request = 256 << 10
+	big := randomBytes(rand.New(rand.NewPCG(20, 21)), 1<<20)
+	payload := randomBytes(rand.New(rand.NewPCG(22, 23)), request)
+	for _, v := range tlsVersions {
+		for _, fin := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/fin=%v", v.name, fin), func(t *testing.T) {
+				h := newHalfCloser(func(c Conn, got int) Action {
+					c.Write(big)
+					c.CloseWrite()
+					return None
+				})
+				_, addr := serve(t, h, WithTLS(serverTLS(t)), WithHalfClose(true), WithNumEventLoop(1))
+				raw := dial(t, addr)
+				c := tls.Client(raw, clientTLS(t, v.version))
+				require.NoError(t, c.SetDeadline(time.Now().Add(20*time.Second)))
+				require.NoError(t, c.Handshake())
+				id := h.next(t)
+				go func() {
+					c.Write(payload)
+					c.CloseWrite()
+					if fin {
+						raw.(*net.TCPConn).CloseWrite()
+					}
+				}()
+				got, err := io.ReadAll(c)
+				require.NoError(t, err, "after %d bytes", len(got))
+				require.True(t, bytes.Equal(big, got), "got %d bytes, want %d; differs at byte %d",
+					len(got), len(big), firstDiff(got, big))
+				_, cerr := h.waitClosed(t, id)
+				assert.NoError(t, cerr)
+				assert.EqualValues(t, 1, h.halfCloses.Load(), "OnHalfClose calls")
+				assert.EqualValues(t, request, h.gotAtHalf.Load(), "bytes offered before OnHalfClose")
+				assert.Zero(t, h.late.Load(), "OnTraffic calls after OnHalfClose")
+			})
+		}
+	}
+}
+
+// TestTLSPauseInOnOpenWithTheFirstData: a client's first data that came
+// with its Finished, while the server's handshake ran, is held while
+// OnOpen has paused reading, and offered once reading resumes, with no
+// more input from the client.
+func TestTLSPauseInOnOpenWithTheFirstData(t *testing.T) {
+	release := make(chan struct{})
+	cfg := serverTLS(t)
+	cfg.VerifyConnection = func(tls.ConnectionState) error { <-release; return nil }
+	var offered atomic.Int64
+	h := newLifetimes()
+	h.onOpen = func(c Conn) { c.PauseRead() }
+	h.traffic = func(c Conn) Action {
+		offered.Add(1)
+		return echoHandler{}.OnTraffic(c)
+	}
+	eng, addr := serve(t, h, WithTLS(cfg), WithNumEventLoop(1))
+	released := false
+	t.Cleanup(func() {
+		if !released {
+			close(release)
+		}
+	})
+	raw := dial(t, addr)
+	c := tls.Client(raw, clientTLS(t, tls.VersionTLS13))
+	require.NoError(t, c.SetDeadline(time.Now().Add(10*time.Second)))
+	require.NoError(t, c.Handshake())
+	_, err := c.Write([]byte("first"))
+	require.NoError(t, err)
+	waitFor(t, 5*time.Second, func() bool {
+		var fed bool
+		onLoopOf(t, eng, 0, func() {
+			for _, sc := range eng.e.loops[0].conns {
+				if sc != nil && sc.state == stateHandshake {
+					w := &sc.ext.sec.wire
+					w.mu.Lock()
+					fed = w.whole > w.read
+					w.mu.Unlock()
+				}
+			}
+		})
+		return fed
+	}, func() string { return "the first data did not reach the server during its handshake" })
+	released = true
+	close(release)
+	sc := h.conn(h.next(t))
+	assert.True(t, holdsFor(200*time.Millisecond, func() bool { return offered.Load() == 0 }), "offered while paused")
+	var held int
+	onConnLoop(t, sc, func() { held = sc.InboundBuffered() })
+	assert.Equal(t, len("first"), held, "the plaintext held while paused")
+	onConnLoop(t, sc, func() { sc.ResumeRead() })
+	got := make([]byte, 5)
+	_, err = io.ReadFull(c, got)
+	require.NoError(t, err)
+	assert.Equal(t, "first", string(got))
 }
