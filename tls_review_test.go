@@ -4,12 +4,19 @@ package sluice
 
 import (
 	"bytes"
+	"crypto/aes"
+	"crypto/cipher"
+	"crypto/hkdf"
+	"crypto/sha256"
 	"crypto/tls"
+	"encoding/hex"
 	"fmt"
 	"io"
 	"log/slog"
 	"math/rand/v2"
 	"net"
+	"slices"
+	"strings"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -227,4 +234,194 @@ func TestTLSPauseInOnOpenWithTheFirstData(t *testing.T) {
 	_, err = io.ReadFull(c, got)
 	require.NoError(t, err)
 	assert.Equal(t, "first", string(got))
+}
+
+// sealer seals records as a TLS 1.3 client with TLS_AES_128_GCM_SHA256,
+// from its traffic secret (KeyLogWriter), for what crypto/tls's client
+// never sends: a KeyUpdate. Once a test seals with it, the crypto/tls
+// client it took the secret from only reads.
+type sealer struct {
+	t      testing.TB
+	secret []byte
+	aead   cipher.AEAD
+	iv     []byte
+	seq    uint64
+}
+
+// expandLabel is TLS 1.3's HKDF-Expand-Label with an empty context.
+func expandLabel(t testing.TB, secret []byte, label string, n int) []byte {
+	full := "tls13 " + label
+	info := append([]byte{byte(n >> 8), byte(n), byte(len(full))}, full...)
+	info = append(info, 0)
+	out, err := hkdf.Expand(sha256.New, secret, string(info), n)
+	require.NoError(t, err)
+	return out
+}
+
+// newSealer reads the client's first application traffic secret from
+// keyLog, what a KeyLogWriter wrote for one connection.
+func newSealer(t testing.TB, keyLog string) *sealer {
+	for line := range strings.Lines(keyLog) {
+		f := strings.Fields(line)
+		if len(f) == 3 && f[0] == "CLIENT_TRAFFIC_SECRET_0" {
+			secret, err := hex.DecodeString(f[2])
+			require.NoError(t, err)
+			s := &sealer{t: t}
+			s.rekey(secret)
+			return s
+		}
+	}
+	t.Fatal("no client traffic secret logged")
+	return nil
+}
+
+func (s *sealer) rekey(secret []byte) {
+	s.secret = secret
+	block, err := aes.NewCipher(expandLabel(s.t, secret, "key", 16))
+	require.NoError(s.t, err)
+	s.aead, err = cipher.NewGCM(block)
+	require.NoError(s.t, err)
+	s.iv, s.seq = expandLabel(s.t, secret, "iv", 12), 0
+}
+
+// seal returns a record of content type typ holding content.
+func (s *sealer) seal(typ byte, content []byte) []byte {
+	inner := append(bytes.Clone(content), typ)
+	nonce := bytes.Clone(s.iv)
+	for i := range 8 {
+		nonce[4+i] ^= byte(s.seq >> (56 - 8*i))
+	}
+	s.seq++
+	n := len(inner) + s.aead.Overhead()
+	hdr := []byte{23, 3, 3, byte(n >> 8), byte(n)}
+	return s.aead.Seal(hdr, nonce, inner, hdr)
+}
+
+// data seals p as application data.
+func (s *sealer) data(p []byte) []byte { return s.seal(23, p) }
+
+// keyUpdate seals a KeyUpdate, asking the peer to update its keys too if
+// requested, and moves on to the next secret.
+func (s *sealer) keyUpdate(requested bool) []byte {
+	req := byte(0)
+	if requested {
+		req = 1
+	}
+	rec := s.seal(22, []byte{24, 0, 0, 1, req})
+	s.rekey(expandLabel(s.t, s.secret, "traffic upd", 32))
+	return rec
+}
+
+// rawTLS13 connects to addr as a TLS 1.3 client and returns the client,
+// to read with, the socket under it, and a sealer to write with.
+func rawTLS13(t testing.TB, addr string) (*tls.Conn, net.Conn, *sealer) {
+	var keyLog bytes.Buffer
+	cfg := clientTLS(t, tls.VersionTLS13)
+	cfg.KeyLogWriter = &keyLog
+	raw := dial(t, addr)
+	c := tls.Client(raw, cfg)
+	require.NoError(t, c.SetDeadline(time.Now().Add(30*time.Second)))
+	require.NoError(t, c.Handshake())
+	if c.ConnectionState().CipherSuite != tls.TLS_AES_128_GCM_SHA256 {
+		t.Skip("the sealer does AES-128-GCM only; crypto/tls chose another suite")
+	}
+	return c, raw, newSealer(t, keyLog.String())
+}
+
+// TestTLSKeyUpdateBehindALargeWrite: the server has 8 MiB queued for a
+// client that reads slowly when the client asks it to update its keys.
+// The server's KeyUpdate goes after every record it sealed before it, and
+// what it seals after with its new keys after that: the client reads the
+// 8 MiB and the answers to what it sent under its own new keys, in order.
+func TestTLSKeyUpdateBehindALargeWrite(t *testing.T) {
+	const size = 8 << 20
+	big := randomBytes(rand.New(rand.NewPCG(30, 31)), size)
+	h := newLifetimes()
+	h.traffic = func(c Conn) Action {
+		b, _ := c.Next(-1)
+		if string(b) == "go" {
+			c.Write(big)
+			return None
+		}
+		c.Write(b)
+		return None
+	}
+	_, addr := serve(t, h, WithTLS(serverTLS(t)), WithNumEventLoop(1))
+	c, raw, s := rawTLS13(t, addr)
+	sc := h.conn(h.next(t))
+	_, err := raw.Write(s.data([]byte("go")))
+	require.NoError(t, err)
+	waitFor(t, 5*time.Second, func() bool { return sc.OutboundQueued() > size/2 },
+		func() string { return fmt.Sprintf("%d bytes queued", sc.OutboundQueued()) })
+
+	got := make([]byte, 0, size+16)
+	read := func(n int) {
+		t.Helper()
+		buf := make([]byte, 4<<10)
+		for len(got) < n {
+			m, err := c.Read(buf[:min(len(buf), n-len(got))])
+			require.NoError(t, err, "after %d bytes", len(got))
+			got = append(got, buf[:m]...)
+		}
+	}
+	read(1 << 20)
+	_, err = raw.Write(slices.Concat(s.keyUpdate(true), s.data([]byte("ping"))))
+	require.NoError(t, err)
+	read(4 << 20)
+	_, err = raw.Write(slices.Concat(s.keyUpdate(false), s.data([]byte("pong"))))
+	require.NoError(t, err)
+	read(size + 8)
+	require.True(t, bytes.Equal(big, got[:size]), "the 8 MiB differ at byte %d", firstDiff(got[:size], big))
+	assert.Equal(t, "pingpong", string(got[size:]))
+}
+
+// TestTLSRecordsSplitAtEveryByte: records arrive one byte per read, a
+// KeyUpdate among them: each record's plaintext is offered once the record
+// is whole, and not before, and the echo comes back in order.
+func TestTLSRecordsSplitAtEveryByte(t *testing.T) {
+	var offered atomic.Int64
+	h := newLifetimes()
+	h.traffic = func(c Conn) Action {
+		offered.Add(int64(c.InboundBuffered()))
+		return echoHandler{}.OnTraffic(c)
+	}
+	h.onOpen = func(c Conn) { c.SetNoDelay(true) }
+	_, addr := serve(t, h, WithTLS(serverTLS(t)), WithNumEventLoop(1))
+	c, raw, s := rawTLS13(t, addr)
+	raw.(*net.TCPConn).SetNoDelay(true)
+	sc := h.conn(h.next(t)).(*conn)
+	fed := func() int64 {
+		var n int64
+		onConnLoop(t, sc, func() {
+			w := &sc.ext.sec.wire
+			w.mu.Lock()
+			n = w.fed
+			w.mu.Unlock()
+		})
+		return n
+	}
+	start := fed()
+	records := [][]byte{s.data([]byte("one")), s.keyUpdate(true), s.data([]byte("two")), s.keyUpdate(false), s.data([]byte("three"))}
+	plain := []int{3, 0, 3, 0, 5}
+	var sent int64
+	want := int64(0)
+	for i, rec := range records {
+		for j := range rec {
+			_, err := raw.Write(rec[j : j+1])
+			require.NoError(t, err)
+			sent++
+			waitFor(t, 5*time.Second, func() bool { return fed()-start == sent },
+				func() string { return fmt.Sprintf("the server fed %d of %d bytes", fed()-start, sent) })
+			if j < len(rec)-1 {
+				assert.Equal(t, want, offered.Load(), "record %d offered at byte %d of %d", i, j+1, len(rec))
+			}
+		}
+		want += int64(plain[i])
+		waitFor(t, 5*time.Second, func() bool { return offered.Load() == want },
+			func() string { return fmt.Sprintf("record %d: %d bytes offered, want %d", i, offered.Load(), want) })
+	}
+	got := make([]byte, 11)
+	_, err := io.ReadFull(c, got)
+	require.NoError(t, err)
+	assert.Equal(t, "onetwothree", string(got))
 }
