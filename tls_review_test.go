@@ -17,6 +17,7 @@ import (
 	"net"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -424,4 +425,100 @@ func TestTLSRecordsSplitAtEveryByte(t *testing.T) {
 	_, err := io.ReadFull(c, got)
 	require.NoError(t, err)
 	assert.Equal(t, "onetwothree", string(got))
+}
+
+// TestTLSWritesAroundTheHandshake: what OnOpen writes goes first, before
+// the answer to the client's first data (which came with its Finished),
+// and what another goroutine, started in OnOpen, posts with AsyncWrite
+// at once and on and on arrives whole and in its order, interleaved with
+// the echoes.
+func TestTLSWritesAroundTheHandshake(t *testing.T) {
+	const posts = 500
+	release := make(chan struct{})
+	cfg := serverTLS(t)
+	cfg.VerifyConnection = func(tls.ConnectionState) error { <-release; return nil }
+	h := newLifetimes()
+	var wg sync.WaitGroup
+	t.Cleanup(wg.Wait)
+	h.onOpen = func(c Conn) {
+		c.Write([]byte("<open>"))
+		wg.Go(func() {
+			for i := range posts {
+				if c.AsyncWrite(fmt.Appendf(nil, "<a%04d>", i), nil) != nil {
+					return
+				}
+			}
+		})
+	}
+	h.traffic = func(c Conn) Action {
+		b, _ := c.Next(-1)
+		c.Write(slices.Concat([]byte("<e"), b, []byte(">")))
+		return None
+	}
+	eng, addr := serve(t, h, WithTLS(cfg), WithNumEventLoop(1))
+	released := false
+	t.Cleanup(func() {
+		if !released {
+			close(release)
+		}
+	})
+	raw := dial(t, addr)
+	c := tls.Client(raw, clientTLS(t, tls.VersionTLS13))
+	require.NoError(t, c.SetDeadline(time.Now().Add(20*time.Second)))
+	require.NoError(t, c.Handshake())
+	_, err := c.Write([]byte("x"))
+	require.NoError(t, err)
+	waitFor(t, 5*time.Second, func() bool {
+		var fed bool
+		onLoopOf(t, eng, 0, func() {
+			for _, sc := range eng.e.loops[0].conns {
+				if sc != nil && sc.state == stateHandshake {
+					w := &sc.ext.sec.wire
+					w.mu.Lock()
+					fed = w.whole > w.read
+					w.mu.Unlock()
+				}
+			}
+		})
+		return fed
+	}, func() string { return "the first data did not reach the server during its handshake" })
+	released = true
+	close(release)
+
+	var got []byte
+	buf := make([]byte, 4096)
+	next := 0 // the next AsyncWrite expected
+	echoes := 0
+	opened := false
+	for next < posts || echoes < 10 {
+		if echoes < 10 && next > echoes*posts/10 {
+			_, err := c.Write([]byte("x"))
+			require.NoError(t, err)
+			echoes++
+		}
+		n, err := c.Read(buf)
+		require.NoError(t, err, "after %q", got)
+		got = append(got, buf[:n]...)
+		for {
+			start := bytes.IndexByte(got, '<')
+			end := bytes.IndexByte(got, '>')
+			if start < 0 || end < 0 {
+				break
+			}
+			item := string(got[start+1 : end])
+			got = got[end+1:]
+			switch {
+			case item == "open":
+				require.Zero(t, next, "OnOpen's write came after an AsyncWrite")
+				opened = true
+			case item == "ex":
+				require.True(t, opened, "an echo came before OnOpen's write")
+			case strings.HasPrefix(item, "a"):
+				require.Equal(t, fmt.Sprintf("a%04d", next), item, "AsyncWrites out of order")
+				next++
+			default:
+				t.Fatalf("unexpected %q", item)
+			}
+		}
+	}
 }
