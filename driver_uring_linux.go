@@ -758,7 +758,7 @@ func (rg *ringDriver) sendFailed(fd int, gen uint32, odd int, e uring.CQE) {
 		n = int(e.Res)
 	case unix.EAGAIN, unix.EINTR:
 	default:
-		l.closeConn(c, os.NewSyscallError("write", err))
+		l.socketFailed(c, os.NewSyscallError("write", err))
 		return
 	}
 	s := &list[c.ds.send]

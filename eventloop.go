@@ -445,7 +445,18 @@ func (l *eventloop) readFailed(c *conn, err error) {
 		l.closeConn(c, nil)
 		return
 	}
-	l.closeConn(c, os.NewSyscallError("read", err))
+	l.socketFailed(c, os.NewSyscallError("read", err))
+}
+
+// socketFailed closes c, whose socket failed under it with err. A TLS
+// handshake under way has failed so, as one whose peer ended the stream
+// has: counted and reported (tlsFailed).
+func (l *eventloop) socketFailed(c *conn, err error) {
+	if c.state == stateHandshake {
+		l.tlsFailed(c, err, countTLSHandshakeFailures)
+		return
+	}
+	l.closeConn(c, err)
 }
 
 // peerClosed handles the end of c's stream: its peer sends no more. It
@@ -728,7 +739,7 @@ func (l *eventloop) sendWritten() {
 func (l *eventloop) write(c *conn, p []byte) int {
 	n, err := socket.Write(c.fd, p)
 	if err != nil && err != syscall.EAGAIN {
-		l.closeConn(c, os.NewSyscallError("write", err))
+		l.socketFailed(c, os.NewSyscallError("write", err))
 		return -1
 	}
 	if n > 0 {

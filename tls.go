@@ -44,7 +44,8 @@ const DefaultTLSMaxHandshakes = 1024
 type TLSFailedHandler interface {
 	// OnTLSFailed runs on the connection's loop. remote is the client's
 	// address (after a PROXY header, the one it names); err is crypto/tls's
-	// error, or ErrTLSHandshakeTimeout, or ErrTooManyHandshakes, or wraps
+	// error, or the socket's (an *os.SyscallError: a reset), or
+	// ErrTLSHandshakeTimeout, or ErrTooManyHandshakes, or wraps
 	// ErrHandlerPanic when a callback of the tls.Config panicked.
 	OnTLSFailed(remote net.Addr, err error)
 }

@@ -10,6 +10,7 @@ import (
 	"net"
 	"slices"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -440,6 +441,37 @@ func TestTLSDialPanicInAConfigCallback(t *testing.T) {
 	assert.False(t, tr.opened)
 	assert.ErrorIs(t, tr.err, ErrHandlerPanic)
 	assert.ErrorContains(t, tr.err, "verifier gave up")
+	st := closedStats(t, eng)
+	assert.EqualValues(t, 1, st.DialFailed)
+	assert.EqualValues(t, 1, st.TLSHandshakeFailures)
+}
+
+// TestTLSDialResetDuringTheHandshake: a server that resets the connection
+// in the handshake fails the dial with the read's error, counted as a
+// failed handshake as Stats says of a DialTLS connection's.
+func TestTLSDialResetDuringTheHandshake(t *testing.T) {
+	h := &tripper{}
+	eng := runClient(t, h, WithNumEventLoop(1))
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	t.Cleanup(func() { ln.Close() })
+	served := make(chan struct{})
+	go func() {
+		defer close(served)
+		c, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		c.Read(make([]byte, 5)) // the ClientHello's header
+		c.(*net.TCPConn).SetLinger(0)
+		c.Close()
+	}()
+	t.Cleanup(func() { <-served })
+	tr := newTrip(nil)
+	require.NoError(t, eng.Dial("tcp://"+ln.Addr().String(), tr, DialTLS(clientTLS(t, 0))))
+	tr.wait(t)
+	assert.False(t, tr.opened)
+	assert.ErrorIs(t, tr.err, syscall.ECONNRESET)
 	st := closedStats(t, eng)
 	assert.EqualValues(t, 1, st.DialFailed)
 	assert.EqualValues(t, 1, st.TLSHandshakeFailures)

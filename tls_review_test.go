@@ -522,3 +522,32 @@ func TestTLSWritesAroundTheHandshake(t *testing.T) {
 		}
 	}
 }
+
+// TestTLSResetDuringTheHandshake: a client that resets its connection in
+// the handshake has failed it, as one that ends its stream there has:
+// counted, reported with the read's error, and its goroutine gone.
+func TestTLSResetDuringTheHandshake(t *testing.T) {
+	h := &tlsFailures{lifetimes: newLifetimes(), errs: make(chan error, 4)}
+	eng, addr := serve(t, h, WithTLS(serverTLS(t)), WithNumEventLoop(1))
+	raw := dial(t, addr)
+	_, err := raw.Write([]byte{0x16, 0x03, 0x01, 0x02, 0x00, 0x01, 0x00}) // a ClientHello begun
+	require.NoError(t, err)
+	waitFor(t, 5*time.Second, func() bool { return eng.e.handshakes.Load() == 1 },
+		func() string { return "the handshake did not start" })
+	require.NoError(t, raw.(*net.TCPConn).SetLinger(0))
+	require.NoError(t, raw.Close())
+	select {
+	case err := <-h.errs:
+		assert.ErrorIs(t, err, syscall.ECONNRESET)
+	case <-time.After(10 * time.Second):
+		t.Fatal("the reset handshake was not reported")
+	}
+	waitFor(t, 5*time.Second, func() bool { return eng.e.handshakes.Load() == 0 },
+		func() string { return "the handshake goroutine is still counted" })
+	s := eng.Stats()
+	assert.EqualValues(t, 1, s.TLSHandshakeFailures)
+	assert.Zero(t, s.Conns)
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	assert.Empty(t, h.opened)
+}
