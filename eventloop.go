@@ -979,14 +979,18 @@ func (l *eventloop) closeGraceful(c *conn) {
 		c.state = stateClosing
 		c.flags &^= flagHeld
 		l.disarm(&c.readTimer)
-		l.closeNotify(c)
 		l.closeSent(c)
 	}
 }
 
 // closeSent lingers once c, closing, has sent all it had queued, and till
-// then watches it drain.
+// then watches it drain. Output written meanwhile goes too, as it does
+// before the end of a plain connection's stream; on TLS, close_notify
+// follows it, once it has all been queued.
 func (l *eventloop) closeSent(c *conn) {
+	if c.pending() == 0 {
+		l.closeNotify(c)
+	}
 	if c.pending() > 0 || l.drv.awaitSent(c) {
 		l.watch(c)
 		return

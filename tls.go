@@ -617,13 +617,15 @@ func (l *eventloop) tlsPeerClosed(c *conn) bool {
 }
 
 // closeNotify queues TLS's close_notify for c, once, before its write side
-// shuts down.
+// shuts down. crypto/tls seals nothing after it: from then on writes to c
+// fail with ErrConnClosed, as after CloseWrite, rather than vanish.
 func (l *eventloop) closeNotify(c *conn) {
 	s := c.sec()
 	if s == nil || !s.ready || s.sent {
 		return
 	}
 	s.sent = true
+	c.flags |= flagWriteClosed
 	s.tc.CloseWrite() // a failed record layer has closed c
 }
 

@@ -511,7 +511,7 @@ func TestTLSWritesAroundTheHandshake(t *testing.T) {
 			case item == "open":
 				require.Zero(t, next, "OnOpen's write came after an AsyncWrite")
 				opened = true
-			case item == "ex":
+			case strings.Trim(item, "x") == "e": // echoes of writes read together
 				require.True(t, opened, "an echo came before OnOpen's write")
 			case strings.HasPrefix(item, "a"):
 				require.Equal(t, fmt.Sprintf("a%04d", next), item, "AsyncWrites out of order")
@@ -550,4 +550,49 @@ func TestTLSResetDuringTheHandshake(t *testing.T) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	assert.Empty(t, h.opened)
+}
+
+// TestTLSWriteAfterClose: an AsyncWrite that the loop takes after Close
+// has begun the connection's graceful close is sent before the end of
+// the stream, as on plain TCP, or refused with an error; never reported
+// sent and dropped.
+func TestTLSWriteAfterClose(t *testing.T) {
+	for _, secure := range []bool{false, true} {
+		t.Run(fmt.Sprintf("tls=%v", secure), func(t *testing.T) {
+			cbErr := make(chan error, 1)
+			h := newLifetimes()
+			h.traffic = func(c Conn) Action {
+				c.Next(-1)
+				c.Write([]byte("head;"))
+				go func() {
+					c.Close()
+					if err := c.AsyncWrite([]byte("tail;"), func(_ Conn, err error) { cbErr <- err }); err != nil {
+						cbErr <- err
+					}
+				}()
+				return None
+			}
+			opts := []Option{WithNumEventLoop(1)}
+			if secure {
+				opts = append(opts, WithTLS(serverTLS(t)))
+			}
+			_, addr := serve(t, h, opts...)
+			var c net.Conn = dial(t, addr)
+			if secure {
+				c = dialTLS(t, addr, clientTLS(t, 0))
+			}
+			c.SetDeadline(time.Now().Add(10 * time.Second))
+			_, err := c.Write([]byte("go"))
+			require.NoError(t, err)
+			got, err := io.ReadAll(c)
+			require.NoError(t, err)
+			err = <-cbErr
+			if err == nil {
+				assert.Equal(t, "head;tail;", string(got), "AsyncWrite reported sent")
+			} else {
+				assert.Equal(t, "head;", string(got))
+				assert.ErrorIs(t, err, ErrConnClosed)
+			}
+		})
+	}
 }
