@@ -347,9 +347,11 @@ func (c *conn) write(p []byte) (int, error) {
 	}
 	l := c.loop
 	switch {
-	case l.cur == c && c.out == nil:
+	case l.cur == c && (c.out == nil || c.ext != nil && c.ext.sec != nil):
 		// The common case: gather this callback's output in the loop's
 		// buffer and send it in one write when the callback returns.
+		// TLS gathers it also behind output already queued: it is sealed
+		// into full records behind that (send), not one per Write.
 		l.wbuf = append(l.wbuf, p...)
 	case l.cur == c:
 		c.queue(p)

@@ -266,7 +266,11 @@ const DefaultMaxOutbound = 32 << 20
 // AsyncWritev (whose callback then never runs), so a publisher can drop
 // the message or close the connection; Stats.OutboundRefused counts it.
 // A single write larger than n always fails. Zero or less means no bound.
-// The default is DefaultMaxOutbound.
+// The default is DefaultMaxOutbound. Over TLS it counts the records
+// queued, the bytes as they go out, and a callback's output and a posted
+// write as plaintext until the loop seals them, which adds a record's
+// header and tag (22 to 29 bytes with the usual cipher suites) to each
+// callback's output and each write made outside one.
 func WithMaxOutbound(n int) Option {
 	return func(o *options) { o.maxOutbound = max(n, 0) }
 }

@@ -596,3 +596,62 @@ func TestTLSWriteAfterClose(t *testing.T) {
 		})
 	}
 }
+
+// TestTLSSmallWritesBehindAFullSocket: a callback's output is sealed in
+// full records also when the connection already has output queued
+// behind a peer that does not read, rather than one record, 22 or more
+// bytes of header and tag, per Write: 1,000 writes of 10 bytes queue
+// about 10 KB, not 32 KB, of the bound (WithMaxOutbound).
+func TestTLSSmallWritesBehindAFullSocket(t *testing.T) {
+	delta := make(chan int, 1)
+	h := newLifetimes()
+	h.traffic = func(c Conn) Action {
+		b, _ := c.Next(-1)
+		switch string(b) {
+		case "fill":
+			c.Write(make([]byte, 16<<20))
+		case "small":
+			before := c.OutboundBuffered()
+			if before == 0 {
+				delta <- -1 // the socket took everything: nothing to test
+				return None
+			}
+			for range 1000 {
+				c.Write(make([]byte, 10))
+			}
+			c.Flush() // seals, and sends what the full socket takes: nothing
+			delta <- c.OutboundBuffered() - before
+		}
+		return None
+	}
+	h.onOpen = func(c Conn) { c.SetWriteBuffer(4096) }
+	_, addr := serve(t, h, WithTLS(serverTLS(t)), WithNumEventLoop(1), WithMaxOutbound(64<<20),
+		WithBackpressureMark(64<<20)) // read on while the output waits
+	// Small buffers both ends, which the peer does not read: once the
+	// fill has queued, nothing more leaves.
+	small := net.Dialer{Timeout: 5 * time.Second, Control: func(_, _ string, rc syscall.RawConn) error {
+		return rc.Control(func(fd uintptr) { syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, 4096) })
+	}}
+	_, hp, _ := strings.Cut(addr, "://")
+	raw, err := small.Dial("tcp", hp)
+	require.NoError(t, err)
+	t.Cleanup(func() { raw.Close() })
+	c := tls.Client(raw, clientTLS(t, tls.VersionTLS13))
+	require.NoError(t, c.SetDeadline(time.Now().Add(10*time.Second)))
+	require.NoError(t, c.Handshake())
+	sc := h.conn(h.next(t))
+	_, err = c.Write([]byte("fill"))
+	require.NoError(t, err)
+	waitFor(t, 5*time.Second, func() bool { return sc.OutboundQueued() > 0 },
+		func() string { return "the fill did not queue" })
+	_, err = c.Write([]byte("small"))
+	require.NoError(t, err)
+	var d int
+	select {
+	case d = <-delta:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the small writes did not run")
+	}
+	require.GreaterOrEqual(t, d, 0, "nothing was queued behind the fill")
+	assert.Less(t, d, 11000, "10,000 bytes written as 1,000 writes queued %d bytes", d)
+}
