@@ -885,6 +885,8 @@ func (l *eventloop) unread(c *conn) bool {
 		return true
 	case stateOpen:
 		return c.flags&(flagOutPaused|flagEndWaits|flagReadPaused|flagInputEnded) != 0
+	case stateHandshake:
+		return handshakeUnread(c)
 	}
 	return false
 }

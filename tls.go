@@ -99,6 +99,7 @@ type wire struct {
 	own    []byte // the wire's own array for in, kept between reads
 	out    []byte // written during the handshake, for the loop to send
 	posted bool   // a taskTLS is queued for the loop
+	full   bool   // the loop stopped reading: the handshake holds enough (handshakeArrived)
 	closed bool   // Close: the handshake gives up
 	eof    bool   // the peer finished sending
 	loop   bool   // the handshake is over
@@ -210,6 +211,14 @@ func (w *wire) scan(p []byte) {
 	}
 }
 
+// isFull reports whether the loop stopped reading for the handshake
+// (handshakeArrived).
+func (w *wire) isFull() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.full
+}
+
 // partial reports whether the stream stops inside a record.
 func (w *wire) partial() bool {
 	w.mu.Lock()
@@ -249,6 +258,15 @@ func (w *wire) Read(b []byte) (int, error) {
 	n := copy(b, avail)
 	w.head += n
 	w.read += int64(n)
+	if w.full && len(w.in)-w.head <= handshakeHold/2 {
+		// The handshake has read what held up the socket: the loop reads
+		// it again (handshakeProgress).
+		w.full = false
+		if !w.posted {
+			w.posted = true
+			w.c.loop.post(newTask(taskTLS, w.c)) // a stopped loop has closed w
+		}
+	}
 	return n, nil
 }
 
@@ -398,8 +416,18 @@ func handshake(tc *tls.Conn, logger *slog.Logger) (err error) {
 	return tc.Handshake()
 }
 
+// handshakeHold is how much the wire of a connection in its handshake
+// may hold unread before the loop stops reading the socket: two records
+// of the largest size, so that the handshake always finds a whole one.
+const handshakeHold = 2 * (recordHeaderLen + maxRecordLen)
+
 // handshakeArrived feeds p, read from c during its handshake, to the
-// handshake, within the bound on what c may hold unread.
+// handshake, within the bound on what c may hold unread. Once the wire
+// holds handshakeHold, c is not read until the handshake has read half
+// of it (wire.Read) or ended: a handshake that does not read, as one
+// whose GetCertificate waits on the network, or whose goroutine waits
+// for a busy processor, leaves the peer's bytes in the kernel, which
+// stops the peer, rather than in the engine.
 func (l *eventloop) handshakeArrived(c *conn, p []byte) {
 	s := c.ext.sec
 	s.wire.feed(p)
@@ -408,11 +436,23 @@ func (l *eventloop) handshakeArrived(c *conn, p []byte) {
 	}
 	s.wire.mu.Lock()
 	held := len(s.wire.in) - s.wire.head
+	full := held > handshakeHold
+	s.wire.full = full
 	s.wire.mu.Unlock()
-	if held > l.eng.opts.tlsMaxEarly() {
+	switch {
+	case held > l.eng.opts.tlsMaxEarly():
+		// What a driver received before it stopped passed the bound.
 		l.counts.add(countInboundTooLarge)
 		l.closeConn(c, ErrInboundTooLarge) // heard only by a dial's OnDialFailed
+	case full:
+		l.watch(c) // stops reading (unread)
 	}
+}
+
+// handshakeUnread reports whether c, in its handshake, is not to be read
+// now: its peer has finished sending, or the handshake holds enough.
+func handshakeUnread(c *conn) bool {
+	return c.flags&flagEOF != 0 || c.ext.sec.wire.isFull()
 }
 
 // tlsMaxEarly bounds what a connection may send before its handshake ends.
@@ -442,6 +482,7 @@ func (l *eventloop) handshakeProgress(c *conn) {
 		}
 	}
 	if !done {
+		l.watch(c) // reads again if the handshake has read enough
 		return
 	}
 	l.disarm(&c.readTimer)
@@ -600,13 +641,7 @@ func (l *eventloop) tlsPeerClosed(c *conn) bool {
 		// then c is not read, which would find the end again and again.
 		c.flags |= flagEOF
 		s.wire.end()
-		if c.events&poller.Readable != 0 {
-			if err := l.drv.modify(c.fd, c.events, c.events&^poller.Readable); err != nil {
-				l.closeConn(c, err)
-				return true
-			}
-			c.events &^= poller.Readable
-		}
+		l.watch(c) // stops reading (unread)
 		return true
 	case s.ready && !s.ended && c.state == stateOpen && s.wire.partial():
 		s.ended = true

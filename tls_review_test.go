@@ -655,3 +655,71 @@ func TestTLSSmallWritesBehindAFullSocket(t *testing.T) {
 	require.GreaterOrEqual(t, d, 0, "nothing was queued behind the fill")
 	assert.Less(t, d, 11000, "10,000 bytes written as 1,000 writes queued %d bytes", d)
 }
+
+// helloConn is a net.Conn that keeps what a TLS client writes, its
+// ClientHello, and ends its reads at once.
+type helloConn struct {
+	net.Conn
+	hello []byte
+}
+
+func (h *helloConn) Write(p []byte) (int, error) { h.hello = append(h.hello, p...); return len(p), nil }
+func (h *helloConn) Read([]byte) (int, error)    { return 0, io.EOF }
+
+// clientHello returns the bytes of a ClientHello crypto/tls sends.
+func clientHello(t testing.TB) []byte {
+	a, b := net.Pipe()
+	defer a.Close()
+	defer b.Close()
+	h := &helloConn{Conn: a}
+	tls.Client(h, clientTLS(t, 0)).Handshake()
+	require.NotEmpty(t, h.hello)
+	return h.hello
+}
+
+// TestTLSHandshakeHoldsLittle: while the server's handshake does not read
+// (here its GetCertificate waits, as one that fetches a certificate
+// does), what the client sends beyond its ClientHello is not read from
+// the socket without bound into the handshake's buffer: the client's
+// writes stop, and the server holds at most a few records' worth for it.
+func TestTLSHandshakeHoldsLittle(t *testing.T) {
+	release := make(chan struct{})
+	cfg := serverTLS(t)
+	cert := cfg.Certificates[0]
+	cfg.Certificates = nil
+	cfg.GetCertificate = func(*tls.ClientHelloInfo) (*tls.Certificate, error) { <-release; return &cert, nil }
+	h := &tlsFailures{lifetimes: newLifetimes(), errs: make(chan error, 4)}
+	eng, addr := serve(t, h, WithTLS(cfg), WithNumEventLoop(1))
+	t.Cleanup(func() { close(release) })
+	raw := dial(t, addr)
+	_, err := raw.Write(clientHello(t))
+	require.NoError(t, err)
+	var wg sync.WaitGroup
+	t.Cleanup(wg.Wait)
+	t.Cleanup(func() { raw.Close() })
+	wg.Go(func() {
+		junk := make([]byte, 64<<10)
+		for range 256 { // 16 MiB
+			if _, err := raw.Write(junk); err != nil {
+				return
+			}
+		}
+	})
+	held := func() (n int) {
+		onLoopOf(t, eng, 0, func() {
+			for _, c := range eng.e.loops[0].conns {
+				if c != nil && c.state == stateHandshake {
+					w := &c.ext.sec.wire
+					w.mu.Lock()
+					n = max(n, cap(w.in), cap(w.own))
+					w.mu.Unlock()
+				}
+			}
+		})
+		return n
+	}
+	const bound = 256 << 10
+	assert.True(t, holdsFor(500*time.Millisecond, func() bool { return held() <= bound }),
+		"the handshake's buffer holds %d bytes", held())
+	assert.Zero(t, eng.Stats().InboundTooLarge)
+}
