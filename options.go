@@ -688,8 +688,12 @@ func WithTLSHandshakeTimeout(d time.Duration) Option {
 // connections (DialTLS) together: a connection that would start one more
 // is refused, closed unseen, counted in Stats.TLSHandshakeFailures and
 // reported with ErrTooManyHandshakes (a dial's to OnDialFailed), rather
-// than kept waiting while its client times out. Zero or less means
-// DefaultTLSMaxHandshakes.
+// than kept waiting while its client times out. A handshake whose
+// connection closes (the timeout, Engine.Kill, a stop) while its
+// goroutine runs one of the tls.Config's callbacks (GetCertificate,
+// VerifyConnection, ...) counts until the callback returns, and its
+// goroutine ends then, which may be after Engine.Wait has returned.
+// Zero or less means DefaultTLSMaxHandshakes.
 func WithTLSMaxHandshakes(n int) Option {
 	return func(o *options) {
 		o.tlsMaxHandshakes = n

@@ -6,8 +6,10 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"fmt"
 	"io"
 	"net"
+	"runtime"
 	"slices"
 	"sync"
 	"syscall"
@@ -475,4 +477,70 @@ func TestTLSDialResetDuringTheHandshake(t *testing.T) {
 	st := closedStats(t, eng)
 	assert.EqualValues(t, 1, st.DialFailed)
 	assert.EqualValues(t, 1, st.TLSHandshakeFailures)
+}
+
+// TestTLSHandshakeBoundCountsBothSides: WithTLSMaxHandshakes counts the
+// handshakes of accepted and dialed connections together.
+func TestTLSHandshakeBoundCountsBothSides(t *testing.T) {
+	h := &tripper{}
+	eng, addr := serve(t, h, WithTLS(serverTLS(t)), WithTLSMaxHandshakes(1), WithNumEventLoop(1))
+	dial(t, addr) // an accepted connection whose client says nothing holds the one handshake
+	waitFor(t, 5*time.Second, func() bool { return eng.e.handshakes.Load() == 1 },
+		func() string { return "the accepted connection's handshake did not start" })
+	tr := newTrip(nil)
+	require.NoError(t, eng.Dial(addr, tr, DialTLS(clientTLS(t, 0))))
+	tr.wait(t)
+	assert.ErrorIs(t, tr.err, ErrTooManyHandshakes)
+}
+
+// TestTLSDialUnixSocket: a dial to a unix socket verifies no host of its
+// own, so without ServerName (or InsecureSkipVerify) it fails as
+// tls.Client does, and with one it is verified against it.
+func TestTLSDialUnixSocket(t *testing.T) {
+	h := &tripper{}
+	eng := runClient(t, h, WithNumEventLoop(1))
+	_, addr := serveAddr(t, "unix://"+t.TempDir()+"/tls.sock", echoHandler{}, WithTLS(serverTLS(t)), WithNumEventLoop(1))
+	unnamed := newTrip(nil)
+	require.NoError(t, eng.Dial(addr, unnamed, DialTLS(&tls.Config{RootCAs: newPKI(t).pool})))
+	unnamed.wait(t)
+	assert.False(t, unnamed.opened)
+	assert.ErrorContains(t, unnamed.err, "ServerName")
+	named := newTrip(tripMessage(1000, 7))
+	require.NoError(t, eng.Dial(addr, named, DialTLS(clientTLS(t, 0))))
+	named.wait(t)
+	require.True(t, named.opened, "no OnOpen: %v", named.err)
+	assert.Equal(t, named.msg, named.got)
+}
+
+// TestTLSCallbackOutlivesItsConnection: a handshake whose connection
+// times out while its GetCertificate still runs is reported at once, and
+// counts against WithTLSMaxHandshakes until the callback returns; then
+// its goroutine ends.
+func TestTLSCallbackOutlivesItsConnection(t *testing.T) {
+	release := make(chan struct{})
+	cfg := serverTLS(t)
+	cert := cfg.Certificates[0]
+	cfg.Certificates = nil
+	cfg.GetCertificate = func(*tls.ClientHelloInfo) (*tls.Certificate, error) { <-release; return &cert, nil }
+	h := &tlsFailures{lifetimes: newLifetimes(), errs: make(chan error, 4)}
+	eng, addr := serve(t, h, WithTLS(cfg), WithTLSHandshakeTimeout(200*time.Millisecond), WithNumEventLoop(1))
+	released := false
+	t.Cleanup(func() {
+		if !released {
+			close(release)
+		}
+	})
+	raw := dial(t, addr)
+	_, err := raw.Write(clientHello(t))
+	require.NoError(t, err)
+	assert.ErrorIs(t, <-h.errs, ErrTLSHandshakeTimeout)
+	assert.True(t, holdsFor(100*time.Millisecond, func() bool { return eng.e.handshakes.Load() == 1 }),
+		"the handshake stopped counting while its callback ran")
+	goroutines := runtime.NumGoroutine()
+	released = true
+	close(release)
+	waitFor(t, 5*time.Second, func() bool { return eng.e.handshakes.Load() == 0 && runtime.NumGoroutine() < goroutines },
+		func() string {
+			return fmt.Sprintf("%d handshakes counted, goroutines %d -> %d", eng.e.handshakes.Load(), goroutines, runtime.NumGoroutine())
+		})
 }
