@@ -723,3 +723,57 @@ func TestTLSHandshakeHoldsLittle(t *testing.T) {
 		"the handshake's buffer holds %d bytes", held())
 	assert.Zero(t, eng.Stats().InboundTooLarge)
 }
+
+// TestTLSRecordHeaderBounds: a record header that announces more than TLS
+// allows closes the connection at once, before its body comes; one that
+// announces the most TLS allows, its body trickled, is held in the wire
+// alone, at most a record's worth, and nothing of it offered until it is
+// whole, when it fails to authenticate.
+func TestTLSRecordHeaderBounds(t *testing.T) {
+	var offered atomic.Int64
+	h := newLifetimes()
+	h.traffic = func(c Conn) Action {
+		offered.Add(int64(c.InboundBuffered()))
+		return echoHandler{}.OnTraffic(c)
+	}
+	_, addr := serve(t, h, WithTLS(serverTLS(t)), WithNumEventLoop(1))
+
+	_, raw, _ := rawTLS13(t, addr)
+	id := h.next(t)
+	const tooLong = maxRecordLen + 1
+	_, err := raw.Write([]byte{23, 3, 3, tooLong >> 8, tooLong & 0xff})
+	require.NoError(t, err)
+	_, cerr := h.waitClosed(t, id)
+	assert.ErrorIs(t, cerr, errRecordOverflow)
+
+	_, raw, _ = rawTLS13(t, addr)
+	id = h.next(t)
+	sc := h.conn(id).(*conn)
+	const body = 16384 + 256 // TLS 1.3's largest
+	_, err = raw.Write([]byte{23, 3, 3, byte(body >> 8), byte(body & 0xff)})
+	require.NoError(t, err)
+	junk := make([]byte, 128)
+	for sent := 0; sent < body-1; {
+		n := min(len(junk), body-1-sent)
+		_, err := raw.Write(junk[:n])
+		require.NoError(t, err)
+		sent += n
+		var fed int64
+		var kept int
+		waitFor(t, 5*time.Second, func() bool {
+			onConnLoop(t, sc, func() {
+				w := &sc.ext.sec.wire
+				w.mu.Lock()
+				fed, kept = w.fed, max(cap(w.in), cap(w.own))
+				w.mu.Unlock()
+			})
+			return fed >= int64(recordHeaderLen+sent)
+		}, func() string { return fmt.Sprintf("%d of %d bytes fed", fed, sent) })
+		require.LessOrEqual(t, kept, 2*(recordHeaderLen+body), "the wire holds %d bytes for one record", kept)
+	}
+	assert.Zero(t, offered.Load(), "offered before the record was whole")
+	_, err = raw.Write(junk[:1])
+	require.NoError(t, err)
+	_, cerr = h.waitClosed(t, id)
+	assert.ErrorContains(t, cerr, "bad record MAC")
+}
