@@ -777,3 +777,26 @@ func TestTLSRecordHeaderBounds(t *testing.T) {
 	_, cerr = h.waitClosed(t, id)
 	assert.ErrorContains(t, cerr, "bad record MAC")
 }
+
+// TestTLSKillDuringTheHandshake: Engine.Kill reaches an accepted
+// connection in its handshake: it is reset, counted as killed, not as a
+// failed handshake, and its goroutine ends.
+func TestTLSKillDuringTheHandshake(t *testing.T) {
+	h := &tlsFailures{lifetimes: newLifetimes(), errs: make(chan error, 4)}
+	eng, addr := serve(t, h, WithTLS(serverTLS(t)), WithNumEventLoop(1))
+	raw := dial(t, addr)
+	waitFor(t, 5*time.Second, func() bool { return eng.e.handshakes.Load() == 1 },
+		func() string { return "the handshake did not start" })
+	ids := slices.Collect(eng.ConnIDs())
+	require.Len(t, ids, 1)
+	require.NoError(t, eng.Kill(ids[0]))
+	raw.SetReadDeadline(time.Now().Add(5 * time.Second))
+	_, err := raw.Read(make([]byte, 1))
+	assert.ErrorIs(t, err, syscall.ECONNRESET)
+	waitFor(t, 5*time.Second, func() bool { return eng.e.handshakes.Load() == 0 },
+		func() string { return "the handshake goroutine is still counted" })
+	s := eng.Stats()
+	assert.EqualValues(t, 1, s.Killed)
+	assert.Zero(t, s.TLSHandshakeFailures+s.TLSHandshakeTimeouts)
+	assert.Empty(t, h.errs)
+}
