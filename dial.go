@@ -213,10 +213,10 @@ func DialWriteBuffer(n int) DialOption {
 // which wraps ErrTLSHandshakeTimeout, ErrTooManyHandshakes, or crypto/tls's
 // error as tls.Conn's Handshake returns it (errors.As finds a
 // *tls.CertificateVerificationError in it for a server that failed
-// verification), or ErrHandlerPanic if a callback of cfg panicked. It counts in Stats.DialFailed and in
-// Stats.TLSHandshakeFailures (a timeout in Stats.TLSHandshakeTimeouts);
-// Stats.Dialed and Stats.Enrolled count the connection once its handshake
-// is over. TLSFailedHandler hears only of accepted connections. As with
+// verification), or ErrHandlerPanic if a callback of cfg panicked. It
+// counts in Stats.DialFailed and in Stats.TLSHandshakeFailures (a timeout
+// in Stats.TLSHandshakeTimeouts); Stats.Dialed and Stats.Enrolled count
+// the connection once its handshake is over. TLSFailedHandler hears only of accepted connections. As with
 // crypto/tls, a TLS 1.3 server that refuses the client's certificate
 // says so after the client's handshake is over: the connection opens, and
 // closes with crypto/tls's error once the refusal arrives.

@@ -236,12 +236,23 @@ func (w *wire) ripe() bool {
 
 func (w *wire) Read(b []byte) (int, error) {
 	w.mu.Lock()
-	defer w.mu.Unlock()
+	n, post, err := w.read1(b)
+	w.mu.Unlock()
+	if post {
+		// The handshake has read what held up the socket: the loop reads
+		// it again (handshakeProgress).
+		w.c.loop.post(newTask(taskTLS, w.c)) // a stopped loop has closed w
+	}
+	return n, err
+}
+
+// read1 is Read with w.mu held; post says to tell the loop.
+func (w *wire) read1(b []byte) (n int, post bool, err error) {
 	for !w.loop && !w.closed && w.head == len(w.in) && !w.eof {
 		w.cond.Wait()
 	}
 	if w.closed {
-		return 0, net.ErrClosed
+		return 0, false, net.ErrClosed
 	}
 	avail := w.in[w.head:]
 	if w.loop {
@@ -251,23 +262,19 @@ func (w *wire) Read(b []byte) (int, error) {
 	}
 	if len(avail) == 0 {
 		if w.loop {
-			return 0, errWouldBlock
+			return 0, false, errWouldBlock
 		}
-		return 0, io.EOF
+		return 0, false, io.EOF
 	}
-	n := copy(b, avail)
+	n = copy(b, avail)
 	w.head += n
 	w.read += int64(n)
 	if w.full && len(w.in)-w.head <= handshakeHold/2 {
-		// The handshake has read what held up the socket: the loop reads
-		// it again (handshakeProgress).
 		w.full = false
-		if !w.posted {
-			w.posted = true
-			w.c.loop.post(newTask(taskTLS, w.c)) // a stopped loop has closed w
-		}
+		post = !w.posted
+		w.posted = true
 	}
-	return n, nil
+	return n, post, nil
 }
 
 func (w *wire) Write(b []byte) (int, error) {
@@ -491,7 +498,7 @@ func (l *eventloop) handshakeProgress(c *conn) {
 		return
 	}
 	s.wire.mu.Lock()
-	s.wire.loop = true
+	s.wire.loop, s.wire.full = true, false
 	s.wire.mu.Unlock()
 	s.ready = true
 	if d, ok := c.ctx.(*dialSpec); ok {
