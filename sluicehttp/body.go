@@ -101,8 +101,9 @@ func (b *body) feed(hc *hconn, p []byte) (n int, finished, full bool) {
 		b.buf.B, b.r = b.buf.B[:0], 0
 	}
 	room := bodyWindow - (len(b.buf.B) - b.r)
-	if hc.pend == b.w || hc.s.Inline {
-		room = int(min(max(b.limit-b.taken, 0)+1, 1<<30)) // whole: the handler runs once it has come
+	whole := hc.s.Inline // the handler runs once it has all come
+	if whole {
+		room = int(min(max(b.limit-b.taken, 0)+1, 1<<30)) // one past the bound tells it was passed
 	}
 	was := len(b.buf.B)
 	data, n, err := b.dec.decode(p, b.buf.B, max(room, 0))
@@ -119,7 +120,7 @@ func (b *body) feed(hc *hconn, p []byte) (n int, finished, full bool) {
 	case b.dec.done():
 		b.eof, b.trailer = true, b.dec.trailer
 		finished = true
-	case len(b.buf.B)-b.r >= bodyWindow:
+	case !whole && len(b.buf.B)-b.r >= bodyWindow:
 		b.more, full = true, true
 	}
 	b.wake()
