@@ -103,7 +103,10 @@ func (b *body) feed(hc *hconn, p []byte) (n int, finished, full bool) {
 	room := bodyWindow - (len(b.buf.B) - b.r)
 	whole := hc.s.Inline // the handler runs once it has all come
 	if whole {
-		room = int(min(max(b.limit-b.taken, 0)+1, 1<<30)) // one past the bound tells it was passed
+		room = 1 << 30
+		if left := b.limit - b.taken; left < int64(room) {
+			room = int(left) + 1 // one past the bound tells it was passed
+		}
 	}
 	was := len(b.buf.B)
 	data, n, err := b.dec.decode(p, b.buf.B, max(room, 0))

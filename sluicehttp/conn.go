@@ -119,6 +119,7 @@ func (hc *hconn) serve() {
 			}
 			return
 		case hc.flags&fClosing != 0:
+			hc.settle()
 			return
 		}
 		hc.parse()
@@ -186,10 +187,13 @@ func (hc *hconn) parse() {
 			x = hc.refuse(x, errBodyTooLarge)
 			break
 		}
-		if w.req.Close || w.head.both {
+		if w.head.both {
 			// A request framed by Transfer-Encoding despite a
 			// Content-Length is answered, and the connection closed
 			// after it (RFC 9112, section 6.1).
+			w.wantsClose = true
+		}
+		if w.wantsClose {
 			hc.flags |= fClosing
 		}
 		if x == nil {

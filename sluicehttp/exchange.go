@@ -1,6 +1,7 @@
 package sluicehttp
 
 import (
+	"io"
 	"net/http"
 	"os"
 	"runtime"
@@ -125,7 +126,11 @@ func (x *exchange) call(w *response) {
 		}
 		w.abort()
 	}()
-	x.s.handler.ServeHTTP(w, &w.req)
+	h := x.s.handler
+	if w.req.Method == http.MethodOptions && w.req.RequestURI == "*" {
+		h = globalOptions // as net/http's server answers it
+	}
+	h.ServeHTTP(w, &w.req)
 	panicked = false
 	w.finish()
 }
@@ -336,3 +341,13 @@ func (p *poster) failure() error {
 	defer p.mu.Unlock()
 	return p.err
 }
+
+// globalOptions answers "OPTIONS *" as net/http's server does, without
+// the handler: 200, with a length of 0, reading (and dropping) at most
+// 4 KiB of any body.
+var globalOptions = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Content-Length", "0")
+	if r.ContentLength != 0 {
+		_, _ = io.Copy(io.Discard, io.LimitReader(r.Body, 4<<10))
+	}
+})
