@@ -87,10 +87,12 @@ func leakCheck(t testing.TB) func() {
 // opening them before the first count keeps them from looking leaked.
 var runtimePoller sync.Once
 
-func openFDs(t testing.TB) int {
+// openFDs counts the process's open descriptors, or says 0 where the
+// system does not tell (no /proc): the goroutines are counted still.
+func openFDs(testing.TB) int {
 	entries, err := os.ReadDir("/proc/self/fd")
 	if err != nil {
-		t.Skip("no /proc/self/fd")
+		return 0
 	}
 	return len(entries)
 }
