@@ -3,7 +3,6 @@ package sluicehttp
 import (
 	"bufio"
 	"bytes"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -173,47 +172,35 @@ func TestBodyLimit(t *testing.T) {
 }
 
 // TestStreamingAnswer checks a handler that streams a long answer with
-// Flush to a client that reads slowly: every byte arrives, and the
-// handler waits for the client rather than queueing the answer whole.
+// Flush: while its client reads nothing, the handler waits, having
+// written no more than the connection's mark and the sockets' buffers
+// hold, rather than queueing the answer whole; once the client reads,
+// every byte arrives.
 func TestStreamingAnswer(t *testing.T) {
 	const size = 64 << 20
 	chunk := bytes.Repeat([]byte("s"), 32<<10)
-	var peak atomic.Uint64
+	var written atomic.Int64
 	addr := serve(t, &Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		for i := 0; i < size/len(chunk); i++ {
 			if _, err := w.Write(chunk); err != nil {
 				return
 			}
+			written.Add(int64(len(chunk)))
 			if i%64 == 0 {
 				w.(http.Flusher).Flush()
-				var m runtime.MemStats
-				runtime.ReadMemStats(&m)
-				peak.Store(max(peak.Load(), m.HeapInuse))
 			}
 		}
 	})})
-	var before runtime.MemStats
-	runtime.GC()
-	runtime.ReadMemStats(&before)
 	resp, err := client(t).Get("http://" + addr + "/")
 	require.NoError(t, err)
 	defer resp.Body.Close()
 	assert.Equal(t, []string{"chunked"}, resp.TransferEncoding)
-	n := 0
-	buf := make([]byte, 64<<10)
-	for {
-		k, err := resp.Body.Read(buf)
-		n += k
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		require.NoError(t, err)
-		if n < 4<<20 {
-			time.Sleep(50 * time.Microsecond) // a slow start
-		}
-	}
-	assert.Equal(t, size, n)
-	assert.Less(t, int64(peak.Load())-int64(before.HeapInuse), int64(size/4), "the answer never sat in memory whole")
+	waitFor(t, func() bool { return written.Load() > 0 }, func() string { return "the handler never wrote" })
+	assert.True(t, holdsFor(300*time.Millisecond, func() bool { return written.Load() < size/4 }),
+		"the handler wrote %d bytes to a client that reads nothing", written.Load())
+	n, err := io.Copy(io.Discard, resp.Body)
+	require.NoError(t, err)
+	assert.Equal(t, int64(size), n)
 }
 
 // TestHandlerLeavesBody checks that a handler that answers without
@@ -256,5 +243,31 @@ func TestBrokenChunkedBody(t *testing.T) {
 		assert.Contains(t, body, "malformed chunked encoding")
 		_, err := br.ReadByte()
 		assert.ErrorIs(t, err, io.EOF, "nothing answers the smuggled request")
+	})
+}
+
+// TestPipelinedAfterStreamedBody checks that requests pipelined behind
+// one whose body is still coming are answered, in order, once it is.
+func TestPipelinedAfterStreamedBody(t *testing.T) {
+	modes(t, func(t *testing.T, inline bool) {
+		started := make(chan struct{}, 1)
+		addr := serve(t, &Server{Inline: inline, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			select {
+			case started <- struct{}{}:
+			default:
+			}
+			echoHandler(w, r)
+		})})
+		c := dial(t, addr)
+		io.WriteString(c, "POST /first HTTP/1.1\r\nHost: x\r\nContent-Length: 10\r\n\r\nhello")
+		if !inline {
+			<-started // the body's rest comes once its handler runs
+		}
+		io.WriteString(c, "world"+"GET /second HTTP/1.1\r\nHost: x\r\n\r\n")
+		br := bufio.NewReader(c)
+		_, body := readResponse(t, br, "POST")
+		assert.Equal(t, "POST /first 10 "+sum([]byte("helloworld")), body)
+		_, body = readResponse(t, br, "GET")
+		assert.Equal(t, "GET /second 0 "+sum(nil), body)
 	})
 }

@@ -156,3 +156,15 @@ func (w testWriter) Write(p []byte) (int, error) {
 func hello(w http.ResponseWriter, r *http.Request) {
 	io.WriteString(w, "hello "+r.URL.Path)
 }
+
+// holdsFor reports whether cond holds throughout d, polling it: for what
+// must not happen.
+func holdsFor(d time.Duration, cond func() bool) bool {
+	for end := time.Now().Add(d); time.Now().Before(end); {
+		if !cond() {
+			return false
+		}
+		time.Sleep(time.Millisecond)
+	}
+	return cond()
+}

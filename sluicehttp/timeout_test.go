@@ -205,3 +205,27 @@ func (s *syncBuffer) String() string {
 	defer s.mu.Unlock()
 	return s.b.String()
 }
+
+// TestHeadTooLarge checks MaxHeaderBytes: a head longer than it, and
+// net/http's 4 KiB more, is answered 431 and closed, whether it came
+// whole or is still coming; one within it is served.
+func TestHeadTooLarge(t *testing.T) {
+	modes(t, func(t *testing.T, inline bool) {
+		addr := serve(t, &Server{Inline: inline, MaxHeaderBytes: 1000, Handler: http.HandlerFunc(hello)})
+		for _, tc := range []struct {
+			name, head string
+			code       int
+		}{
+			{"within", "GET / HTTP/1.1\r\nHost: x\r\nX-Pad: " + strings.Repeat("p", 4000) + "\r\n\r\n", http.StatusOK},
+			{"whole", "GET / HTTP/1.1\r\nHost: x\r\nX-Pad: " + strings.Repeat("p", 6000) + "\r\n\r\n", http.StatusRequestHeaderFieldsTooLarge},
+			{"coming", "GET / HTTP/1.1\r\nHost: x\r\nX-Pad: " + strings.Repeat("p", 6000), http.StatusRequestHeaderFieldsTooLarge},
+			{"request line", "GET /" + strings.Repeat("u", 6000), http.StatusRequestHeaderFieldsTooLarge},
+		} {
+			c := dial(t, addr)
+			io.WriteString(c, tc.head)
+			resp, _ := readResponse(t, bufio.NewReader(c), "GET")
+			assert.Equal(t, tc.code, resp.StatusCode, tc.name)
+			assert.Equal(t, tc.code != http.StatusOK, resp.Close, tc.name)
+		}
+	})
+}
