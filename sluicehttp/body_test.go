@@ -271,3 +271,25 @@ func TestPipelinedAfterStreamedBody(t *testing.T) {
 		assert.Equal(t, "GET /second 0 "+sum(nil), body)
 	})
 }
+
+// TestInlineBodyLimit checks that an inline handler's body, held whole,
+// is bounded at 1 MiB when MaxBodyBytes is not set.
+func TestInlineBodyLimit(t *testing.T) {
+	addr := serve(t, &Server{Inline: true, Handler: echoHandler})
+	c := dial(t, addr)
+	br := bufio.NewReader(c)
+	go func() {
+		io.WriteString(c, "POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n")
+		chunk := strings.Repeat("c", 64<<10)
+		for range 20 {
+			if _, err := fmt.Fprintf(c, "%x\r\n%s\r\n", len(chunk), chunk); err != nil {
+				return
+			}
+		}
+		io.WriteString(c, "0\r\n\r\n")
+	}()
+	resp, body := readResponse(t, br, "POST")
+	assert.Equal(t, http.StatusBadRequest, resp.StatusCode, "the handler's Read failed")
+	assert.Contains(t, body, "request body too large")
+	assert.True(t, resp.Close)
+}

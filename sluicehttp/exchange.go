@@ -46,7 +46,9 @@ var outPool pool.BufferPool
 
 func newExchange(hc *hconn) *exchange {
 	x := &exchange{s: hc.s, hc: hc, c: hc.c, inline: hc.s.Inline}
-	x.p.init(hc)
+	if !x.inline {
+		x.p.init(hc) // inline answers are written on the loop, not posted
+	}
 	return x
 }
 
@@ -80,7 +82,6 @@ func (x *exchange) run() {
 		x.appendRaw(errorResponse(x.tail))
 		x.closeAfter = true
 	}
-	x.p.await()
 	x.last, x.out = x.out, nil
 	x.releaseLocked()
 	x.mu.Unlock()

@@ -11,6 +11,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/sluicenet/sluice"
 )
 
 // TestShutdown checks Shutdown: connections waiting for a request close
@@ -69,4 +71,50 @@ func TestShutdown(t *testing.T) {
 		}
 		require.NoError(t, <-done)
 	})
+}
+
+// TestStartServe checks that a Server starts once (ErrServerStarted
+// after), and that Serve returns once the server is shut down.
+func TestStartServe(t *testing.T) {
+	s := &Server{Handler: http.HandlerFunc(hello)}
+	serve(t, s)
+	_, err := s.Start("tcp://127.0.0.1:0")
+	assert.ErrorIs(t, err, ErrServerStarted)
+
+	leaks := leakCheck(t)
+	s2 := &Server{Handler: http.HandlerFunc(hello), ErrorLog: testLogger(t)}
+	served := make(chan error, 1)
+	go func() { served <- s2.Serve("tcp://127.0.0.1:0", sluice.WithPoller(testPoller)) }()
+	waitFor(t, func() bool {
+		s2.mu.Lock()
+		defer s2.mu.Unlock()
+		return s2.loops != nil
+	}, func() string { return "Serve never started" })
+	ctx, cancel := context.WithTimeout(context.Background(), deadline)
+	defer cancel()
+	require.NoError(t, s2.Shutdown(ctx))
+	require.NoError(t, <-served)
+	assert.ErrorIs(t, s2.Serve("tcp://127.0.0.1:0"), ErrServerStarted)
+	leaks()
+}
+
+// TestShutdownLeavesHijacked checks that Shutdown does not wait for a
+// hijacked connection past its context: the connection is reset then.
+func TestShutdownLeavesHijacked(t *testing.T) {
+	hijacked := make(chan struct{})
+	s := &Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		conn, _, err := w.(http.Hijacker).Hijack()
+		require.NoError(t, err)
+		_ = conn // kept open by its owner
+		close(hijacked)
+	})}
+	addr := serve(t, s)
+	c := dial(t, addr)
+	io.WriteString(c, "GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+	<-hijacked
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	assert.ErrorIs(t, s.Shutdown(ctx), context.DeadlineExceeded)
+	_, err := c.Read(make([]byte, 1))
+	assert.Error(t, err, "the hijacked connection is cut")
 }
