@@ -2,13 +2,11 @@ package sluicehttp
 
 import (
 	"bufio"
-	"fmt"
 	"io"
 	"log"
 	"math"
 	"net"
 	"net/http"
-	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -46,9 +44,9 @@ func TestDifferential(t *testing.T) {
 		wg.Go(func() {
 			defer func() { <-sem }()
 			results[i] = result{
-				std:    answerOver(t, ln.Addr().String(), v.raw),
-				pooled: answerOver(t, pooled, v.raw),
-				inline: answerOver(t, inline, v.raw),
+				std:    answerOver(ln.Addr().String(), v.raw),
+				pooled: answerOver(pooled, v.raw),
+				inline: answerOver(inline, v.raw),
 			}
 		})
 	}
@@ -62,7 +60,7 @@ func TestDifferential(t *testing.T) {
 
 // answerOver sends raw to addr, finishes sending, and returns the first
 // final answer as netHTTPAnswer describes it.
-func answerOver(t *testing.T, addr, raw string) string {
+func answerOver(addr, raw string) string {
 	c, err := net.DialTimeout("tcp", addr, deadline)
 	if err != nil {
 		return "dial: " + err.Error()
@@ -73,18 +71,5 @@ func answerOver(t *testing.T, addr, raw string) string {
 		io.WriteString(c, raw)
 		c.(*net.TCPConn).CloseWrite()
 	}()
-	br := bufio.NewReader(c)
-	resp, err := http.ReadResponse(br, nil)
-	for err == nil && resp.StatusCode < 200 {
-		resp, err = http.ReadResponse(br, nil)
-	}
-	if err != nil {
-		return "closed"
-	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Sprintf("status %d", resp.StatusCode)
-	}
-	desc, _ := strconv.Unquote(resp.Header.Get("X-Description"))
-	return fmt.Sprintf("status %d\n%s", resp.StatusCode, desc)
+	return answerFrom(bufio.NewReader(c))
 }

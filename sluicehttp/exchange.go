@@ -277,27 +277,9 @@ func (p *poster) await() {
 
 // block waits for a kick, or for deadline; it reports false when the
 // deadline passed.
-func (p *poster) block(deadline time.Time) bool {
-	if deadline.IsZero() {
-		<-p.kick
-		return true
-	}
-	t := time.NewTimer(time.Until(deadline))
-	defer t.Stop()
-	select {
-	case <-p.kick:
-		return true
-	case <-t.C:
-		return false
-	}
-}
+func (p *poster) block(deadline time.Time) bool { return wait(p.kick, nil, deadline) }
 
-func (p *poster) signal() {
-	select {
-	case p.kick <- struct{}{}:
-	default:
-	}
-}
+func (p *poster) signal() { signal(p.kick) }
 
 // acked runs on the loop once a buffer is queued.
 func (p *poster) acked(c sluice.Conn, err error) {

@@ -129,8 +129,9 @@ func (hj *hijackConn) Read(b []byte) (int, error) {
 	}
 }
 
-// wait waits for ready, or for changed (a deadline moved), until
-// deadline; it reports false when the deadline has passed.
+// wait waits for ready, or for changed (a deadline moved; nil for none),
+// until deadline if it is not zero; it reports false when the deadline
+// has passed.
 func wait(ready, changed chan struct{}, deadline time.Time) bool {
 	if deadline.IsZero() {
 		select {

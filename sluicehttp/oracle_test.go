@@ -72,7 +72,12 @@ func netHTTPAnswer(raw []byte) string {
 	go srv.Serve(ln)
 	<-c.closed
 	srv.Close()
-	br := bufio.NewReader(bytes.NewReader(c.out.Bytes()))
+	return answerFrom(bufio.NewReader(bytes.NewReader(c.out.Bytes())))
+}
+
+// answerFrom reads the first final answer from br and describes it:
+// "status N", the request's description for a 200, "closed" for none.
+func answerFrom(br *bufio.Reader) string {
 	resp, err := http.ReadResponse(br, nil)
 	for err == nil && resp.StatusCode < 200 { // 100 Continue
 		resp, err = http.ReadResponse(br, nil)

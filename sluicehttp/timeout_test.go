@@ -26,8 +26,8 @@ func TestSlowHeader(t *testing.T) {
 		const timeout = 200 * time.Millisecond
 		addr := serve(t, &Server{Inline: inline, ReadHeaderTimeout: timeout, Handler: http.HandlerFunc(hello)})
 
+		start := time.Now() // a new connection's first head is timed from its opening, as net/http times it
 		c := dial(t, addr)
-		start := time.Now()
 		io.WriteString(c, "GET / HTTP/1.1\r\nHost: x\r\n")
 		br := bufio.NewReader(c)
 		resp, _ := readResponse(t, br, "GET")
