@@ -105,12 +105,7 @@ func (hc *hconn) serve() {
 			if hc.body != nil {
 				return
 			}
-			if w := hc.pend; w != nil {
-				hc.pend = nil
-				x := newExchange(hc)
-				x.runInline(w)
-				hc.flush(x)
-			}
+			hc.runPending()
 			continue
 		case hc.x != nil:
 			// Requests that follow wait for the answers of those out.
@@ -223,6 +218,20 @@ func (hc *hconn) parse() {
 		x.reqs = append(x.reqs, w)
 	}
 	hc.flush(x)
+}
+
+// runPending runs the inline request whose body has ended, whole or
+// not, and reports whether there was one.
+func (hc *hconn) runPending() bool {
+	w := hc.pend
+	if w == nil {
+		return false
+	}
+	hc.pend = nil
+	x := newExchange(hc)
+	x.runInline(w)
+	hc.flush(x)
+	return true
 }
 
 // flush ends what parse gathered: inline answers are written; requests
@@ -448,11 +457,7 @@ func (hc *hconn) peerDone() {
 		hc.body = nil
 		b.fail(errBodyCut)
 		hc.flags |= fClosing
-		if w := hc.pend; w != nil {
-			hc.pend = nil
-			x := newExchange(hc)
-			x.runInline(w)
-			hc.flush(x)
+		if hc.runPending() {
 			return
 		}
 	}
@@ -508,12 +513,7 @@ func (hc *hconn) readTimedOut() {
 			hc.body = nil
 			b.fail(errBodyTimeout)
 			hc.flags |= fClosing
-			if w := hc.pend; w != nil {
-				hc.pend = nil
-				x := newExchange(hc)
-				x.runInline(w)
-				hc.flush(x)
-			}
+			hc.runPending()
 		}
 	}
 }

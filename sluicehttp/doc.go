@@ -61,7 +61,7 @@
 //   - HTTP/2 is not served, and http.ServerContextKey is not set.
 //
 // An idle keep-alive connection costs the engine's own connection state
-// and about 350 bytes of this package's (its state, its addresses, its
+// and 150 to 200 bytes of this package's (its state, its addresses, its
 // timer), with no buffer held: buffers come from pools for each request
 // and answer, and go back once it is done.
 package sluicehttp

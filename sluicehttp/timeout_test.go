@@ -82,21 +82,23 @@ func TestIdleTimeout(t *testing.T) {
 // handler's Read fails with a timeout, and the connection closes after
 // the answer.
 func TestReadTimeoutBody(t *testing.T) {
-	got := make(chan error, 1)
-	addr := serve(t, &Server{ReadTimeout: 300 * time.Millisecond, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		_, err := io.ReadAll(r.Body)
-		got <- err
-		w.WriteHeader(http.StatusBadRequest)
-	})})
-	c := dial(t, addr)
-	io.WriteString(c, "POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\nonly some")
-	err := <-got
-	require.Error(t, err)
-	assert.True(t, errors.Is(err, os.ErrDeadlineExceeded), "%v", err)
-	br := bufio.NewReader(c)
-	resp, _ := readResponse(t, br, "POST")
-	assert.Equal(t, http.StatusBadRequest, resp.StatusCode)
-	assert.True(t, resp.Close)
+	modes(t, func(t *testing.T, inline bool) {
+		got := make(chan error, 1)
+		addr := serve(t, &Server{Inline: inline, ReadTimeout: 300 * time.Millisecond, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			_, err := io.ReadAll(r.Body)
+			got <- err
+			w.WriteHeader(http.StatusBadRequest)
+		})})
+		c := dial(t, addr)
+		io.WriteString(c, "POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\nonly some")
+		err := <-got
+		require.Error(t, err)
+		assert.True(t, errors.Is(err, os.ErrDeadlineExceeded), "%v", err)
+		br := bufio.NewReader(c)
+		resp, _ := readResponse(t, br, "POST")
+		assert.Equal(t, http.StatusBadRequest, resp.StatusCode)
+		assert.True(t, resp.Close)
+	})
 }
 
 // TestWriteTimeout checks that a handler that takes longer than
