@@ -293,3 +293,20 @@ func TestInlineBodyLimit(t *testing.T) {
 	assert.Contains(t, body, "request body too large")
 	assert.True(t, resp.Close)
 }
+
+// TestRefusedWhileSending checks that a client still sending a body the
+// server refused (413) reads the refusal: the server's close lingers
+// rather than resetting what it sent.
+func TestRefusedWhileSending(t *testing.T) {
+	modes(t, func(t *testing.T, inline bool) {
+		addr := serve(t, &Server{Inline: inline, MaxBodyBytes: 1000, Handler: echoHandler})
+		c := dial(t, addr)
+		go func() {
+			fmt.Fprintf(c, "POST / HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n", 4<<20)
+			c.Write(bytes.Repeat([]byte("z"), 4<<20))
+		}()
+		resp, _ := readResponse(t, bufio.NewReader(c), "POST")
+		assert.Equal(t, http.StatusRequestEntityTooLarge, resp.StatusCode)
+		assert.True(t, resp.Close)
+	})
+}
