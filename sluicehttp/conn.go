@@ -1,0 +1,556 @@
+package sluicehttp
+
+import (
+	"context"
+	"crypto/tls"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/sluicenet/sluice"
+	"github.com/sluicenet/sluice/wheel"
+)
+
+// hconn is a connection's HTTP state. Its fields belong to the
+// connection's loop: every method of it runs there. What a handler on
+// the pool shares with it goes through an exchange, a body or a
+// hijackConn, each with a lock of its own.
+type hconn struct {
+	s  *Server
+	ls *loopState
+	c  sluice.Conn
+
+	slot    int32 // in ls.conns, and the handle of its timers
+	scanned int32 // how much of a partial head has been searched for its end
+	flags   hflags
+	paused  pauses   // why it is not read; none when it is
+	wait    readWait // what the read timer waits for
+	start   int64    // when the request being read began, on ls's clock
+
+	rtimer, wtimer wheel.Timer
+
+	x         *exchange   // the requests out on the pool, until their answers are queued
+	body      *body       // the body being received
+	pend      *response   // inline: the request whose body is being received
+	hj        *hijackConn // the connection a handler took over
+	drainWait *poster     // a writer waiting for the output to drain
+
+	// Per connection, made with its first request.
+	remote string
+	local  net.Addr
+	base   context.Context // with http.LocalAddrContextKey
+	tls    *tls.ConnectionState
+}
+
+type hflags uint8
+
+const (
+	fPeerDone hflags = 1 << iota // the client has finished sending
+	fClosing                     // no more requests: the connection closes once what is owed is answered
+	fClosed                      // OnClose has run
+	fLastPOST                    // the last request was a POST: CR and LF after it are skipped
+)
+
+// pauses are the reasons a connection is not read.
+type pauses uint8
+
+const (
+	pauseHeld   pauses = 1 << iota // requests wait behind those out on the pool
+	pauseWindow                    // a body's reader has not taken what came
+	pauseHijack                    // a hijacked connection's reader has not taken what came
+)
+
+// readWait is what the read timer of a connection waits for.
+type readWait uint8
+
+const (
+	readNone    readWait = iota // nothing: the timer is off
+	readOpening                 // a new connection's first byte
+	readIdle                    // the next request's first byte
+	readHead                    // the rest of a request's head
+	readBody                    // the rest of a request's body (ReadTimeout)
+)
+
+// heldMark is how many bytes of requests that follow may wait unread
+// behind those out on the pool before the connection stops being read.
+const heldMark = 64 << 10
+
+func (hc *hconn) pause(why pauses) {
+	if hc.paused == 0 {
+		_ = hc.c.PauseRead()
+	}
+	hc.paused |= why
+}
+
+func (hc *hconn) unpause(why pauses) {
+	if hc.paused&why == 0 {
+		return
+	}
+	hc.paused &^= why
+	if hc.paused == 0 {
+		_ = hc.c.ResumeRead()
+	}
+}
+
+// serve takes what the connection has buffered: a hijacked connection's
+// bytes, a body's, or requests.
+func (hc *hconn) serve() {
+	for hc.flags&fClosed == 0 {
+		switch {
+		case hc.hj != nil:
+			hc.hj.take(hc)
+			return
+		case hc.body != nil:
+			hc.feed()
+			if hc.body != nil {
+				return
+			}
+			hc.runPending()
+			continue
+		case hc.x != nil:
+			// Requests that follow wait for the answers of those out.
+			if hc.c.InboundBuffered() > heldMark {
+				hc.pause(pauseHeld)
+			}
+			return
+		case hc.flags&fClosing != 0:
+			hc.settle()
+			return
+		}
+		hc.parse()
+		if hc.x == nil && hc.body == nil && hc.hj == nil {
+			break
+		}
+	}
+	hc.settle()
+}
+
+// parse reads the requests buffered, and runs them inline or hands them
+// to the pool.
+func (hc *hconn) parse() {
+	s, c := hc.s, hc.c
+	var x *exchange
+	for hc.flags&fClosing == 0 && hc.hj == nil && hc.body == nil {
+		p, _ := c.Peek(-1)
+		if len(p) == 0 {
+			break
+		}
+		if hc.flags&fLastPOST != 0 {
+			// net/http forgives up to four CR or LF after a POST's body,
+			// as old clients sent.
+			if len(p) < 4 && hc.flags&fPeerDone == 0 {
+				hc.beginHead()
+				break
+			}
+			n := 0
+			for n < min(len(p), 4) && (p[n] == '\r' || p[n] == '\n') {
+				n++
+			}
+			discard(c, n)
+			hc.flags &^= fLastPOST
+			continue
+		}
+		end := headEnd(p, int(hc.scanned))
+		limit := s.headLimit()
+		if end < 0 {
+			if len(p) > limit {
+				x = hc.refuse(x, errTooLarge)
+				break
+			}
+			hc.scanned = int32(resumeAt(p))
+			hc.beginHead()
+			break
+		}
+		hc.scanned = 0
+		if end > limit {
+			x = hc.refuse(x, errTooLarge)
+			break
+		}
+		if hc.wait != readHead {
+			hc.start = hc.ls.now()
+		}
+		w, e := hc.newRequest(p[:end])
+		discard(c, end)
+		if e != nil {
+			x = hc.refuse(x, e)
+			break
+		}
+		if w.req.Method == http.MethodPost {
+			hc.flags |= fLastPOST
+		}
+		if lim := s.bodyLimit(); lim > 0 && w.head.length > lim {
+			x = hc.refuse(x, errBodyTooLarge)
+			break
+		}
+		if w.head.both {
+			// A request framed by Transfer-Encoding despite a
+			// Content-Length is answered, and the connection closed
+			// after it (RFC 9112, section 6.1).
+			w.wantsClose = true
+		}
+		if w.wantsClose {
+			hc.flags |= fClosing
+		}
+		if x == nil {
+			x = newExchange(hc)
+		}
+		if w.body != nil {
+			hc.body = w.body
+			hc.feed()
+			if hc.body != nil {
+				// The rest of the body is to come.
+				hc.armBody()
+				if s.Inline {
+					hc.pend = w
+					if w.head.expect {
+						x.appendRaw(continueLine)
+					}
+					break
+				}
+				x.reqs = append(x.reqs, w)
+				break
+			}
+		}
+		if s.Inline {
+			x.runInline(w)
+			continue
+		}
+		x.reqs = append(x.reqs, w)
+	}
+	hc.flush(x)
+}
+
+// runPending runs the inline request whose body has ended, whole or
+// not, and reports whether there was one.
+func (hc *hconn) runPending() bool {
+	w := hc.pend
+	if w == nil {
+		return false
+	}
+	hc.pend = nil
+	x := newExchange(hc)
+	x.runInline(w)
+	hc.flush(x)
+	return true
+}
+
+// flush ends what parse gathered: inline answers are written; requests
+// for the pool are handed to it.
+func (hc *hconn) flush(x *exchange) {
+	switch {
+	case x == nil:
+	case x.inline:
+		x.mu.Lock()
+		x.post()
+		x.releaseLocked()
+		x.mu.Unlock()
+		if x.closeAfter {
+			hc.close()
+		}
+	case len(x.reqs) > 0:
+		hc.dispatch(x)
+	case x.tail != nil:
+		hc.answer(x.tail)
+	}
+}
+
+// dispatch hands x's requests to the pool.
+func (hc *hconn) dispatch(x *exchange) {
+	s := hc.s
+	hc.x = x
+	if hc.body == nil {
+		hc.stopReadTimer()
+	}
+	if d := s.WriteTimeout; d > 0 {
+		hc.ls.arm(hc, timerWrite, d, 0)
+	}
+	if err := s.Pool.Submit(x.run); err != nil {
+		// Every worker is busy, or the pool is closed: answer that,
+		// and close.
+		hc.x = nil
+		hc.ls.disarm(&hc.wtimer)
+		for _, w := range x.reqs {
+			w.cancel()
+		}
+		if hc.body != nil {
+			hc.body.fail(errBodyCut)
+			hc.body = nil
+		}
+		hc.answer(errOverloaded)
+	}
+}
+
+// newRequest makes the request whose head is p.
+func (hc *hconn) newRequest(p []byte) (*response, *reqError) {
+	b := make([]byte, len(p))
+	copy(b, p)
+	w := &response{contentLength: -1}
+	r := &w.req
+	if e := parseHead(b, r, &w.head); e != nil {
+		return nil, e
+	}
+	if hc.base == nil {
+		hc.remote = hc.c.RemoteAddr().String()
+		hc.local = hc.c.LocalAddr()
+		hc.base = context.WithValue(context.Background(), http.LocalAddrContextKey, hc.local)
+		if cs, ok := hc.c.ConnectionState(); ok {
+			hc.tls = &cs
+		}
+	}
+	r.RemoteAddr, r.TLS = hc.remote, hc.tls
+	ctx, cancel := context.WithCancel(hc.base)
+	*r = *r.WithContext(ctx)
+	w.cancel = cancel
+	w.wants10KeepAlive = r.ProtoMajor == 1 && r.ProtoMinor == 0 && hasToken(r.Header.Get("Connection"), "keep-alive")
+	w.wantsClose = r.Close || hasToken(r.Header.Get("Connection"), "close")
+	if w.head.length != 0 {
+		w.body = newBody(hc, w)
+		r.Body = w.body
+	} else {
+		r.Body = http.NoBody
+	}
+	return w, nil
+}
+
+// beginHead notes that a request's head has begun arriving: its time
+// starts, or, for a new connection's first, goes on from the opening, as
+// net/http counts it.
+func (hc *hconn) beginHead() {
+	switch hc.wait {
+	case readHead:
+		return
+	case readOpening:
+		hc.wait = readHead
+		return
+	}
+	hc.start = hc.ls.now()
+	hc.wait = readHead
+	if d := hc.s.headTimeout(); d > 0 {
+		hc.ls.arm(hc, timerRead, d, readHead)
+	} else {
+		hc.stopReadTimer()
+		hc.wait = readHead
+	}
+}
+
+// stopReadTimer turns the read timer off.
+func (hc *hconn) stopReadTimer() {
+	hc.ls.disarm(&hc.rtimer)
+	hc.wait = readNone
+}
+
+// armBody bounds the wait for the rest of a body by what ReadTimeout left
+// of the request's time.
+func (hc *hconn) armBody() {
+	hc.wait = readBody
+	if d := hc.s.ReadTimeout; d > 0 {
+		left := time.Duration(hc.start + int64(d) - hc.ls.now())
+		hc.ls.arm(hc, timerRead, max(left, time.Millisecond), readBody)
+	} else {
+		hc.stopReadTimer()
+		hc.wait = readBody
+	}
+}
+
+// settle sets what a connection with nothing out waits for: the rest of a
+// head, or the next request; or closes it, if it owes nothing and is
+// closing or its client has finished.
+func (hc *hconn) settle() {
+	if hc.flags&fClosed != 0 || hc.x != nil || hc.hj != nil || hc.body != nil {
+		return
+	}
+	switch {
+	case hc.flags&fClosing != 0:
+		hc.close()
+	case hc.c.InboundBuffered() > 0 && hc.flags&fPeerDone != 0:
+		// The client finished in the middle of a request: net/http
+		// answers that as malformed.
+		hc.answer(errBadRequest)
+	case hc.c.InboundBuffered() > 0:
+		hc.beginHead()
+	case hc.flags&fPeerDone != 0:
+		hc.close()
+	case hc.wait != readIdle && hc.wait != readOpening:
+		hc.wait = readIdle
+		if d := hc.s.idleTimeout(); d > 0 {
+			hc.ls.arm(hc, timerRead, d, readIdle)
+		} else {
+			hc.stopReadTimer()
+			hc.wait = readIdle
+		}
+	}
+}
+
+// idle reports whether the connection waits for a request, owing
+// nothing: Shutdown closes such connections.
+func (hc *hconn) idle() bool {
+	return hc.flags&(fClosed|fClosing) == 0 && hc.x == nil && hc.hj == nil &&
+		hc.body == nil && hc.c.InboundBuffered() == 0
+}
+
+// refuse answers why a request was refused, after the answers x owes,
+// and closes the connection.
+func (hc *hconn) refuse(x *exchange, e *reqError) *exchange {
+	hc.flags |= fClosing
+	switch {
+	case x == nil:
+		hc.answer(e)
+	case x.inline:
+		x.appendRaw(errorResponse(e))
+		x.closeAfter = true
+	default:
+		x.tail = e
+	}
+	return x
+}
+
+// answer writes the answer to a refused request, and closes.
+func (hc *hconn) answer(e *reqError) {
+	_, _ = hc.c.Write(errorResponse(e))
+	hc.close()
+}
+
+// close closes the connection once what it has queued is sent.
+func (hc *hconn) close() {
+	if hc.flags&fClosed != 0 {
+		return
+	}
+	hc.flags |= fClosing
+	hc.stopReadTimer()
+	_ = hc.c.Close()
+}
+
+// feed hands the body being received what has come of it.
+func (hc *hconn) feed() {
+	b := hc.body
+	p, _ := hc.c.Peek(-1)
+	n, finished, full := b.feed(hc, p)
+	discard(hc.c, n)
+	switch {
+	case finished:
+		hc.body = nil
+		hc.unpause(pauseWindow)
+		if b.broken() {
+			hc.flags |= fClosing
+		}
+		if hc.wait == readBody {
+			hc.stopReadTimer() // settle sets the next
+		}
+	case full:
+		hc.pause(pauseWindow)
+	default:
+		hc.unpause(pauseWindow)
+	}
+}
+
+// peerDone handles the client's end of stream, once every byte before it
+// has been offered.
+func (hc *hconn) peerDone() {
+	hc.flags |= fPeerDone
+	switch {
+	case hc.hj != nil:
+		hc.hj.end(nil)
+		return
+	case hc.body != nil:
+		// The body was cut short: its reader hears so.
+		b := hc.body
+		hc.body = nil
+		b.fail(errBodyCut)
+		hc.flags |= fClosing
+		if hc.runPending() {
+			return
+		}
+	}
+	if hc.x != nil {
+		// As net/http does, the requests out hear of it through their
+		// contexts; their answers are still sent.
+		for _, w := range hc.x.reqs {
+			w.cancel()
+		}
+		return
+	}
+	hc.settle()
+}
+
+// closed tidies up once the connection has closed.
+func (hc *hconn) closed(err error) {
+	hc.flags |= fClosed
+	hc.ls.remove(hc)
+	if x := hc.x; x != nil {
+		hc.x = nil
+		for _, w := range x.reqs {
+			w.cancel()
+		}
+	}
+	if p := hc.drainWait; p != nil {
+		hc.drainWait = nil
+		p.fail(sluice.ErrConnClosed)
+	}
+	if b := hc.body; b != nil {
+		hc.body = nil
+		b.fail(errBodyCut)
+	}
+	if hc.pend != nil {
+		hc.pend.cancel()
+		hc.pend = nil
+	}
+	if hc.hj != nil {
+		hc.hj.end(err)
+	}
+}
+
+// readTimedOut acts on the read timer.
+func (hc *hconn) readTimedOut() {
+	switch hc.wait {
+	case readOpening, readIdle:
+		hc.close()
+	case readHead:
+		if hc.x == nil && hc.hj == nil {
+			hc.answer(errTimeout)
+		}
+	case readBody:
+		if b := hc.body; b != nil {
+			hc.body = nil
+			b.fail(errBodyTimeout)
+			hc.flags |= fClosing
+			hc.runPending()
+		}
+	}
+}
+
+// writeTimedOut resets a connection whose handler took longer than
+// WriteTimeout.
+func (hc *hconn) writeTimedOut() {
+	if hc.x != nil {
+		_ = hc.s.eng.Kill(hc.c.ID())
+	}
+}
+
+// hijack makes hj the owner of the connection, on the loop: every byte
+// from now on is hj's, and the server forgets the connection.
+func (hc *hconn) hijack(hj *hijackConn) {
+	if hc.flags&fClosed != 0 {
+		hj.end(sluice.ErrConnClosed)
+		return
+	}
+	hc.hj = hj
+	hc.stopReadTimer()
+	hc.ls.disarm(&hc.wtimer)
+	if b := hc.body; b != nil {
+		hc.body = nil
+		b.fail(http.ErrHijacked)
+	}
+	hc.unpause(pauseHeld | pauseWindow)
+	hj.take(hc)
+	if hc.flags&fPeerDone != 0 {
+		hj.end(nil)
+	}
+}
+
+// discard consumes n of c's inbound bytes: none when n is 0, where
+// Conn.Discard would take them all.
+func discard(c sluice.Conn, n int) {
+	if n > 0 {
+		_, _ = c.Discard(n)
+	}
+}

@@ -1,0 +1,67 @@
+// Package sluicehttp serves HTTP/1.1 and HTTP/1.0 from Sluice's event
+// loops with any http.Handler.
+//
+//	srv := &sluicehttp.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+//	eng, err := srv.Start("tcp://:8080", sluice.WithNumEventLoop(4))
+//	...
+//	err = srv.Shutdown(ctx) // requests in flight are answered first
+//
+// Each connection's loop parses its requests where the bytes arrived,
+// copying each request's head once; a body is decoded on the loop into a
+// window its handler reads from, and the loop stops reading the
+// connection while the handler is behind. Handlers run on a goroutine
+// pool (Server.Pool), so they may block, or, with Server.Inline, on the
+// loop itself, for handlers that never block. The requests a client
+// pipelines are handed over together and answered in their order, their
+// answers queued with one sluice.Conn.AsyncWrite; a handler that writes
+// faster than its client reads waits rather than filling memory.
+//
+// A handler sees what net/http's server would give it: the request's
+// Host, RemoteAddr (the PROXY protocol's source, with
+// sluice.WithProxyProtocol), TLS (with sluice.WithTLS), Body, Trailer,
+// and a Context cancelled when the client goes or the handler returns,
+// with http.LocalAddrContextKey set. Its http.ResponseWriter also
+// implements http.Flusher and http.Hijacker, and what
+// http.ResponseController asks for: deadlines, full duplex (always on),
+// flushing with an error. Answers follow net/http: a Content-Length when
+// the handler wrote its whole body, up to 4 KiB, before it returned,
+// chunked otherwise (the connection's end, to an HTTP/1.0 client); a
+// Content-Type sniffed from the body with http.DetectContentType when the
+// handler set none; a Date, formatted once a second rather than for each
+// answer; keep-alive as the request asks; 100 Continue on the first read
+// of a body whose client expects it.
+//
+// Requests are accepted and refused as net/http's server accepts and
+// refuses them, so that a proxy in front of either frames every request
+// the same way: no request smuggling. The same statuses answer the same
+// malformed requests (400, 431, 501, 505, and 417), tested by sending a
+// corpus of valid, malformed and published smuggling requests to both
+// servers, and by a fuzz target (FuzzParse) that compares the two.
+//
+// Where this server differs from net/http's:
+//
+//   - A client too slow with a request's head (ReadHeaderTimeout) is
+//     answered 408 Request Timeout before its connection closes;
+//     net/http closes it silently.
+//   - A handler that panics gets 500 Internal Server Error, unless it had
+//     begun its answer, and its connection closes; net/http closes it
+//     without an answer. Both log the panic alike.
+//   - A request framed by Transfer-Encoding despite a Content-Length is
+//     answered, as by net/http, and then its connection closes (RFC 9112,
+//     section 6.1).
+//   - MaxBodyBytes bounds request bodies (413), and an inline handler's
+//     body, held whole, is bounded by default.
+//   - A request that finds every worker of the pool busy is answered 503
+//     Service Unavailable, and its connection closed.
+//   - WriteTimeout resets a connection whose handler has not finished
+//     its answer in time; the engine's own write timeout
+//     (sluice.WithWriteTimeout) bounds a client that stops reading.
+//   - Engine.Stop closes every connection at once, cutting off requests
+//     in flight: stop with Server.Shutdown, which lets them finish first.
+//   - HTTP/2 is not served, and http.ServerContextKey is not set.
+//
+// An idle keep-alive connection costs the engine's own connection state
+// and 150 to 200 bytes of this package's (its state, its addresses, its
+// timer), with no buffer held: buffers come from pools for each request
+// and answer, and go back once it is done.
+package sluicehttp

@@ -1,0 +1,336 @@
+package sluicehttp
+
+import (
+	"io"
+	"net/http"
+	"os"
+	"runtime"
+	"sync"
+	"time"
+
+	"github.com/sluicenet/sluice"
+	"github.com/sluicenet/sluice/pool"
+)
+
+// exchange is a run of requests a connection's loop read together, and
+// their answers: handed to a goroutine of the pool, which runs their
+// handlers one after another and queues the answers with one AsyncWrite
+// (more when an answer is streamed), or run on the loop (inline). The
+// loop reads nothing more of the connection's requests until the
+// exchange is done: answers go out in the order the requests came.
+type exchange struct {
+	s      *Server
+	hc     *hconn // the loop's: touched only in callbacks on the loop
+	c      sluice.Conn
+	inline bool
+	reqs   []*response
+	tail   *reqError // a refusal owed after the answers, then a close
+
+	mu    sync.Mutex // the output, for the handler and a body reader sending 100 Continue
+	out   *pool.Buffer
+	stage *pool.Buffer // the answer being written, until its head is known
+	p     poster
+	last  *pool.Buffer // the final output, in flight
+
+	stop       bool // answer nothing more: the connection closes, or was hijacked
+	closeAfter bool
+	hj         *hijackConn
+}
+
+// errWriteTimeout fails a hijacked connection's Write past its deadline.
+var errWriteTimeout error = os.ErrDeadlineExceeded
+
+// Buffers of output come from a pool of their own: their sizes, answers
+// and runs of answers, differ from those of other buffers.
+var outPool pool.BufferPool
+
+func newExchange(hc *hconn) *exchange {
+	x := &exchange{s: hc.s, hc: hc, c: hc.c, inline: hc.s.Inline}
+	if !x.inline {
+		x.p.init(hc) // inline answers are written on the loop, not posted
+	}
+	return x
+}
+
+// The sizes an exchange's output moves in.
+const (
+	// stageSize is how much of an answer is held until its handler
+	// returns, so that its length can be sent; more, or a Flush, and it
+	// is sent chunked. net/http holds 2 KiB.
+	stageSize = 4 << 10
+	// postSize is how much output gathers before it is queued on the
+	// connection while a handler still runs.
+	postSize = 32 << 10
+)
+
+// run runs the exchange's handlers on a goroutine of the pool, then
+// queues what is left of their answers, and hands the connection back to
+// its loop (done).
+func (x *exchange) run() {
+	for _, w := range x.reqs {
+		if x.stop {
+			w.cancel()
+			if w.body != nil {
+				w.body.handlerDone()
+			}
+			continue
+		}
+		x.call(w)
+	}
+	x.mu.Lock()
+	if x.tail != nil && !x.stop {
+		x.appendRaw(errorResponse(x.tail))
+		x.closeAfter = true
+	}
+	x.last, x.out = x.out, nil
+	x.releaseLocked()
+	x.mu.Unlock()
+	var b []byte
+	if x.last != nil {
+		b = x.last.B
+	}
+	if err := x.c.AsyncWrite(b, x.done); err != nil {
+		// The connection is gone, or refuses more output: its loop
+		// hears of it through its close.
+		x.putLast()
+		_ = x.c.Close()
+	}
+}
+
+// runInline runs w's handler on the loop.
+func (x *exchange) runInline(w *response) {
+	x.reqs = append(x.reqs[:0], w)
+	x.call(w)
+	if x.hj != nil {
+		x.hj.inline.Store(false) // the handler has left the loop
+	}
+	if x.closeAfter {
+		x.hc.flags |= fClosing
+	}
+}
+
+// call runs w's handler and finishes its answer. A handler that panics
+// gets 500 Internal Server Error, if it had answered nothing yet, and its
+// connection closes; the panic is logged as net/http logs it, unless it
+// is http.ErrAbortHandler.
+func (x *exchange) call(w *response) {
+	w.x = x
+	panicked := true
+	defer func() {
+		if !panicked {
+			return
+		}
+		if v := recover(); v != http.ErrAbortHandler {
+			buf := make([]byte, 64<<10)
+			buf = buf[:runtime.Stack(buf, false)]
+			x.s.logf("http: panic serving %v: %v\n%s", w.req.RemoteAddr, v, buf)
+		}
+		w.abort()
+	}()
+	h := x.s.handler
+	if w.req.Method == http.MethodOptions && w.req.RequestURI == "*" {
+		h = globalOptions // as net/http's server answers it
+	}
+	h.ServeHTTP(w, &w.req)
+	panicked = false
+	w.finish()
+}
+
+// done runs on the loop once the exchange's last output is queued: the
+// connection takes requests again, or closes.
+func (x *exchange) done(c sluice.Conn, err error) {
+	x.putLast()
+	hc := x.hc
+	if hc.x != x {
+		return // closed meanwhile
+	}
+	hc.x = nil
+	hc.ls.disarm(&hc.wtimer)
+	if hc.drainWait == &x.p {
+		hc.drainWait = nil
+	}
+	if x.hj != nil {
+		return // the connection is the handler's now
+	}
+	hc.unpause(pauseHeld)
+	if err != nil || x.closeAfter {
+		hc.close()
+		return
+	}
+	hc.serve()
+}
+
+func (x *exchange) putLast() {
+	if x.last != nil {
+		outPool.Put(x.last)
+		x.last = nil
+	}
+}
+
+// appendRaw appends b to the output. x.mu is held, or x is inline.
+func (x *exchange) appendRaw(b []byte) {
+	if x.out == nil {
+		x.out = outPool.Get()
+	}
+	x.out.B = append(x.out.B, b...)
+}
+
+// post queues the output gathered so far on the connection: at once
+// inline, where the loop's own Write gathers it further; through the
+// poster otherwise, which waits, first, for what the connection holds to
+// drain below its mark. x.mu is held.
+func (x *exchange) post() error {
+	if x.out == nil || len(x.out.B) == 0 {
+		return x.p.failure()
+	}
+	if x.inline {
+		_, err := x.c.Write(x.out.B)
+		x.out.B = x.out.B[:0]
+		return err
+	}
+	buf := x.out
+	x.out = nil
+	x.mu.Unlock()
+	err := x.p.send(buf, true, time.Time{})
+	x.mu.Lock()
+	return err
+}
+
+// releaseLocked gives back the exchange's buffers. x.mu is held.
+func (x *exchange) releaseLocked() {
+	if x.stage != nil {
+		outPool.Put(x.stage)
+		x.stage = nil
+	}
+	if x.out != nil {
+		outPool.Put(x.out)
+		x.out = nil
+	}
+}
+
+// poster queues output on a connection from a goroutine off its loop, one
+// buffer at a time: before it queues the next, the last one's
+// AsyncWrite must have run, and the connection's unsent output must be
+// under Server.WriteBufferSize (its WithWriteBufferCap), or have drained
+// to half of it since (OnDrain), so that a handler writing faster than
+// its client reads waits rather than fills memory.
+type poster struct {
+	c    sluice.Conn
+	hc   *hconn // the loop's
+	mark int
+	ack  func(sluice.Conn, error)
+
+	mu       sync.Mutex
+	inflight []*pool.Buffer // queued, their AsyncWrite not run yet
+	full     bool           // over the mark, until OnDrain
+	err      error          // the connection is gone
+	kick     chan struct{}  // something above changed
+}
+
+func (p *poster) init(hc *hconn) {
+	p.c, p.hc, p.mark = hc.c, hc, hc.s.writeMark()
+	p.ack = p.acked
+	p.kick = make(chan struct{}, 1)
+}
+
+// send queues buf, which the poster owns from then on. With wait, it
+// first waits for the earlier buffers to be taken and the output to
+// drain, until deadline if it is not zero.
+func (p *poster) send(buf *pool.Buffer, wait bool, deadline time.Time) error {
+	p.mu.Lock()
+	for wait && p.err == nil && (len(p.inflight) > 0 || p.full) {
+		p.mu.Unlock()
+		if !p.block(deadline) {
+			outPool.Put(buf)
+			return errWriteTimeout
+		}
+		p.mu.Lock()
+	}
+	if err := p.err; err != nil {
+		p.mu.Unlock()
+		outPool.Put(buf)
+		return err
+	}
+	p.inflight = append(p.inflight, buf)
+	p.mu.Unlock()
+	if err := p.c.AsyncWrite(buf.B, p.ack); err != nil {
+		p.mu.Lock()
+		p.inflight = p.inflight[:len(p.inflight)-1]
+		p.err = err
+		p.mu.Unlock()
+		outPool.Put(buf)
+		return err
+	}
+	return nil
+}
+
+// await waits until what was sent has been taken and has drained.
+func (p *poster) await() {
+	p.mu.Lock()
+	for p.err == nil && (len(p.inflight) > 0 || p.full) {
+		p.mu.Unlock()
+		p.block(time.Time{})
+		p.mu.Lock()
+	}
+	p.mu.Unlock()
+}
+
+// block waits for a kick, or for deadline; it reports false when the
+// deadline passed.
+func (p *poster) block(deadline time.Time) bool { return wait(p.kick, nil, deadline) }
+
+func (p *poster) signal() { signal(p.kick) }
+
+// acked runs on the loop once a buffer is queued.
+func (p *poster) acked(c sluice.Conn, err error) {
+	p.mu.Lock()
+	buf := p.inflight[0]
+	p.inflight = p.inflight[1:]
+	if err != nil && p.err == nil {
+		p.err = err
+	}
+	if err == nil && c.OutboundBuffered() > p.mark {
+		// OnDrain comes once it has drained: it passed the engine's
+		// high-water mark, which is this mark.
+		p.full = true
+		p.hc.drainWait = p
+	}
+	p.mu.Unlock()
+	outPool.Put(buf)
+	p.signal()
+}
+
+// drained runs on the loop when the output has drained (OnDrain).
+func (p *poster) drained() {
+	p.mu.Lock()
+	p.full = false
+	p.mu.Unlock()
+	p.signal()
+}
+
+// fail runs on the loop when the connection closes.
+func (p *poster) fail(err error) {
+	p.mu.Lock()
+	if p.err == nil {
+		p.err = err
+	}
+	p.full = false
+	p.mu.Unlock()
+	p.signal()
+}
+
+func (p *poster) failure() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.err
+}
+
+// globalOptions answers "OPTIONS *" as net/http's server does, without
+// the handler: 200, with a length of 0, reading (and dropping) at most
+// 4 KiB of any body.
+var globalOptions = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Content-Length", "0")
+	if r.ContentLength != 0 {
+		_, _ = io.Copy(io.Discard, io.LimitReader(r.Body, 4<<10))
+	}
+})

@@ -1,0 +1,170 @@
+package sluicehttp
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log"
+	"net"
+	"net/http"
+	"os"
+	"runtime"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/sluicenet/sluice"
+	"github.com/sluicenet/sluice/poller"
+)
+
+// deadline bounds every wait of a test.
+const deadline = 10 * time.Second
+
+// testPoller is the poller the tests' engines run on: epoll, or what
+// SLUICE_TEST_POLLER names (uring), so that every test runs on both.
+var testPoller = func() poller.Kind {
+	var k poller.Kind
+	if name := os.Getenv("SLUICE_TEST_POLLER"); name != "" {
+		if err := k.UnmarshalText([]byte(name)); err != nil {
+			panic(err)
+		}
+	}
+	return k
+}()
+
+// serve starts s on a free loopback port, on two loops, and returns the
+// address to dial. Shutting it down, and checking that it left no
+// goroutine and no descriptor behind, is the test's cleanup.
+func serve(t testing.TB, s *Server, opts ...sluice.Option) string {
+	t.Helper()
+	leaks := leakCheck(t)
+	if s.ErrorLog == nil {
+		s.ErrorLog = testLogger(t)
+	}
+	opts = append([]sluice.Option{sluice.WithPoller(testPoller), sluice.WithNumEventLoop(2)}, opts...)
+	eng, err := s.Start("tcp://127.0.0.1:0", opts...)
+	require.NoError(t, err)
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), deadline)
+		defer cancel()
+		if err := s.Shutdown(ctx); !errors.Is(err, sluice.ErrEngineStopped) {
+			require.NoError(t, err) // the test may have shut it down
+		}
+		require.NoError(t, eng.Wait())
+		leaks()
+	})
+	return eng.Addrs()[0].String()
+}
+
+// leakCheck counts the goroutines and descriptors open now, and returns a
+// function that waits for the counts to fall back to these.
+func leakCheck(t testing.TB) func() {
+	t.Helper()
+	runtimePoller.Do(func() {
+		if ln, err := net.Listen("tcp", "127.0.0.1:0"); err == nil {
+			ln.Close()
+		}
+	})
+	goroutines, fds := runtime.NumGoroutine(), openFDs(t)
+	return func() {
+		t.Helper()
+		waitFor(t, func() bool {
+			return runtime.NumGoroutine() <= goroutines && openFDs(t) <= fds
+		}, func() string {
+			buf := make([]byte, 1<<20)
+			buf = buf[:runtime.Stack(buf, true)]
+			return fmt.Sprintf("leak: goroutines %d -> %d, descriptors %d -> %d\n%s",
+				goroutines, runtime.NumGoroutine(), fds, openFDs(t), buf)
+		})
+	}
+}
+
+// The runtime opens its own poller's descriptors with the first net.Conn;
+// opening them before the first count keeps them from looking leaked.
+var runtimePoller sync.Once
+
+// openFDs counts the process's open descriptors, or says 0 where the
+// system does not tell (no /proc): the goroutines are counted still.
+func openFDs(testing.TB) int {
+	entries, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		return 0
+	}
+	return len(entries)
+}
+
+// waitFor polls cond until it holds, or fails the test with describe's
+// words once the deadline passes.
+func waitFor(t testing.TB, cond func() bool, describe func() string) {
+	t.Helper()
+	end := time.Now().Add(deadline)
+	for !cond() {
+		if time.Now().After(end) {
+			t.Fatal(describe())
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// client returns an http.Client for the test, whose idle connections are
+// closed when it ends.
+func client(t testing.TB) *http.Client {
+	tr := &http.Transport{MaxIdleConnsPerHost: 16}
+	t.Cleanup(tr.CloseIdleConnections)
+	return &http.Client{Transport: tr, Timeout: deadline}
+}
+
+// dial connects to addr over TCP; the connection closes when the test
+// ends, and its reads and writes fail past the deadline.
+func dial(t testing.TB, addr string) net.Conn {
+	t.Helper()
+	c, err := net.DialTimeout("tcp", addr, deadline)
+	require.NoError(t, err)
+	t.Cleanup(func() { c.Close() })
+	c.SetDeadline(time.Now().Add(deadline))
+	return c
+}
+
+// readResponse reads one response from br, its body whole.
+func readResponse(t testing.TB, br *bufio.Reader, method string) (*http.Response, string) {
+	t.Helper()
+	resp, err := http.ReadResponse(br, &http.Request{Method: method})
+	require.NoError(t, err)
+	body, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	resp.Body.Close()
+	return resp, string(body)
+}
+
+// testLogger logs to the test.
+func testLogger(t testing.TB) *log.Logger {
+	return log.New(testWriter{t}, "", 0)
+}
+
+type testWriter struct{ t testing.TB }
+
+func (w testWriter) Write(p []byte) (int, error) {
+	w.t.Log(string(p))
+	return len(p), nil
+}
+
+// hello answers "hello" and the request's path.
+func hello(w http.ResponseWriter, r *http.Request) {
+	io.WriteString(w, "hello "+r.URL.Path)
+}
+
+// holdsFor reports whether cond holds throughout d, polling it: for what
+// must not happen.
+func holdsFor(d time.Duration, cond func() bool) bool {
+	for end := time.Now().Add(d); time.Now().Before(end); {
+		if !cond() {
+			return false
+		}
+		time.Sleep(time.Millisecond)
+	}
+	return cond()
+}

@@ -1,0 +1,226 @@
+package sluicehttp
+
+import (
+	"io"
+	"net"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/sluicenet/sluice"
+)
+
+// hijackConn is a connection a handler took over (Hijack): a net.Conn
+// over the Sluice connection. Its loop hands it what the client sends,
+// up to a window, and stops reading the connection while the window is
+// full; a Read that makes room wakes the loop. Writes are queued with
+// AsyncWrite, and wait while the connection holds more unsent output
+// than Server.WriteBufferSize.
+type hijackConn struct {
+	c             sluice.Conn
+	local, remote net.Addr
+	p             poster
+	inline        atomic.Bool // hijacked by an inline handler, still running on the loop
+
+	wmu sync.Mutex // one Write at a time
+
+	mu      sync.Mutex
+	in      []byte // received, not yet read
+	eof     bool   // the client finished sending
+	err     error  // the connection closed
+	closed  bool   // Close was called
+	more    bool   // the loop waits for room
+	ready   chan struct{}
+	rdl     time.Time // read deadline
+	wdl     time.Time // write deadline
+	changed chan struct{}
+}
+
+// hijackWindow is how much a hijacked connection holds unread before its
+// loop stops reading the client.
+const hijackWindow = 64 << 10
+
+func newHijackConn(x *exchange) *hijackConn {
+	hc := x.hc
+	hj := &hijackConn{c: x.c, ready: make(chan struct{}, 1), changed: make(chan struct{}, 1)}
+	hj.inline.Store(x.inline)
+	hj.remote = x.c.RemoteAddr()
+	hj.local = hc.local
+	hj.p.init(hc)
+	return hj
+}
+
+// take takes what the connection has buffered, on the loop, up to the
+// window.
+func (hj *hijackConn) take(hc *hconn) {
+	p, _ := hc.c.Peek(-1)
+	hj.mu.Lock()
+	k := min(len(p), max(hijackWindow-len(hj.in), 0))
+	hj.in = append(hj.in, p[:k]...)
+	full := k < len(p)
+	hj.more = full
+	hj.mu.Unlock()
+	signal(hj.ready)
+	discard(hc.c, k)
+	if full {
+		hc.pause(pauseHijack)
+	} else {
+		hc.unpause(pauseHijack)
+	}
+}
+
+// end records, on the loop, that the client finished sending (err nil) or
+// that the connection closed.
+func (hj *hijackConn) end(err error) {
+	hj.mu.Lock()
+	hj.eof = true
+	if err != nil || hj.err == nil {
+		hj.err = err
+	}
+	hj.mu.Unlock()
+	if err != nil {
+		hj.p.fail(sluice.ErrConnClosed)
+	}
+	signal(hj.ready)
+}
+
+func signal(ch chan struct{}) {
+	select {
+	case ch <- struct{}{}:
+	default:
+	}
+}
+
+// Read reads what the client sent, waiting for it until the read
+// deadline.
+func (hj *hijackConn) Read(b []byte) (int, error) {
+	hj.mu.Lock()
+	for {
+		switch {
+		case hj.closed:
+			hj.mu.Unlock()
+			return 0, net.ErrClosed
+		case len(hj.in) > 0:
+			n := copy(b, hj.in)
+			hj.in = hj.in[n:]
+			if len(hj.in) == 0 {
+				hj.in = nil // an idle connection keeps no buffer
+			}
+			wake := hj.more && len(hj.in) <= hijackWindow/2
+			if wake {
+				hj.more = false
+			}
+			hj.mu.Unlock()
+			if wake {
+				_ = hj.c.Wake(nil)
+			}
+			return n, nil
+		case hj.eof:
+			hj.mu.Unlock()
+			return 0, io.EOF
+		}
+		dl := hj.rdl
+		hj.mu.Unlock()
+		if !wait(hj.ready, hj.changed, dl) {
+			return 0, os.ErrDeadlineExceeded
+		}
+		hj.mu.Lock()
+	}
+}
+
+// wait waits for ready, or for changed (a deadline moved; nil for none),
+// until deadline if it is not zero; it reports false when the deadline
+// has passed.
+func wait(ready, changed chan struct{}, deadline time.Time) bool {
+	if deadline.IsZero() {
+		select {
+		case <-ready:
+		case <-changed:
+		}
+		return true
+	}
+	d := time.Until(deadline)
+	if d <= 0 {
+		return false
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ready:
+		return true
+	case <-changed:
+		return true
+	case <-t.C:
+		return false
+	}
+}
+
+// Write queues b on the connection, waiting while it holds more unsent
+// output than its mark, until the write deadline.
+func (hj *hijackConn) Write(b []byte) (int, error) {
+	hj.wmu.Lock()
+	defer hj.wmu.Unlock()
+	hj.mu.Lock()
+	closed, dl := hj.closed, hj.wdl
+	hj.mu.Unlock()
+	if closed {
+		return 0, net.ErrClosed
+	}
+	if !dl.IsZero() && !time.Now().Before(dl) {
+		return 0, os.ErrDeadlineExceeded
+	}
+	n := 0
+	for n < len(b) {
+		buf := outPool.Get()
+		k := min(len(b)-n, postSize)
+		buf.B = append(buf.B, b[n:n+k]...)
+		// An inline handler runs on the loop, which must not wait on
+		// itself.
+		if err := hj.p.send(buf, !hj.inline.Load(), dl); err != nil {
+			return n, err
+		}
+		n += k
+	}
+	return n, nil
+}
+
+// Close closes the connection once what was written is sent.
+func (hj *hijackConn) Close() error {
+	hj.mu.Lock()
+	if hj.closed {
+		hj.mu.Unlock()
+		return net.ErrClosed
+	}
+	hj.closed = true
+	hj.in = nil
+	hj.mu.Unlock()
+	signal(hj.ready)
+	return hj.c.Close()
+}
+
+func (hj *hijackConn) LocalAddr() net.Addr  { return hj.local }
+func (hj *hijackConn) RemoteAddr() net.Addr { return hj.remote }
+
+func (hj *hijackConn) SetDeadline(t time.Time) error {
+	hj.mu.Lock()
+	hj.rdl, hj.wdl = t, t
+	hj.mu.Unlock()
+	signal(hj.changed)
+	return nil
+}
+
+func (hj *hijackConn) SetReadDeadline(t time.Time) error {
+	hj.mu.Lock()
+	hj.rdl = t
+	hj.mu.Unlock()
+	signal(hj.changed)
+	return nil
+}
+
+func (hj *hijackConn) SetWriteDeadline(t time.Time) error {
+	hj.mu.Lock()
+	hj.wdl = t
+	hj.mu.Unlock()
+	return nil
+}

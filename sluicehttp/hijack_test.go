@@ -1,0 +1,100 @@
+package sluicehttp
+
+import (
+	"bufio"
+	"bytes"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// hijackEcho takes the connection over, answers 101 itself, and echoes
+// every byte back until the client finishes.
+func hijackEcho(t *testing.T) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		conn, rw, err := http.NewResponseController(w).Hijack()
+		if !assert.NoError(t, err) {
+			return
+		}
+		go func() {
+			defer conn.Close()
+			rw.WriteString("HTTP/1.1 101 Switching Protocols\r\nUpgrade: echo\r\nConnection: Upgrade\r\n\r\n")
+			rw.Flush()
+			buf := make([]byte, 16<<10)
+			for {
+				n, err := rw.Read(buf)
+				if n > 0 {
+					if _, err := conn.Write(buf[:n]); err != nil {
+						return
+					}
+				}
+				if err != nil {
+					return
+				}
+			}
+		}()
+	}
+}
+
+// TestHijack checks that a hijacked connection gets the bytes the client
+// sent after its request, even in the same write, carries a stream much
+// larger than its windows both ways, and ends when the client finishes.
+func TestHijack(t *testing.T) {
+	modes(t, func(t *testing.T, inline bool) {
+		addr := serve(t, &Server{Inline: inline, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.URL.Path == "/plain" {
+				hello(w, r)
+				return
+			}
+			hijackEcho(t)(w, r)
+		})})
+		c := dial(t, addr)
+		io.WriteString(c, "GET /plain HTTP/1.1\r\nHost: x\r\n\r\nGET /up HTTP/1.1\r\nHost: x\r\nUpgrade: echo\r\nConnection: Upgrade\r\n\r\nearly bytes|")
+		br := bufio.NewReader(c)
+		_, body := readResponse(t, br, "GET")
+		assert.Equal(t, "hello /plain", body)
+		resp, err := http.ReadResponse(br, nil)
+		require.NoError(t, err)
+		require.Equal(t, http.StatusSwitchingProtocols, resp.StatusCode)
+
+		payload := bytes.Repeat([]byte("0123456789"), 2<<20) // 20 MB
+		go func() {
+			c.Write(payload)
+			c.(*net.TCPConn).CloseWrite()
+		}()
+		got, err := io.ReadAll(br)
+		require.NoError(t, err)
+		assert.Equal(t, "early bytes|", string(got[:12]))
+		assert.True(t, bytes.Equal(payload, got[12:]), "the echo came back whole (%d bytes)", len(got))
+	})
+}
+
+// TestHijackDeadlines checks a hijacked connection's read deadline.
+func TestHijackDeadlines(t *testing.T) {
+	result := make(chan error, 1)
+	addr := serve(t, &Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		conn, _, err := w.(http.Hijacker).Hijack()
+		if !assert.NoError(t, err) {
+			return
+		}
+		defer conn.Close()
+		conn.SetReadDeadline(time.Now().Add(100 * time.Millisecond))
+		_, err = conn.Read(make([]byte, 1))
+		result <- err
+	})})
+	c := dial(t, addr)
+	io.WriteString(c, "GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+	err := <-result
+	assert.ErrorIs(t, err, os.ErrDeadlineExceeded)
+	n, err := c.Read(make([]byte, 1))
+	assert.Zero(t, n)
+	assert.ErrorIs(t, err, io.EOF, "closing the hijacked connection closes the client's")
+	assert.True(t, strings.HasPrefix(addr, "127.0.0.1:"))
+}
