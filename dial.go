@@ -282,7 +282,7 @@ func (d *dialSpec) parse(addr string) error {
 // to sets the address to connect to.
 func (d *dialSpec) to(ip netip.Addr) error {
 	ip = ip.Unmap()
-	if d.network == "tcp4" && !ip.Is4() || d.network == "tcp6" && !ip.Is6() {
+	if strings.HasSuffix(d.network, "4") && !ip.Is4() || strings.HasSuffix(d.network, "6") && !ip.Is6() {
 		return fmt.Errorf("%w: %q: %s is not an address of %s", ErrInvalidAddr, d.addr, ip, d.network)
 	}
 	d.remote = netip.AddrPortFrom(ip, d.port)
@@ -296,7 +296,7 @@ func (d *dialSpec) to(ip netip.Addr) error {
 func (d *dialSpec) resolve(stopping context.Context) {
 	ctx, cancel := context.WithDeadline(stopping, d.expires)
 	defer cancel()
-	network := "ip" + strings.TrimPrefix(d.network, "tcp") // ip, ip4 or ip6
+	network := "ip" + d.network[3:] // ip, ip4 or ip6, from tcp or udp
 	ips, err := net.DefaultResolver.LookupNetIP(ctx, network, d.host)
 	switch {
 	case stopping.Err() != nil:
@@ -326,7 +326,10 @@ func (e *engine) enroll(l *eventloop, nc net.Conn, ctx any, opts []DialOption) e
 // adopt takes nc's socket (socket.Adopt) and closes nc.
 func (d *dialSpec) adopt(nc net.Conn) error {
 	network := nc.LocalAddr().Network()
-	if network != "tcp" && network != "unix" {
+	if network == "udp" && nc.RemoteAddr() == nil {
+		return fmt.Errorf("sluice: enroll of a UDP socket that is not connected: %w", errors.ErrUnsupported)
+	}
+	if network != "tcp" && network != "unix" && network != "udp" {
 		return fmt.Errorf("sluice: enroll %T over %s: %w", nc, network, errors.ErrUnsupported)
 	}
 	fd, err := socket.Adopt(nc)
@@ -335,8 +338,11 @@ func (d *dialSpec) adopt(nc net.Conn) error {
 	}
 	d.fd = fd
 	d.network, d.addr = network, nc.RemoteAddr().String()
-	if ta, ok := nc.RemoteAddr().(*net.TCPAddr); ok {
-		d.remote = ta.AddrPort()
+	switch ra := nc.RemoteAddr().(type) {
+	case *net.TCPAddr:
+		d.remote = ra.AddrPort()
+	case *net.UDPAddr:
+		d.remote = ra.AddrPort()
 	}
 	return nil
 }
@@ -347,6 +353,8 @@ func (d *dialSpec) opError(err error) error {
 	switch {
 	case d.path != "": // a unix socket's
 		addr = &net.UnixAddr{Name: d.path, Net: "unix"}
+	case d.remote.IsValid() && isPacket(d.network):
+		addr = net.UDPAddrFromAddrPort(d.remote)
 	case d.remote.IsValid(): // a dial's address, or an enrolled socket's peer
 		addr = net.TCPAddrFromAddrPort(d.remote)
 	}
@@ -400,6 +408,10 @@ func (l *eventloop) connect(d *dialSpec) {
 			socket.Close(d.fd)
 		}
 		l.dialFailed(d, err)
+		return
+	}
+	if isPacket(d.network) {
+		l.connectPacket(d)
 		return
 	}
 	fd, err := l.dialSocket(d)

@@ -69,6 +69,11 @@ type driver interface {
 
 	// closeSocket closes c's descriptor, which also leaves the driver.
 	closeSocket(c *conn)
+	// watchPackets starts watching u, a UDP socket, whose datagrams the
+	// driver hands to the loop (receivePackets) whenever it is readable;
+	// closePackets closes u's socket, which also leaves the driver.
+	watchPackets(u *udpConn) error
+	closePackets(u *udpConn)
 	// stopAccepts stops the listeners' accepts, before they close.
 	stopAccepts()
 }

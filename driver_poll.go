@@ -63,6 +63,9 @@ func (d *pollDriver) dispatch(r poller.Ready) {
 		}
 	}
 	if r.Fd >= len(l.conns) || l.conns[r.Fd] == nil {
+		if u := l.packets.at(r.Fd); u != nil {
+			l.receivePackets(u)
+		}
 		return
 	}
 	c := l.conns[r.Fd]
@@ -199,6 +202,10 @@ func (d *pollDriver) sending(c *conn) bool { return false }
 func (d *pollDriver) awaitSent(c *conn) bool { return false }
 
 func (d *pollDriver) closeSocket(c *conn) { socket.Close(c.fd) }
+
+func (d *pollDriver) watchPackets(u *udpConn) error { return d.p.Add(u.fd, poller.Readable) }
+
+func (d *pollDriver) closePackets(u *udpConn) { socket.Close(u.fd) }
 
 // stopAccepts does nothing: closing a listener takes it off the poller.
 func (d *pollDriver) stopAccepts() {}

@@ -72,6 +72,7 @@ const (
 	opSendOdd               // the same, of an odd turn
 	opIdle                  // the timer for giving idle buffers back
 	opConnect               // a dial's connect ended
+	opPacket                // a UDP socket is readable (udp_uring_linux.go)
 )
 
 // genMask keeps the bits of a generation that user data carries.
@@ -842,6 +843,8 @@ func (rg *ringDriver) complete(e uring.CQE) {
 		rg.idleExpired()
 	case opConnect:
 		rg.ringConnected(fd, gen, e)
+	case opPacket:
+		rg.ringPacketsReady(fd, gen)
 	}
 }
 

@@ -350,6 +350,9 @@ func (e *engine) listen(s listenSpec, first *eventloop) error {
 	if perLoop {
 		loops = e.loops
 	}
+	if isPacket(network) {
+		return e.listenPackets(s, network, address, loops)
+	}
 	for _, l := range loops {
 		ln, err := listen(network, address, e.sock)
 		if err != nil {
@@ -419,6 +422,11 @@ func (e *engine) release() {
 	for _, l := range e.loops {
 		for _, ln := range l.listeners {
 			ln.close()
+		}
+		for _, u := range l.packets.socks {
+			if u != nil {
+				socket.Close(u.fd)
+			}
 		}
 		l.drv.close()
 	}
@@ -491,13 +499,13 @@ func parseAddr(addr string) (network, address string, err error) {
 		network, address = "tcp", addr
 	}
 	switch network {
-	case "tcp", "tcp4", "tcp6":
+	case "tcp", "tcp4", "tcp6", "udp", "udp4", "udp6":
 	case "unix":
 		if address == "" {
 			return "", "", fmt.Errorf("%w: %q: no socket path", ErrInvalidAddr, addr)
 		}
 	default:
-		return "", "", fmt.Errorf("%w: %q: scheme %q is not tcp, tcp4, tcp6 or unix", ErrInvalidAddr, addr, network)
+		return "", "", fmt.Errorf("%w: %q: scheme %q is not tcp, tcp4, tcp6, udp, udp4, udp6 or unix", ErrInvalidAddr, addr, network)
 	}
 	return network, address, nil
 }

@@ -62,6 +62,10 @@ type Stats struct {
 	// as WithTLSMaxHandshakes allows; TLSHandshakeTimeouts those whose
 	// handshake did not end within WithTLSHandshakeTimeout.
 	TLSHandshakeFailures, TLSHandshakeTimeouts uint64
+	// DatagramsTruncated counts datagrams larger than the read buffer
+	// (WithReadBufferCap), which OnTraffic does not get
+	// (ErrDatagramTruncated, DatagramErrorHandler).
+	DatagramsTruncated uint64
 }
 
 // counter names one of a loop's counters.
@@ -89,6 +93,7 @@ const (
 	countEnrolled
 	countTLSHandshakeFailures
 	countTLSHandshakeTimeouts
+	countDatagramsTruncated
 	numCounters
 )
 
@@ -131,5 +136,6 @@ func (e *engine) stats() Stats {
 		Enrolled:             sum[countEnrolled],
 		TLSHandshakeFailures: sum[countTLSHandshakeFailures],
 		TLSHandshakeTimeouts: sum[countTLSHandshakeTimeouts],
+		DatagramsTruncated:   sum[countDatagramsTruncated],
 	}
 }
