@@ -83,7 +83,8 @@ func (eng Engine) NumLoops() int {
 func (eng Engine) Loop(i int) Loop { return Loop{eng.e.loops[i]} }
 
 // Dial connects to addr ("tcp://host:port", tcp4, tcp6, "unix:///path";
-// without a scheme, TCP) without blocking: it returns at once, and a loop
+// without a scheme, TCP; "udp://host:port", udp4, udp6 for a connected
+// UDP socket, see PacketConn) without blocking: it returns at once, and a loop
 // connects in the background. Called from one of the handler's callbacks
 // on Linux, where the loops are locked to their threads (the default, and
 // always on io_uring), it dials from that callback's loop, so that a
@@ -113,7 +114,8 @@ func (eng Engine) Dial(addr string, ctx any, opts ...DialOption) error {
 }
 
 // Enroll hands the engine a TCP or unix connection made elsewhere, by
-// net.Dial or a net.Listener, or passed over by another process: the
+// net.Dial or a net.Listener, or passed over by another process, or a
+// connected *net.UDPConn (see PacketConn): the
 // engine takes a copy of its descriptor and closes nc, and a loop opens it
 // as it would a dialed one (Origin Enrolled, Context ctx, OnOpen). The
 // loop is chosen as Dial's is. nc must have no reads or writes under way,
@@ -123,8 +125,8 @@ func (eng Engine) Dial(addr string, ctx any, opts ...DialOption) error {
 // not. The engine's own options apply as to any connection, except
 // keep-alive, which nc keeps as it was unless DialKeepAlive says.
 //
-// An error wrapping errors.ErrUnsupported (nc is not a TCP or unix
-// socket), or a failure to copy the descriptor, leaves nc open and the
+// An error wrapping errors.ErrUnsupported (nc is not a TCP, unix or
+// connected UDP socket), or a failure to copy the descriptor, leaves nc open and the
 // caller's. Once copied, nc is closed; if the engine has stopped, Enroll
 // returns ErrEngineStopped, and if it cannot open the connection later (a
 // limit, a stop) the connection is closed and OnDialFailed hears of it.

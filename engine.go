@@ -193,7 +193,8 @@ type engine struct {
 // Run listens on addr, calls OnBoot, and serves connections with the
 // handler until the engine stops; it returns when every connection has
 // closed and OnShutdown has returned. addr is "tcp://host:port" (or tcp4,
-// tcp6) or "unix:///path/to.sock"; an address without a scheme is TCP.
+// tcp6), "udp://host:port" (or udp4, udp6: datagrams, see PacketConn) or
+// "unix:///path/to.sock"; an address without a scheme is TCP.
 // Port 0 picks a free port, which Engine.Addrs reports. WithListener adds
 // more. With addr empty and no WithListener, the engine listens on
 // nothing and serves the connections it dials or is handed

@@ -188,7 +188,7 @@ func (l *eventloop) connectPacket(d *dialSpec) {
 			local = ap
 		}
 		var err error
-		if fd, err = socket.DialPacket(d.remote, local, d.sock); err != nil {
+		if fd, err = socket.DialPacket(d.remote, local, d.device, d.sock); err != nil {
 			l.dialFailed(d, err)
 			return
 		}

@@ -4,8 +4,10 @@ package sluice
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"strings"
 	"sync"
@@ -406,4 +408,102 @@ func (h *udpKill) OnOpen(c Conn) ([]byte, Action) {
 func TestUDPListenerRefusesStreamOptions(t *testing.T) {
 	_, err := Start(&udpEcho{}, "udp://127.0.0.1:0", WithPoller(testPoller), WithProxyProtocol(ProxyRequired, 0))
 	assert.ErrorIs(t, err, ErrInvalidAddr)
+}
+
+// udpFirstByte answers each datagram with its first byte only, leaving
+// the rest unread; it panics on "boom", and writes outside OnTraffic
+// through Loop.Execute when asked.
+type udpFirstByte struct {
+	BuiltinEventEngine
+	outside chan error
+}
+
+func (h *udpFirstByte) OnTraffic(c Conn) Action {
+	b, _ := c.Peek(-1)
+	if string(b) == "boom" {
+		panic("boom")
+	}
+	if string(b) == "outside" {
+		c.Discard(-1)
+		c.Loop().Execute(func() {
+			_, err := c.Write([]byte("late"))
+			h.outside <- err
+		})
+		return None
+	}
+	first, _ := c.Next(1)
+	c.Write(first)
+	return Close // does nothing to a listener's socket
+}
+
+func TestUDPDatagramBoundaries(t *testing.T) {
+	h := &udpFirstByte{outside: make(chan error, 1)}
+	_, addr := serveAddr(t, "udp://127.0.0.1:0", h, WithNumEventLoop(1))
+	c := udpDial(t, addr)
+	// The bytes one call leaves unread go with their datagram; a panic
+	// and the Close action leave the socket serving.
+	assert.Equal(t, []byte("a"), udpRoundTrip(t, c, []byte("abc")))
+	_, err := c.Write([]byte("boom"))
+	require.NoError(t, err)
+	assert.Equal(t, []byte("x"), udpRoundTrip(t, c, []byte("xyz")))
+	// Outside OnTraffic a listener's socket has no sender to answer.
+	_, err = c.Write([]byte("outside"))
+	require.NoError(t, err)
+	assert.ErrorIs(t, <-h.outside, ErrNeedAddress)
+}
+
+func TestUDPBesideTCP(t *testing.T) {
+	h := &udpListeners{}
+	eng, tcpAddr := serve(t, h, WithNumEventLoop(2), WithListener("udp://127.0.0.1:0"))
+	require.Len(t, eng.Addrs(), 2)
+	ua, ok := eng.Addrs()[1].(*net.UDPAddr)
+	require.True(t, ok, "Addrs lists a %T", eng.Addrs()[1])
+	c := udpDial(t, "udp://"+ua.String())
+	assert.Equal(t, []byte("both"), udpRoundTrip(t, c, []byte("both")))
+	assert.Equal(t, ua.String(), (<-h.listener).String(), "ListenerAddr of the UDP socket")
+	tc := dial(t, tcpAddr)
+	_, err := tc.Write([]byte("tcp too"))
+	require.NoError(t, err)
+	got := make([]byte, 7)
+	_, err = io.ReadFull(tc, got)
+	require.NoError(t, err)
+	assert.Equal(t, "tcp too", string(got))
+}
+
+// udpListeners echoes over TCP and UDP, and tells the UDP socket's
+// listener address.
+type udpListeners struct {
+	BuiltinEventEngine
+	listener chan net.Addr
+}
+
+func (h *udpListeners) OnBoot(Engine) Action {
+	h.listener = make(chan net.Addr, 16)
+	return None
+}
+
+func (h *udpListeners) OnTraffic(c Conn) Action {
+	if _, ok := c.(PacketConn); ok {
+		h.listener <- c.ListenerAddr()
+	}
+	b, _ := c.Next(-1)
+	c.Write(b)
+	return None
+}
+
+func TestUDPStopAcceptingClosesTheSockets(t *testing.T) {
+	eng, addr := serveAddr(t, "udp://127.0.0.1:0", &udpEcho{}, WithNumEventLoop(1))
+	c := udpDial(t, addr)
+	assert.Equal(t, []byte("up"), udpRoundTrip(t, c, []byte("up")))
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	require.NoError(t, eng.StopAccepting(ctx))
+	// The port is free again: the engine's socket on it is closed.
+	waitFor(t, 5*time.Second, func() bool {
+		pc, err := net.ListenPacket("udp", strings.TrimPrefix(addr, "udp://"))
+		if err == nil {
+			pc.Close()
+		}
+		return err == nil
+	}, func() string { return "the UDP port is still bound after StopAccepting" })
 }

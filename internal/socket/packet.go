@@ -77,16 +77,19 @@ func bindPacket(fd, family int, v6only bool, sa unix.Sockaddr, o Options) error 
 }
 
 // DialPacket opens a non-blocking UDP socket connected to remote, bound
-// first to local when it is valid: it sends only to remote and receives
-// only from it. Connecting a UDP socket sends nothing, so it ends at
-// once.
-func DialPacket(remote, local netip.AddrPort, o Options) (int, error) {
+// first to device when it is named and to local when it is valid: it
+// sends only to remote and receives only from it. Connecting a UDP socket
+// sends nothing, so it ends at once.
+func DialPacket(remote, local netip.AddrPort, device string, o Options) (int, error) {
 	family, sa := sockaddrOf(remote)
 	fd, err := newPacketSocket(family)
 	if err != nil {
 		return -1, err
 	}
 	err = setBuffers(fd, o)
+	if err == nil && device != "" {
+		err = BindToDevice(fd, device)
+	}
 	if err == nil && local.IsValid() {
 		_, lsa := sockaddrOf(local)
 		err = os.NewSyscallError("bind", unix.Bind(fd, lsa))

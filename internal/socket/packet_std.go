@@ -51,8 +51,11 @@ func ListenPacket(network, addr string, o Options) (int, *net.UDPAddr, bool, err
 }
 
 // DialPacket opens a UDP socket connected to remote, bound first to local
-// when it is valid.
-func DialPacket(remote, local netip.AddrPort, o Options) (int, error) {
+// when it is valid. A device cannot be named here.
+func DialPacket(remote, local netip.AddrPort, device string, o Options) (int, error) {
+	if device != "" {
+		return -1, BindToDevice(-1, device)
+	}
 	var la *net.UDPAddr
 	if local.IsValid() {
 		la = net.UDPAddrFromAddrPort(local)
