@@ -3,6 +3,7 @@
 package sluice
 
 import (
+	"errors"
 	"os"
 	"slices"
 	"time"
@@ -156,6 +157,8 @@ type ringDriver struct {
 	now       bool   // Conn.Flush is sending: write at once
 	failed    bool   // a turn failed: descriptors are closed directly
 	turns     uint64 // turns begun
+
+	pk ringPackets // for the loop's UDP sockets (udp_uring_linux.go)
 }
 
 // connectAddr is where a dial keeps the address its connect on the ring
@@ -305,7 +308,7 @@ func (rg *ringDriver) releaseIdle() {
 		return
 	}
 	rg.idleAt = 0
-	if err := rg.bufs.Release(); err != nil {
+	if err := errors.Join(rg.bufs.Release(), rg.releasePackets()); err != nil {
 		l.eng.opts.logger.Warn("sluice: releasing idle io_uring buffers failed", "loop", l.idx, "err", err)
 	}
 	if len(rg.sends[rg.turns&1]) > 0 {
@@ -844,7 +847,7 @@ func (rg *ringDriver) complete(e uring.CQE) {
 	case opConnect:
 		rg.ringConnected(fd, gen, e)
 	case opPacket:
-		rg.ringPacketsReady(fd, gen)
+		rg.ringPacketsReady(fd, gen, e)
 	}
 }
 

@@ -2,13 +2,53 @@
 
 package sluice
 
-import "golang.org/x/sys/unix"
+import (
+	"encoding/binary"
+	"net/netip"
+	"unsafe"
 
-// watchPackets arms a one-shot poll for u's datagrams; each completion
-// hands what waits to the loop (receivePackets), and the poll is armed
-// again while u stays open, so that the datagrams a batch left are
-// reported at once, as a level-triggered epoll reports them.
+	"golang.org/x/sys/unix"
+
+	"github.com/sluicenet/sluice/internal/uring"
+)
+
+// ringPackets is what a ring keeps for its loop's UDP sockets: a buffer
+// ring of its own, made with the first socket, whose buffers hold a
+// multishot recvmsg's header and the sender's address ahead of a read
+// buffer's worth of payload (WithReadBufferCap), so that the datagrams
+// that fit a read on epoll fit here; and the msghdr every such recvmsg
+// reads, which says only how much room the address takes. Where the
+// kernel cannot serve a multishot recvmsg, poll is set and a socket is
+// watched with a poll and read with recvfrom, as on epoll.
+type ringPackets struct {
+	bufs *uring.BufRing
+	msg  unix.Msghdr
+	poll bool
+}
+
+// packetGroup is the buffer group of the ring's UDP buffers; the stream
+// receives' is 0.
+const packetGroup = 1
+
+// nameRoom is the room a sender's address takes in a recvmsg's buffer:
+// an IPv6 one's.
+const nameRoom = unix.SizeofSockaddrInet6
+
+// watchPackets starts receiving u's datagrams through the ring: a
+// multishot recvmsg into the UDP buffer ring, or a poll where the kernel
+// lacks it.
 func (rg *ringDriver) watchPackets(u *udpConn) error {
+	pk := &rg.pk
+	if pk.bufs == nil && !pk.poll {
+		size := rg.l.eng.opts.readBufferCap + uring.RecvmsgHeader + nameRoom
+		b, err := uring.NewBufRing(rg.r, packetGroup, ringBufCount(size), size)
+		if err != nil {
+			rg.l.eng.opts.logger.Warn("sluice: io_uring buffers for UDP failed; UDP sockets are polled", "loop", rg.l.idx, "err", err)
+			pk.poll = true
+		}
+		pk.bufs = b
+		pk.msg.Namelen = nameRoom
+	}
 	rg.gens++
 	u.ds = ringSlot{gen: rg.gens}
 	rg.armPackets(u)
@@ -17,24 +57,80 @@ func (rg *ringDriver) watchPackets(u *udpConn) error {
 
 func (rg *ringDriver) armPackets(u *udpConn) {
 	u.ds.armed |= armedRead
-	rg.r.PrepPollAdd(u.fd, unix.POLLIN, userData(opPacket, u.ds.gen, u.fd))
+	ud := userData(opPacket, u.ds.gen, u.fd)
+	if rg.pk.poll {
+		rg.r.PrepPollAdd(u.fd, unix.POLLIN, ud)
+		return
+	}
+	rg.r.PrepRecvmsgMultishot(u.fd, &rg.pk.msg, rg.pk.bufs, unix.MSG_TRUNC, ud)
 }
 
-// ringPacketsReady handles the completion of u's poll.
-func (rg *ringDriver) ringPacketsReady(fd int, gen uint32) {
+// ringPacketsReady handles a completion for a UDP socket: a datagram a
+// recvmsg brought, in a buffer it gives back at once, or the socket's poll
+// reporting it readable, or the end of either. Either is armed again while
+// the socket stays open.
+func (rg *ringDriver) ringPacketsReady(fd int, gen uint32, e uring.CQE) {
 	l := rg.l
+	id, hasBuf := e.Buffer()
 	u := l.packets.at(fd)
 	if u == nil || u.ds.gen&genMask != gen {
-		return // for a socket since closed
+		if hasBuf {
+			rg.pk.bufs.Recycle(id) // for a socket since closed
+		}
+		return
 	}
-	u.ds.armed &^= armedRead
-	l.receivePackets(u)
-	if u.state != stateClosed {
+	if !e.More() {
+		u.ds.armed &^= armedRead
+	}
+	switch err := e.Err(); {
+	case hasBuf:
+		name, p, truncated := uring.RecvmsgOut(rg.pk.bufs.Buf(id), int(e.Res), nameRoom)
+		l.datagram(u, p, nameAddrPort(name), truncated)
+		rg.pk.bufs.Recycle(id)
+		rg.received(l.now())
+	case err == nil:
+		l.receivePackets(u) // the poll's
+	case err == unix.ENOBUFS:
+		l.counts.add(countRingBuffersExhausted)
+	case err == unix.EINVAL && !rg.pk.poll:
+		l.eng.opts.logger.Warn("sluice: io_uring cannot receive UDP with a multishot recvmsg here; UDP sockets are polled", "loop", l.idx)
+		rg.pk.poll = true
+	case err == unix.ECANCELED:
+	default:
+		l.packetFailed(u, err)
+	}
+	if u.state != stateClosed && u.ds.armed&armedRead == 0 {
 		rg.armPackets(u)
 	}
 }
 
-// closePackets cancels u's poll and closes its socket in the same
+// nameAddrPort reads a sender's address as the kernel laid it out.
+func nameAddrPort(name []byte) netip.AddrPort {
+	if len(name) < unix.SizeofSockaddrInet4 {
+		return netip.AddrPort{}
+	}
+	port := binary.BigEndian.Uint16(name[2:4])
+	switch *(*uint16)(unsafe.Pointer(&name[0])) {
+	case unix.AF_INET:
+		return netip.AddrPortFrom(netip.AddrFrom4([4]byte(name[4:8])), port)
+	case unix.AF_INET6:
+		if len(name) >= unix.SizeofSockaddrInet6 {
+			return netip.AddrPortFrom(netip.AddrFrom16([16]byte(name[8:24])), port)
+		}
+	}
+	return netip.AddrPort{}
+}
+
+// releasePackets gives the pages of the UDP buffers back, as the stream
+// buffers' are once the loop has been idle (releaseIdle).
+func (rg *ringDriver) releasePackets() error {
+	if rg.pk.bufs == nil {
+		return nil
+	}
+	return rg.pk.bufs.Release()
+}
+
+// closePackets cancels what u has armed and closes its socket in the same
 // submission; after a failed turn it closes the socket directly.
 func (rg *ringDriver) closePackets(u *udpConn) {
 	if rg.failed || rg.r == nil {
