@@ -135,7 +135,7 @@ func TestUDPSizes(t *testing.T) {
 	c := udpDial(t, addr)
 	require.NoError(t, c.SetWriteBuffer(1<<20))
 	require.NoError(t, c.SetReadBuffer(1<<20))
-	for _, n := range []int{1, 2, 100, 1472, 1473, 8192, 9000, 32768, 65507} {
+	for _, n := range []int{0, 1, 2, 100, 1472, 1473, 8192, 9000, 32768, 65507, 0} {
 		p := make([]byte, n)
 		for i := range p {
 			p[i] = byte(i*7 + n)

@@ -26,6 +26,11 @@ type ringPackets struct {
 	poll bool
 }
 
+// ringPacketsPolled makes a ring poll its UDP sockets as where the
+// kernel lacks a multishot recvmsg; a variable so that a test can take
+// that way on a kernel that has one.
+var ringPacketsPolled = false
+
 // packetGroup is the buffer group of the ring's UDP buffers; the stream
 // receives' is 0.
 const packetGroup = 1
@@ -39,6 +44,7 @@ const nameRoom = unix.SizeofSockaddrInet6
 // lacks it.
 func (rg *ringDriver) watchPackets(u *udpConn) error {
 	pk := &rg.pk
+	pk.poll = pk.poll || ringPacketsPolled
 	if pk.bufs == nil && !pk.poll {
 		size := rg.l.eng.opts.readBufferCap + uring.RecvmsgHeader + nameRoom
 		b, err := uring.NewBufRing(rg.r, packetGroup, ringBufCount(size), size)
