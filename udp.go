@@ -106,10 +106,10 @@ type udpConn struct {
 // packets are a loop's UDP sockets, by descriptor, and a buffer Writev
 // gathers a datagram in.
 type packets struct {
-	socks   []*udpConn
-	n       int // how many socks are set
-	gather  []byte
-	batched int // datagrams received in the readiness being served
+	socks  []*udpConn
+	n      int // how many socks are set
+	gather []byte
+	batch  *socket.Batch // made with the loop's first UDP socket's first datagram
 }
 
 // at returns the loop's UDP socket on fd, if fd is one.
@@ -240,11 +240,20 @@ func localAddrPort(s string) (netip.AddrPort, error) {
 // sockets their turn; a level-triggered poller reports the rest next.
 const packetBatch = 64
 
+// recvBatch is how many datagrams one recvmmsg(2) takes at most, each
+// into a read buffer's worth (WithReadBufferCap) of the loop's own.
+const recvBatch = 8
+
 // receivePackets hands u's waiting datagrams to the handler, up to
 // packetBatch of them: drivers call it when u is readable.
 func (l *eventloop) receivePackets(u *udpConn) {
-	for range packetBatch {
-		n, from, truncated, err := socket.RecvFrom(u.fd, l.buf)
+	ps := &l.packets
+	if ps.batch == nil {
+		ps.batch = socket.NewBatch(recvBatch, l.eng.opts.readBufferCap)
+	}
+	b := ps.batch
+	for got := 0; got < packetBatch; {
+		n, err := b.Recv(u.fd)
 		switch {
 		case err == syscall.EAGAIN:
 			return
@@ -252,10 +261,17 @@ func (l *eventloop) receivePackets(u *udpConn) {
 			l.packetFailed(u, err)
 			return
 		}
-		l.datagram(u, l.buf[:n:n], from, truncated)
-		if u.state == stateClosed {
-			return
+		for i := range n {
+			p, from, truncated := b.At(i)
+			l.datagram(u, p, from, truncated)
+			if u.state == stateClosed {
+				return
+			}
 		}
+		if n < b.Len() {
+			return // none left
+		}
+		got += n
 	}
 }
 
