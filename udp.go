@@ -367,6 +367,7 @@ func (l *eventloop) closePacket(u *udpConn, err error) {
 	if !u.connected {
 		l.packets.remove(u)
 		l.drv.closePackets(u)
+		u.fd = -1 // its number may be reused: the Conn names no socket
 		return
 	}
 	l.eng.table.Kill(kill.ConnID(u.id))
