@@ -507,3 +507,123 @@ func TestUDPStopAcceptingClosesTheSockets(t *testing.T) {
 		return err == nil
 	}, func() string { return "the UDP port is still bound after StopAccepting" })
 }
+
+// udpConnected dials UDP from the engine and drives the connection from
+// OnOpen: it checks what the Conn of a connected socket says of itself,
+// writes with Writev and, from another goroutine, AsyncWritev, and
+// closes once both answers are back.
+type udpConnected struct {
+	BuiltinEventEngine
+	peer    string
+	checks  chan error
+	answers chan string
+	closed  chan error
+	got     int
+}
+
+func (h *udpConnected) OnOpen(c Conn) ([]byte, Action) {
+	if c.Origin() == Accepted {
+		return nil, None
+	}
+	var errs []error
+	check := func(ok bool, format string, args ...any) {
+		if !ok {
+			errs = append(errs, fmt.Errorf(format, args...))
+		}
+	}
+	check(c.RemoteAddr().String() == h.peer, "RemoteAddr %v, want %s", c.RemoteAddr(), h.peer)
+	_, isUDP := c.LocalAddr().(*net.UDPAddr)
+	check(isUDP, "LocalAddr is a %T", c.LocalAddr())
+	check(c.ListenerAddr() == nil, "ListenerAddr %v of a dialed socket", c.ListenerAddr())
+	check(errors.Is(c.PauseRead(), errors.ErrUnsupported), "PauseRead: %v", c.PauseRead())
+	check(errors.Is(c.CloseWrite(), errors.ErrUnsupported), "CloseWrite: %v", c.CloseWrite())
+	h.checks <- errors.Join(errs...)
+	c.Writev([][]byte{[]byte("one "), []byte("datagram")})
+	go func() {
+		if err := c.AsyncWritev([][]byte{[]byte("from "), []byte("elsewhere")}, nil); err != nil {
+			h.checks <- err
+		}
+	}()
+	return nil, None
+}
+
+func (h *udpConnected) OnTraffic(c Conn) Action {
+	b, _ := c.Next(-1)
+	if c.Origin() == Accepted {
+		c.Write(b)
+		return None
+	}
+	h.answers <- string(b)
+	if h.got++; h.got == 2 {
+		return Close
+	}
+	return None
+}
+
+func (h *udpConnected) OnClose(c Conn, err error) Action {
+	h.closed <- err
+	return None
+}
+
+func TestUDPConnectedConn(t *testing.T) {
+	h := &udpConnected{checks: make(chan error, 4), answers: make(chan string, 4), closed: make(chan error, 1)}
+	eng, addr := serveAddr(t, "udp://127.0.0.1:0", h, WithNumEventLoop(1))
+	h.peer = eng.Addrs()[0].String()
+	require.NoError(t, eng.Dial(addr, nil, DialLocalAddr("127.0.0.1")))
+	require.NoError(t, <-h.checks)
+	got := []string{<-h.answers, <-h.answers}
+	assert.ElementsMatch(t, []string{"one datagram", "from elsewhere"}, got, "each Writev is one datagram")
+	assert.NoError(t, <-h.closed)
+}
+
+// udpSocketConn checks what the Conn of a listener's socket says of
+// itself, and that Wake calls OnTraffic for it with no datagram in hand.
+type udpSocketConn struct {
+	BuiltinEventEngine
+	checks chan error
+	woken  chan int
+}
+
+func (h *udpSocketConn) OnTraffic(c Conn) Action {
+	if c.RemoteAddr() == nil {
+		h.woken <- c.InboundBuffered()
+		return None
+	}
+	var errs []error
+	if err := c.Close(); !errors.Is(err, errors.ErrUnsupported) {
+		errs = append(errs, fmt.Errorf("Close of a listener's socket: %v", err))
+	}
+	if err := c.AsyncWrite([]byte("x"), nil); !errors.Is(err, ErrNeedAddress) {
+		errs = append(errs, fmt.Errorf("AsyncWrite: %v", err))
+	}
+	if c.ID() != 0 {
+		errs = append(errs, fmt.Errorf("ID %d of a listener's socket", c.ID()))
+	}
+	h.checks <- errors.Join(errs...)
+	c.Wake(nil)
+	return None
+}
+
+func TestUDPListenerConn(t *testing.T) {
+	h := &udpSocketConn{checks: make(chan error, 1), woken: make(chan int, 1)}
+	_, addr := serveAddr(t, "udp://127.0.0.1:0", h, WithNumEventLoop(1))
+	c := udpDial(t, addr)
+	_, err := c.Write([]byte("hello"))
+	require.NoError(t, err)
+	require.NoError(t, <-h.checks)
+	assert.Zero(t, <-h.woken, "Wake's OnTraffic had bytes in hand")
+}
+
+func TestUDPDialCountsAgainstMaxConnections(t *testing.T) {
+	h := newUDPClient()
+	eng, addr := serveAddr(t, "udp://127.0.0.1:0", &udpKill{udpClient: h, ids: make(chan uint64, 2)}, WithNumEventLoop(1), WithMaxConnections(1))
+	require.NoError(t, eng.Dial(addr, nil))
+	require.NoError(t, eng.Dial(addr, nil))
+	select {
+	case err := <-h.failed:
+		assert.ErrorIs(t, err, ErrTooManyConns)
+	case <-time.After(10 * time.Second):
+		t.Fatal("a second UDP dial passed WithMaxConnections(1)")
+	}
+	assert.Equal(t, 1, eng.CountConnections())
+}
