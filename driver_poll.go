@@ -1,6 +1,7 @@
 package sluice
 
 import (
+	"net/netip"
 	"os"
 	"syscall"
 
@@ -206,6 +207,10 @@ func (d *pollDriver) closeSocket(c *conn) { socket.Close(c.fd) }
 func (d *pollDriver) watchPackets(u *udpConn) error { return d.p.Add(u.fd, poller.Readable) }
 
 func (d *pollDriver) closePackets(u *udpConn) { socket.Close(u.fd) }
+
+func (d *pollDriver) sendDatagram(u *udpConn, p []byte, to netip.AddrPort) (int, error) {
+	return socket.SendTo(u.fd, p, to, u.v6)
+}
 
 // stopAccepts does nothing: closing a listener takes it off the poller.
 func (d *pollDriver) stopAccepts() {}

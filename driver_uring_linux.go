@@ -64,16 +64,17 @@ func ringBufCount(size int) int {
 type opKind uint8
 
 const (
-	opIgnore  opKind = iota // cancellations and closes: nothing to do
-	opWake                  // the wake-up eventfd is readable
-	opAccept                // a listener accepted
-	opRecv                  // a connection received
-	opPollOut               // a connection may take more output
-	opSend                  // a send of an even turn came back short, or failed
-	opSendOdd               // the same, of an odd turn
-	opIdle                  // the timer for giving idle buffers back
-	opConnect               // a dial's connect ended
-	opPacket                // a UDP socket is readable (udp_uring_linux.go)
+	opIgnore     opKind = iota // cancellations and closes: nothing to do
+	opWake                     // the wake-up eventfd is readable
+	opAccept                   // a listener accepted
+	opRecv                     // a connection received
+	opPollOut                  // a connection may take more output
+	opSend                     // a send of an even turn came back short, or failed
+	opSendOdd                  // the same, of an odd turn
+	opIdle                     // the timer for giving idle buffers back
+	opConnect                  // a dial's connect ended
+	opPacket                   // a UDP socket's datagram, or its poll (udp_uring_linux.go)
+	opPacketSent               // a UDP socket's sendmsg failed
 )
 
 // genMask keeps the bits of a generation that user data carries.
@@ -245,6 +246,7 @@ func (rg *ringDriver) turn() error {
 		rg.failed = true
 		return err
 	}
+	rg.pk.out.submitted(l.eng.opts.wipe)
 	rg.reap()
 	return nil
 }
@@ -848,6 +850,8 @@ func (rg *ringDriver) complete(e uring.CQE) {
 		rg.ringConnected(fd, gen, e)
 	case opPacket:
 		rg.ringPacketsReady(fd, gen, e)
+	case opPacketSent:
+		rg.ringPacketSendFailed(fd, gen, e)
 	}
 }
 

@@ -40,7 +40,10 @@ var errPacketUnsupported = fmt.Errorf("sluice: not for a UDP socket: %w", errors
 // otherwise one, on one loop. OnTraffic runs once per datagram with its
 // socket's Conn: RemoteAddr is the datagram's sender, Next, Peek, Read
 // and Discard give its bytes, and Write sends one datagram to that sender
-// at once (Writev gathers its slices into one). What the handler leaves
+// (Writev gathers its slices into one): at once, or on io_uring with the
+// loop's other submissions, where a failure the kernel reports later
+// closes a connected socket and is otherwise dropped, as the network
+// drops a datagram. What the handler leaves
 // unread is dropped with the datagram. No OnOpen or OnClose runs for a
 // listener's socket, which is the engine's until it stops. The Conn is the
 // socket's, the same for every datagram: RemoteAddr, Next and Write speak
@@ -340,15 +343,31 @@ func (l *eventloop) sendPacket(u *udpConn, p []byte, to netip.AddrPort) (int, er
 	if u.connected {
 		to = netip.AddrPort{}
 	}
-	n, err := socket.SendTo(u.fd, p, to, u.v6)
+	if len(p) > maxDatagram {
+		return 0, os.NewSyscallError("sendto", syscall.EMSGSIZE)
+	}
+	n, err := l.drv.sendDatagram(u, p, to)
 	if err != nil {
 		err = os.NewSyscallError("sendto", err)
-		if u.connected && !errors.Is(err, syscall.EAGAIN) && !errors.Is(err, syscall.ENOBUFS) && !errors.Is(err, syscall.EMSGSIZE) {
-			l.closePacket(u, err)
-		}
+		l.sendFailed(u, err)
 		return 0, err
 	}
 	return n, nil
+}
+
+// maxDatagram is the largest datagram UDP carries: 65535 bytes less its
+// header's 8 (less IPv4's 20 more over IPv4, which the kernel tells).
+const maxDatagram = 65535 - 8
+
+// sendFailed closes u, connected, when err says its peer is unreachable
+// (ECONNREFUSED after an ICMP port unreachable) or its socket failed; a
+// full socket buffer or a datagram too large closes nothing.
+func (l *eventloop) sendFailed(u *udpConn, err error) {
+	if u.connected && !errors.Is(err, syscall.EAGAIN) && !errors.Is(err, syscall.ENOBUFS) && !errors.Is(err, syscall.EMSGSIZE) {
+		l.closePacket(u, err)
+		return
+	}
+	l.eng.opts.logger.Debug("sluice: sending a datagram failed", "err", err)
 }
 
 // closePacket closes u, with err for OnClose: at once, or, inside one of

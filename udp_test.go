@@ -321,6 +321,7 @@ func TestUDPAsyncWriteTo(t *testing.T) {
 	assert.Equal(t, []byte("later: hello"), udpRoundTrip(t, c, []byte("hello")))
 	assert.ErrorIs(t, <-h.asyncErr, ErrNeedAddress, "AsyncWrite of a socket that is not connected")
 	assert.NoError(t, <-h.sent, "AsyncWriteTo's callback")
+	assert.ErrorIs(t, <-h.sent, syscall.EMSGSIZE, "a datagram larger than UDP carries")
 }
 
 // udpAsync answers each datagram from another goroutine, with
@@ -343,8 +344,10 @@ func (h *udpAsync) OnTraffic(c Conn) Action {
 	pc := c.(PacketConn)
 	go func() {
 		h.asyncErr <- pc.AsyncWrite(reply, nil)
-		if err := pc.AsyncWriteTo(reply, to, func(_ Conn, err error) { h.sent <- err }); err != nil {
-			h.sent <- err
+		for _, p := range [][]byte{reply, make([]byte, 65535-7)} {
+			if err := pc.AsyncWriteTo(p, to, func(_ Conn, err error) { h.sent <- err }); err != nil {
+				h.sent <- err
+			}
 		}
 	}()
 	return None

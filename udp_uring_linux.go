@@ -5,10 +5,12 @@ package sluice
 import (
 	"encoding/binary"
 	"net/netip"
+	"os"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
 
+	"github.com/sluicenet/sluice/internal/socket"
 	"github.com/sluicenet/sluice/internal/uring"
 )
 
@@ -24,6 +26,44 @@ type ringPackets struct {
 	bufs *uring.BufRing
 	msg  unix.Msghdr
 	poll bool
+	out  ringSends
+}
+
+// ringSends holds the datagrams a turn sends through the ring, each a
+// sendmsg of its own: their bytes, copied, and the msghdrs, iovecs and
+// addresses the kernel reads, which stay in place until the turn's
+// io_uring_enter has submitted them. A sendmsg with MSG_DONTWAIT never
+// waits, so the kernel is done with them once that returns, and they are
+// let go for the next turn's (submitted). A datagram that finds them
+// full is sent with sendto at once. Made with the loop's first UDP
+// socket: 256 KiB of bytes and 256 datagrams a turn.
+type ringSends struct {
+	buf   []byte // it never grows: the kernel holds pointers into it
+	msgs  []unix.Msghdr
+	iovs  []unix.Iovec
+	names []unix.RawSockaddrInet6
+	n     int
+}
+
+const (
+	ringSendSlots = 256
+	ringSendBytes = 256 << 10
+)
+
+// submitted lets go of the datagrams the turn's io_uring_enter has just
+// submitted, wiped first when wipe is set.
+func (s *ringSends) submitted(wipe bool) {
+	if s.n == 0 {
+		return
+	}
+	if wipe {
+		clear(s.buf)
+	}
+	s.buf = s.buf[:0]
+	for i := range s.n {
+		s.iovs[i].Base = nil
+	}
+	s.n = 0
 }
 
 // ringPacketsPolled makes a ring poll its UDP sockets as where the
@@ -54,6 +94,13 @@ func (rg *ringDriver) watchPackets(u *udpConn) error {
 		}
 		pk.bufs = b
 		pk.msg.Namelen = nameRoom
+	}
+	if pk.out.msgs == nil {
+		o := &pk.out
+		o.buf = make([]byte, 0, ringSendBytes)
+		o.msgs = make([]unix.Msghdr, ringSendSlots)
+		o.iovs = make([]unix.Iovec, ringSendSlots)
+		o.names = make([]unix.RawSockaddrInet6, ringSendSlots)
 	}
 	rg.gens++
 	u.ds = ringSlot{gen: rg.gens}
@@ -134,6 +181,60 @@ func (rg *ringDriver) releasePackets() error {
 		return nil
 	}
 	return rg.pk.bufs.Release()
+}
+
+// sendDatagram queues p, copied, as a sendmsg from u to to (or to u's
+// peer), sent with the turn's other submissions; only a failure posts a
+// completion (ringPacketSendFailed). It takes all of p or fails.
+func (rg *ringDriver) sendDatagram(u *udpConn, p []byte, to netip.AddrPort) (int, error) {
+	o := &rg.pk.out
+	if rg.failed || o.n == len(o.msgs) || len(o.buf)+len(p) > cap(o.buf) {
+		return socket.SendTo(u.fd, p, to, u.v6)
+	}
+	i := o.n
+	o.n++
+	off := len(o.buf)
+	o.buf = append(o.buf, p...)
+	iov := &o.iovs[i]
+	iov.Base = nil
+	if len(p) > 0 {
+		iov.Base = &o.buf[off]
+	}
+	iov.SetLen(len(p))
+	m := &o.msgs[i]
+	*m = unix.Msghdr{Iov: iov}
+	m.SetIovlen(1)
+	if to.IsValid() {
+		sa := &o.names[i]
+		*sa = unix.RawSockaddrInet6{}
+		port := [2]byte{byte(to.Port() >> 8), byte(to.Port())}
+		if u.v6 {
+			sa.Family = unix.AF_INET6
+			sa.Port = *(*uint16)(unsafe.Pointer(&port))
+			sa.Addr = to.Addr().As16()
+			m.Namelen = unix.SizeofSockaddrInet6
+		} else {
+			sa4 := (*unix.RawSockaddrInet4)(unsafe.Pointer(sa))
+			sa4.Family = unix.AF_INET
+			sa4.Port = *(*uint16)(unsafe.Pointer(&port))
+			sa4.Addr = to.Addr().Unmap().As4()
+			m.Namelen = unix.SizeofSockaddrInet4
+		}
+		m.Name = (*byte)(unsafe.Pointer(sa))
+	}
+	rg.r.PrepSendmsg(u.fd, m, unix.MSG_DONTWAIT|unix.MSG_NOSIGNAL, userData(opPacketSent, u.ds.gen, u.fd)).SetFlags(uring.SkipSuccess)
+	return len(p), nil
+}
+
+// ringPacketSendFailed handles a sendmsg that failed, for the socket
+// that sent it if it is still open.
+func (rg *ringDriver) ringPacketSendFailed(fd int, gen uint32, e uring.CQE) {
+	l := rg.l
+	u := l.packets.at(fd)
+	if u == nil || u.ds.gen&genMask != gen || e.Res >= 0 {
+		return
+	}
+	l.sendFailed(u, os.NewSyscallError("sendmsg", e.Err()))
 }
 
 // closePackets cancels what u has armed and closes its socket in the same
