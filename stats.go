@@ -66,6 +66,9 @@ type Stats struct {
 	// (WithReadBufferCap), which OnTraffic does not get
 	// (ErrDatagramTruncated, DatagramErrorHandler).
 	DatagramsTruncated uint64
+	// DatagramsRateLimited counts datagrams dropped unseen because their
+	// source was over WithDatagramRateLimit's rate.
+	DatagramsRateLimited uint64
 }
 
 // counter names one of a loop's counters.
@@ -94,6 +97,7 @@ const (
 	countTLSHandshakeFailures
 	countTLSHandshakeTimeouts
 	countDatagramsTruncated
+	countDatagramsRateLimited
 	numCounters
 )
 
@@ -137,5 +141,6 @@ func (e *engine) stats() Stats {
 		TLSHandshakeFailures: sum[countTLSHandshakeFailures],
 		TLSHandshakeTimeouts: sum[countTLSHandshakeTimeouts],
 		DatagramsTruncated:   sum[countDatagramsTruncated],
+		DatagramsRateLimited: sum[countDatagramsRateLimited],
 	}
 }

@@ -113,6 +113,54 @@ type packets struct {
 	n      int // how many socks are set
 	gather []byte
 	batch  *socket.Batch // made with the loop's first UDP socket's first datagram
+	rates  []rateBucket  // WithDatagramRateLimit's, made with the first datagram it limits
+}
+
+// WithDatagramRateLimit bounds how many datagrams a second one source (an
+// IPv4 address, or an IPv6 /64) has handed to OnTraffic on a UDP
+// listener's socket, allowing bursts of up to burst (at least one) at
+// once; datagrams over it are dropped unseen and counted in
+// Stats.DatagramsRateLimited. Each loop keeps the sources' rates in a
+// fixed table of rateBuckets entries by hash, 64 KiB, whatever the
+// senders do: sources that share an entry share its rate. Connected
+// sockets are not limited. Zero or less, the default, turns it off.
+func WithDatagramRateLimit(perSecond, burst int) Option {
+	return func(o *options) {
+		o.dgramRate, o.dgramBurst = max(perSecond, 0), max(burst, 1)
+	}
+}
+
+// rateBuckets is how many sources' rates a loop tells apart.
+const rateBuckets = 4096
+
+// rateBucket is a token bucket: tokens as they were at at.
+type rateBucket struct {
+	tokens float64
+	at     int64
+}
+
+// overRate reports whether a datagram from from is over its source's
+// rate, and takes a token for it if not.
+func (l *eventloop) overRate(from netip.AddrPort) bool {
+	o := &l.eng.opts
+	ps := &l.packets
+	if ps.rates == nil {
+		ps.rates = make([]rateBucket, rateBuckets)
+	}
+	k := kill.SourceKey(from.Addr())
+	b := &ps.rates[(k*0x9e3779b97f4a7c15)>>52] // the top 12 bits: 4096 entries
+	now := l.now()
+	if b.at == 0 {
+		b.tokens = float64(o.dgramBurst)
+	} else {
+		b.tokens = min(float64(o.dgramBurst), b.tokens+float64(now-b.at)*float64(o.dgramRate)/float64(time.Second))
+	}
+	b.at = now
+	if b.tokens < 1 {
+		return true
+	}
+	b.tokens--
+	return false
 }
 
 // at returns the loop's UDP socket on fd, if fd is one.
@@ -293,6 +341,13 @@ func (l *eventloop) packetFailed(u *udpConn, err error) {
 // datagram hands the handler p, a datagram from from.
 func (l *eventloop) datagram(u *udpConn, p []byte, from netip.AddrPort, truncated bool) {
 	if !u.connected {
+		if l.eng.opts.dgramRate > 0 && l.overRate(from) {
+			l.counts.add(countDatagramsRateLimited)
+			if l.eng.opts.wipe {
+				clear(p)
+			}
+			return
+		}
 		u.peer = from
 	}
 	u.buf = p

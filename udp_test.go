@@ -630,3 +630,43 @@ func TestUDPDialCountsAgainstMaxConnections(t *testing.T) {
 	}
 	assert.Equal(t, 1, eng.CountConnections())
 }
+
+func TestUDPDatagramRateLimit(t *testing.T) {
+	h := &udpCounted{}
+	eng, addr := serveAddr(t, "udp://127.0.0.1:0", h, WithNumEventLoop(1), WithDatagramRateLimit(1, 5))
+	c := udpDial(t, addr)
+	const sent = 50
+	for range sent {
+		_, err := c.Write([]byte("flood"))
+		require.NoError(t, err)
+	}
+	waitFor(t, 10*time.Second, func() bool {
+		return h.n.Load()+int64(eng.Stats().DatagramsRateLimited) == sent
+	}, func() string {
+		return fmt.Sprintf("%d handed over, %d limited, of %d sent", h.n.Load(), eng.Stats().DatagramsRateLimited, sent)
+	})
+	// A burst of 5, and at most one more for each second the sending took.
+	assert.LessOrEqual(t, h.n.Load(), int64(10), "datagrams past the rate reached OnTraffic")
+	assert.GreaterOrEqual(t, h.n.Load(), int64(5), "the burst")
+
+	// Another source has a rate of its own.
+	other, err := net.DialUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 2)}, eng.Addrs()[0].(*net.UDPAddr))
+	if err != nil {
+		t.Skip("no 127.0.0.2 to send from:", err)
+	}
+	defer other.Close()
+	assert.Equal(t, []byte("another"), udpRoundTrip(t, other, []byte("another")))
+}
+
+// udpCounted echoes and counts what OnTraffic got.
+type udpCounted struct {
+	BuiltinEventEngine
+	n atomic.Int64
+}
+
+func (h *udpCounted) OnTraffic(c Conn) Action {
+	h.n.Add(1)
+	b, _ := c.Next(-1)
+	c.Write(b)
+	return None
+}
