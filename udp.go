@@ -330,7 +330,7 @@ func (l *eventloop) receivePackets(u *udpConn) {
 // with the error (ECONNREFUSED after an ICMP port unreachable); a
 // listener's goes on, since no one sender's trouble is its own.
 func (l *eventloop) packetFailed(u *udpConn, err error) {
-	err = os.NewSyscallError("recvfrom", err)
+	err = os.NewSyscallError("recvmsg", err)
 	if u.connected {
 		l.closePacket(u, err)
 		return

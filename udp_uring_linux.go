@@ -21,7 +21,7 @@ import (
 // that fit a read on epoll fit here; and the msghdr every such recvmsg
 // reads, which says only how much room the address takes. Where the
 // kernel cannot serve a multishot recvmsg, poll is set and a socket is
-// watched with a poll and read with recvfrom, as on epoll.
+// watched with a poll and read as on epoll (receivePackets).
 type ringPackets struct {
 	bufs *uring.BufRing
 	msg  unix.Msghdr

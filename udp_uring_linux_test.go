@@ -11,9 +11,9 @@ import (
 )
 
 // Where the kernel lacks a multishot recvmsg, a ring polls its UDP
-// sockets and reads them with recvfrom: datagrams of every size, a
-// truncated one and a connected socket's port unreachable go as they do
-// through the recvmsg.
+// sockets and reads them as epoll does: datagrams of several sizes and a
+// truncated one go as they do through the recvmsg, and no UDP buffer
+// ring is made.
 func TestRingPolledUDP(t *testing.T) {
 	skipWithoutRing(t)
 	saved := ringPacketsPolled

@@ -108,9 +108,3 @@ func DialPacket(remote, local netip.AddrPort, device string, o Options) (int, er
 func UDPAddr(sa unix.Sockaddr) *net.UDPAddr {
 	return net.UDPAddrFromAddrPort(AddrPort(sa))
 }
-
-// IsPacket reports whether fd is a datagram socket.
-func IsPacket(fd int) bool {
-	t, err := unix.GetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_TYPE)
-	return err == nil && t == unix.SOCK_DGRAM
-}

@@ -27,8 +27,10 @@ func newPacketSocket(family int) (int, error) {
 	return fd, nil
 }
 
-// RecvFrom receives one datagram into p: see the Linux version. The BSDs
-// tell a truncated datagram by recvmsg's MSG_TRUNC flag.
+// RecvFrom receives one datagram into p. n is how much of it p holds, from
+// its sender, and truncated whether it was larger than p (recvmsg's
+// MSG_TRUNC flag), whose rest is lost. It returns unix.EAGAIN when none
+// waits, and on a connected socket the error an ICMP message reported.
 func RecvFrom(fd int, p []byte) (n int, from netip.AddrPort, truncated bool, err error) {
 	for {
 		n, _, flags, sa, err := unix.Recvmsg(fd, p, nil, 0)

@@ -18,34 +18,6 @@ func newPacketSocket(family int) (int, error) {
 	return fd, os.NewSyscallError("socket", err)
 }
 
-// RecvFrom receives one datagram into p. n is how much of it p holds, from
-// its sender, and truncated whether it was larger than p, whose rest is
-// lost. A datagram may be empty. It returns unix.EAGAIN when none waits,
-// and on a connected socket the error an ICMP message reported, such as
-// unix.ECONNREFUSED. It is a raw recvfrom(2) with MSG_TRUNC, which tells a
-// datagram's whole length, and allocates nothing.
-func RecvFrom(fd int, p []byte) (n int, from netip.AddrPort, truncated bool, err error) {
-	syscount.Inc()
-	var rsa unix.RawSockaddrAny
-	for {
-		size := uint32(unix.SizeofSockaddrAny)
-		r, _, e := syscall.RawSyscall6(unix.SYS_RECVFROM, uintptr(fd), uintptr(bytesPtr(p)), uintptr(len(p)),
-			unix.MSG_TRUNC, uintptr(unsafe.Pointer(&rsa)), uintptr(unsafe.Pointer(&size)))
-		switch e {
-		case 0:
-		case unix.EINTR:
-			continue
-		default:
-			return 0, netip.AddrPort{}, false, e
-		}
-		n = int(r)
-		if n > len(p) {
-			return len(p), rawAddrPort(&rsa), true, nil
-		}
-		return n, rawAddrPort(&rsa), false, nil
-	}
-}
-
 // SendTo sends p as one datagram to to, or, on a connected socket with to
 // not valid, to its peer. v6 says the socket is IPv6, which reaches an
 // IPv4 address mapped. It allocates nothing.

@@ -79,12 +79,6 @@ func addPacket(pc *net.UDPConn) int {
 	return fd
 }
 
-// IsPacket reports whether fd is a UDP handle.
-func IsPacket(fd int) bool {
-	h := lookup(fd)
-	return h != nil && h.pc != nil
-}
-
 // readPackets is a UDP handle's reader: it keeps what it receives for
 // RecvFrom, up to packetBacklog datagrams, and stops at the first error.
 func (h *handle) readPackets() {
