@@ -670,3 +670,41 @@ func (h *udpCounted) OnTraffic(c Conn) Action {
 	c.Write(b)
 	return None
 }
+
+func TestUDPRateLimitSparesConnectedSockets(t *testing.T) {
+	h := &udpDialedCount{}
+	eng, _ := serveAddr(t, "udp://127.0.0.1:0", h, WithNumEventLoop(1), WithDatagramRateLimit(1, 1))
+	peer, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	require.NoError(t, err)
+	defer peer.Close()
+	require.NoError(t, eng.Dial("udp://"+peer.LocalAddr().String(), nil))
+	buf := make([]byte, 64)
+	peer.SetReadDeadline(time.Now().Add(10 * time.Second))
+	_, from, err := peer.ReadFromUDP(buf) // the dialed socket's hello
+	require.NoError(t, err)
+	const n = 20
+	for range n {
+		_, err := peer.WriteToUDP([]byte("to a connected socket"), from)
+		require.NoError(t, err)
+	}
+	waitFor(t, 10*time.Second, func() bool { return h.n.Load() == n }, func() string {
+		return fmt.Sprintf("%d of %d datagrams reached the connected socket", h.n.Load(), n)
+	})
+	assert.Zero(t, eng.Stats().DatagramsRateLimited)
+}
+
+// udpDialedCount says hello from a dialed socket and counts what it
+// receives.
+type udpDialedCount struct {
+	BuiltinEventEngine
+	n atomic.Int64
+}
+
+func (h *udpDialedCount) OnOpen(c Conn) ([]byte, Action) { return []byte("hello"), None }
+
+func (h *udpDialedCount) OnTraffic(c Conn) Action {
+	if c.Origin() == Dialed {
+		h.n.Add(1)
+	}
+	return None
+}
