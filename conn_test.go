@@ -476,11 +476,11 @@ func TestRunListensOnEveryAddressForm(t *testing.T) {
 }
 
 func TestRunRejectsBadAddress(t *testing.T) {
-	for _, addr := range []string{"udp://127.0.0.1:0", "unix://", "tcp://256.0.0.1:0"} {
+	for _, addr := range []string{"sctp://127.0.0.1:0", "unix://", "tcp://256.0.0.1:0"} {
 		err := Run(BuiltinEventEngine{}, addr)
 		require.Error(t, err, addr)
 	}
-	require.ErrorIs(t, Run(BuiltinEventEngine{}, "udp://127.0.0.1:0"), ErrInvalidAddr)
+	require.ErrorIs(t, Run(BuiltinEventEngine{}, "sctp://127.0.0.1:0"), ErrInvalidAddr)
 }
 
 // boundedReplies answers every inbound byte with a 100 KiB reply, but stops

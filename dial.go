@@ -84,7 +84,8 @@ func (eng Engine) NumLoops() int {
 func (eng Engine) Loop(i int) Loop { return Loop{eng.e.loops[i]} }
 
 // Dial connects to addr ("tcp://host:port", tcp4, tcp6, "unix:///path";
-// without a scheme, TCP) without blocking: it returns at once, and a loop
+// without a scheme, TCP; "udp://host:port", udp4, udp6 for a connected
+// UDP socket, see PacketConn) without blocking: it returns at once, and a loop
 // connects in the background. Called from one of the handler's callbacks
 // on Linux, where the loops are locked to their threads (the default, and
 // always on io_uring), it dials from that callback's loop, so that a
@@ -115,7 +116,8 @@ func (eng Engine) Dial(addr string, ctx any, opts ...DialOption) error {
 }
 
 // Enroll hands the engine a TCP or unix connection made elsewhere, by
-// net.Dial or a net.Listener, or passed over by another process: the
+// net.Dial or a net.Listener, or passed over by another process, or a
+// connected *net.UDPConn (see PacketConn): the
 // engine takes a copy of its descriptor and closes nc, and a loop opens it
 // as it would a dialed one (Origin Enrolled, Context ctx, OnOpen). The
 // loop is chosen as Dial's is. nc must have no reads or writes under way,
@@ -125,8 +127,8 @@ func (eng Engine) Dial(addr string, ctx any, opts ...DialOption) error {
 // not. The engine's own options apply as to any connection, except
 // keep-alive, which nc keeps as it was unless DialKeepAlive says.
 //
-// An error wrapping errors.ErrUnsupported (nc is not a TCP or unix
-// socket), or a failure to copy the descriptor, leaves nc open and the
+// An error wrapping errors.ErrUnsupported (nc is not a TCP, unix or
+// connected UDP socket), or a failure to copy the descriptor, leaves nc open and the
 // caller's. Once copied, nc is closed; if the engine has stopped, Enroll
 // returns ErrEngineStopped, and if it cannot open the connection later (a
 // limit, a stop) the connection is closed and OnDialFailed hears of it.
@@ -324,7 +326,7 @@ func (d *dialSpec) parse(addr string) error {
 // to sets the address to connect to.
 func (d *dialSpec) to(ip netip.Addr) error {
 	ip = ip.Unmap()
-	if d.network == "tcp4" && !ip.Is4() || d.network == "tcp6" && !ip.Is6() {
+	if strings.HasSuffix(d.network, "4") && !ip.Is4() || strings.HasSuffix(d.network, "6") && !ip.Is6() {
 		return fmt.Errorf("%w: %q: %s is not an address of %s", ErrInvalidAddr, d.addr, ip, d.network)
 	}
 	d.remote = netip.AddrPortFrom(ip, d.port)
@@ -338,7 +340,7 @@ func (d *dialSpec) to(ip netip.Addr) error {
 func (d *dialSpec) resolve(stopping context.Context) {
 	ctx, cancel := context.WithDeadline(stopping, d.expires)
 	defer cancel()
-	network := "ip" + strings.TrimPrefix(d.network, "tcp") // ip, ip4 or ip6
+	network := "ip" + d.network[3:] // ip, ip4 or ip6, from tcp or udp
 	ips, err := net.DefaultResolver.LookupNetIP(ctx, network, d.host)
 	switch {
 	case stopping.Err() != nil:
@@ -368,7 +370,10 @@ func (e *engine) enroll(l *eventloop, nc net.Conn, ctx any, opts []DialOption) e
 // adopt takes nc's socket (socket.Adopt) and closes nc.
 func (d *dialSpec) adopt(nc net.Conn) error {
 	network := nc.LocalAddr().Network()
-	if network != "tcp" && network != "unix" {
+	if network == "udp" && nc.RemoteAddr() == nil {
+		return fmt.Errorf("sluice: enroll of a UDP socket that is not connected: %w", errors.ErrUnsupported)
+	}
+	if network != "tcp" && network != "unix" && network != "udp" {
 		return fmt.Errorf("sluice: enroll %T over %s: %w", nc, network, errors.ErrUnsupported)
 	}
 	fd, err := socket.Adopt(nc)
@@ -377,8 +382,11 @@ func (d *dialSpec) adopt(nc net.Conn) error {
 	}
 	d.fd = fd
 	d.network, d.addr = network, nc.RemoteAddr().String()
-	if ta, ok := nc.RemoteAddr().(*net.TCPAddr); ok {
-		d.remote = ta.AddrPort()
+	switch ra := nc.RemoteAddr().(type) {
+	case *net.TCPAddr:
+		d.remote = ra.AddrPort()
+	case *net.UDPAddr:
+		d.remote = ra.AddrPort()
 	}
 	return nil
 }
@@ -389,6 +397,8 @@ func (d *dialSpec) opError(err error) error {
 	switch {
 	case d.path != "": // a unix socket's
 		addr = &net.UnixAddr{Name: d.path, Net: "unix"}
+	case d.remote.IsValid() && isPacket(d.network):
+		addr = net.UDPAddrFromAddrPort(d.remote)
 	case d.remote.IsValid(): // a dial's address, or an enrolled socket's peer
 		addr = net.TCPAddrFromAddrPort(d.remote)
 	}
@@ -442,6 +452,10 @@ func (l *eventloop) connect(d *dialSpec) {
 			socket.Close(d.fd)
 		}
 		l.dialFailed(d, err)
+		return
+	}
+	if isPacket(d.network) {
+		l.connectPacket(d)
 		return
 	}
 	fd, err := l.dialSocket(d)

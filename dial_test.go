@@ -472,7 +472,8 @@ func TestDialOutcomes(t *testing.T) {
 			"tcp://127.0.0.1",       // no port
 			"127.0.0.1:http",        // a port by name
 			"tcp://127.0.0.1:65536", // past the last port
-			"udp://127.0.0.1:7",     // not a stream
+			"sctp://127.0.0.1:7",    // a scheme it does not know
+			"udp4://[::1]:7",        // an IPv6 address for udp4
 			"unix://",               // no path
 			"tcp4://[::1]:7",        // an IPv6 address for tcp4
 			"tcp6://127.0.0.1:7",    // and the converse

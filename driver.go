@@ -1,6 +1,10 @@
 package sluice
 
-import "github.com/sluicenet/sluice/poller"
+import (
+	"net/netip"
+
+	"github.com/sluicenet/sluice/poller"
+)
 
 // driver is how a loop meets the kernel: it waits, reads or receives,
 // sends, registers and closes sockets, and hands the loop what arrived
@@ -69,6 +73,15 @@ type driver interface {
 
 	// closeSocket closes c's descriptor, which also leaves the driver.
 	closeSocket(c *conn)
+	// watchPackets starts watching u, a UDP socket, whose datagrams the
+	// driver hands to the loop (receivePackets) whenever it is readable;
+	// closePackets closes u's socket, which also leaves the driver.
+	watchPackets(u *udpConn) error
+	closePackets(u *udpConn)
+	// sendDatagram sends p as one datagram from u to to, or to u's peer
+	// when to is not valid, and returns how much it took, or why it
+	// failed: at once, or, where the driver sends later, as sendFailed.
+	sendDatagram(u *udpConn, p []byte, to netip.AddrPort) (int, error)
 	// stopAccepts stops the listeners' accepts, before they close.
 	stopAccepts()
 }

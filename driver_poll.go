@@ -1,6 +1,7 @@
 package sluice
 
 import (
+	"net/netip"
 	"os"
 	"syscall"
 
@@ -63,6 +64,9 @@ func (d *pollDriver) dispatch(r poller.Ready) {
 		}
 	}
 	if r.Fd >= len(l.conns) || l.conns[r.Fd] == nil {
+		if u := l.packets.at(r.Fd); u != nil {
+			l.receivePackets(u)
+		}
 		return
 	}
 	c := l.conns[r.Fd]
@@ -199,6 +203,14 @@ func (d *pollDriver) sending(c *conn) bool { return false }
 func (d *pollDriver) awaitSent(c *conn) bool { return false }
 
 func (d *pollDriver) closeSocket(c *conn) { socket.Close(c.fd) }
+
+func (d *pollDriver) watchPackets(u *udpConn) error { return d.p.Add(u.fd, poller.Readable) }
+
+func (d *pollDriver) closePackets(u *udpConn) { socket.Close(u.fd) }
+
+func (d *pollDriver) sendDatagram(u *udpConn, p []byte, to netip.AddrPort) (int, error) {
+	return socket.SendTo(u.fd, p, to, u.v6)
+}
 
 // stopAccepts does nothing: closing a listener takes it off the poller.
 func (d *pollDriver) stopAccepts() {}

@@ -3,6 +3,7 @@
 package sluice
 
 import (
+	"errors"
 	"os"
 	"slices"
 	"time"
@@ -63,15 +64,17 @@ func ringBufCount(size int) int {
 type opKind uint8
 
 const (
-	opIgnore  opKind = iota // cancellations and closes: nothing to do
-	opWake                  // the wake-up eventfd is readable
-	opAccept                // a listener accepted
-	opRecv                  // a connection received
-	opPollOut               // a connection may take more output
-	opSend                  // a send of an even turn came back short, or failed
-	opSendOdd               // the same, of an odd turn
-	opIdle                  // the timer for giving idle buffers back
-	opConnect               // a dial's connect ended
+	opIgnore     opKind = iota // cancellations and closes: nothing to do
+	opWake                     // the wake-up eventfd is readable
+	opAccept                   // a listener accepted
+	opRecv                     // a connection received
+	opPollOut                  // a connection may take more output
+	opSend                     // a send of an even turn came back short, or failed
+	opSendOdd                  // the same, of an odd turn
+	opIdle                     // the timer for giving idle buffers back
+	opConnect                  // a dial's connect ended
+	opPacket                   // a UDP socket's datagram, or its poll (udp_uring_linux.go)
+	opPacketSent               // a UDP socket's sendmsg failed
 )
 
 // genMask keeps the bits of a generation that user data carries.
@@ -155,6 +158,8 @@ type ringDriver struct {
 	now       bool   // Conn.Flush is sending: write at once
 	failed    bool   // a turn failed: descriptors are closed directly
 	turns     uint64 // turns begun
+
+	pk ringPackets // for the loop's UDP sockets (udp_uring_linux.go)
 }
 
 // connectAddr is where a dial keeps the address its connect on the ring
@@ -241,6 +246,7 @@ func (rg *ringDriver) turn() error {
 		rg.failed = true
 		return err
 	}
+	rg.pk.out.submitted(l.eng.opts.wipe)
 	rg.reap()
 	return nil
 }
@@ -304,7 +310,7 @@ func (rg *ringDriver) releaseIdle() {
 		return
 	}
 	rg.idleAt = 0
-	if err := rg.bufs.Release(); err != nil {
+	if err := errors.Join(rg.bufs.Release(), rg.releasePackets()); err != nil {
 		l.eng.opts.logger.Warn("sluice: releasing idle io_uring buffers failed", "loop", l.idx, "err", err)
 	}
 	if len(rg.sends[rg.turns&1]) > 0 {
@@ -842,6 +848,10 @@ func (rg *ringDriver) complete(e uring.CQE) {
 		rg.idleExpired()
 	case opConnect:
 		rg.ringConnected(fd, gen, e)
+	case opPacket:
+		rg.ringPacketsReady(fd, gen, e)
+	case opPacketSent:
+		rg.ringPacketSendFailed(fd, gen, e)
 	}
 }
 

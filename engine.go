@@ -193,7 +193,8 @@ type engine struct {
 // Run listens on addr, calls OnBoot, and serves connections with the
 // handler until the engine stops; it returns when every connection has
 // closed and OnShutdown has returned. addr is "tcp://host:port" (or tcp4,
-// tcp6) or "unix:///path/to.sock"; an address without a scheme is TCP.
+// tcp6), "udp://host:port" (or udp4, udp6: datagrams, see PacketConn) or
+// "unix:///path/to.sock"; an address without a scheme is TCP.
 // Port 0 picks a free port, which Engine.Addrs reports. WithListener adds
 // more. With addr empty and no WithListener, the engine listens on
 // nothing and serves the connections it dials or is handed
@@ -350,6 +351,9 @@ func (e *engine) listen(s listenSpec, first *eventloop) error {
 	if perLoop {
 		loops = e.loops
 	}
+	if isPacket(network) {
+		return e.listenPackets(s, network, address, loops)
+	}
 	for _, l := range loops {
 		ln, err := listen(network, address, e.sock)
 		if err != nil {
@@ -419,6 +423,11 @@ func (e *engine) release() {
 	for _, l := range e.loops {
 		for _, ln := range l.listeners {
 			ln.close()
+		}
+		for _, u := range l.packets.socks {
+			if u != nil {
+				socket.Close(u.fd)
+			}
 		}
 		l.drv.close()
 	}
@@ -491,13 +500,13 @@ func parseAddr(addr string) (network, address string, err error) {
 		network, address = "tcp", addr
 	}
 	switch network {
-	case "tcp", "tcp4", "tcp6":
+	case "tcp", "tcp4", "tcp6", "udp", "udp4", "udp6":
 	case "unix":
 		if address == "" {
 			return "", "", fmt.Errorf("%w: %q: no socket path", ErrInvalidAddr, addr)
 		}
 	default:
-		return "", "", fmt.Errorf("%w: %q: scheme %q is not tcp, tcp4, tcp6 or unix", ErrInvalidAddr, addr, network)
+		return "", "", fmt.Errorf("%w: %q: scheme %q is not tcp, tcp4, tcp6, udp, udp4, udp6 or unix", ErrInvalidAddr, addr, network)
 	}
 	return network, address, nil
 }

@@ -61,6 +61,13 @@ func (b *booter) OnRefuse(remote net.Addr, reason error) []byte {
 	return nil
 }
 
+func (b *booter) OnDatagramError(c Conn, err error) Action {
+	if h, ok := b.EventHandler.(DatagramErrorHandler); ok {
+		return h.OnDatagramError(c, err)
+	}
+	return None
+}
+
 func (b *booter) OnTLSFailed(remote net.Addr, err error) {
 	if h, ok := b.EventHandler.(TLSFailedHandler); ok {
 		h.OnTLSFailed(remote, err)

@@ -44,6 +44,7 @@ type eventloop struct {
 	sleeping  atomic.Bool
 	draining  bool
 	counts    counters
+	packets   packets // its UDP sockets (udp.go)
 
 	// Time and deadlines (deadline.go); the wheel is nil until needed.
 	wheel     *wheel.Wheel
@@ -84,6 +85,9 @@ func (l *eventloop) run(ready func(), booted <-chan struct{}) {
 	}
 	drv, err := l.drv.start()
 	l.drv = drv
+	if err == nil {
+		err = l.startPackets()
+	}
 	if err != nil {
 		l.eng.opts.logger.Error("sluice: the loop cannot watch its sockets; stopping", "loop", l.idx, "err", err)
 		l.draining = true // nothing to serve with
@@ -131,6 +135,7 @@ func (l *eventloop) stop() {
 	for _, ln := range l.listeners {
 		ln.close()
 	}
+	l.closePackets(true, ErrEngineStopped)
 	l.drv.close()
 }
 
@@ -1119,6 +1124,7 @@ func (l *eventloop) closedLate() {
 }
 
 func (l *eventloop) closeAll(err error) {
+	l.closePackets(true, err)
 	for _, c := range l.conns {
 		if c != nil {
 			l.closeConn(c, err)
@@ -1154,7 +1160,9 @@ func (l *eventloop) kill(fd int, id uint64) {
 	if fd < len(l.conns) && l.conns[fd] != nil && l.conns[fd].id == id {
 		l.counts.add(countKilled)
 		l.reset(l.conns[fd], ErrKilled)
+		return
 	}
+	l.killPacket(fd, id)
 }
 
 // drain starts a graceful stop: no more accepts, and every connection
@@ -1162,6 +1170,7 @@ func (l *eventloop) kill(fd int, id uint64) {
 func (l *eventloop) drain() {
 	l.draining = true
 	l.closeListeners()
+	l.closePackets(true, nil)
 	for _, c := range l.conns {
 		if c != nil {
 			l.closeGraceful(c)
@@ -1176,6 +1185,7 @@ func (l *eventloop) closeListeners() {
 		ln.close()
 	}
 	l.listeners = nil
+	l.closePackets(false, nil)
 }
 
 func (l *eventloop) runTasks(ts []*task) {
@@ -1215,6 +1225,9 @@ func (l *eventloop) runTask(t *task) {
 		return
 	case taskTLS:
 		l.handshakeProgress(c)
+		return
+	case taskPacketWrite, taskPacketWake, taskPacketClose:
+		l.runPacketTask(t)
 		return
 	}
 	// What an AsyncWrite posted was counted against c's bound when it was

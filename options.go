@@ -100,6 +100,8 @@ type options struct {
 
 	maxConns          int // zero: the descriptor limit, at most maxTableSlots
 	maxConnsPerSource int // zero: no limit
+	dgramRate         int // WithDatagramRateLimit's (udp.go); zero: no limit
+	dgramBurst        int
 	maxInbound        int // zero: no limit
 	inBudget          int // zero: no budget; below zero: defaultInboundBudget, settled by Run
 	wipe              bool

@@ -95,7 +95,7 @@ func TestStartFails(t *testing.T) {
 		name, addr string
 		want       error
 	}{
-		{"a scheme it does not know", "udp://127.0.0.1:0", ErrInvalidAddr},
+		{"a scheme it does not know", "sctp://127.0.0.1:0", ErrInvalidAddr},
 		{"a port in use", "tcp://" + taken.Addr().String(), nil},
 	}
 	for _, tt := range tests {

@@ -65,6 +65,13 @@ type Stats struct {
 	// TLSHandshakeTimeouts those whose handshake did not end within
 	// WithTLSHandshakeTimeout.
 	TLSHandshakeFailures, TLSHandshakeTimeouts uint64
+	// DatagramsTruncated counts datagrams larger than the read buffer
+	// (WithReadBufferCap), which OnTraffic does not get
+	// (ErrDatagramTruncated, DatagramErrorHandler).
+	DatagramsTruncated uint64
+	// DatagramsRateLimited counts datagrams dropped unseen because their
+	// source was over WithDatagramRateLimit's rate.
+	DatagramsRateLimited uint64
 }
 
 // counter names one of a loop's counters.
@@ -92,6 +99,8 @@ const (
 	countEnrolled
 	countTLSHandshakeFailures
 	countTLSHandshakeTimeouts
+	countDatagramsTruncated
+	countDatagramsRateLimited
 	numCounters
 )
 
@@ -134,5 +143,7 @@ func (e *engine) stats() Stats {
 		Enrolled:             sum[countEnrolled],
 		TLSHandshakeFailures: sum[countTLSHandshakeFailures],
 		TLSHandshakeTimeouts: sum[countTLSHandshakeTimeouts],
+		DatagramsTruncated:   sum[countDatagramsTruncated],
+		DatagramsRateLimited: sum[countDatagramsRateLimited],
 	}
 }

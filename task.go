@@ -1,6 +1,7 @@
 package sluice
 
 import (
+	"net/netip"
 	"sync"
 	"sync/atomic"
 )
@@ -20,6 +21,9 @@ const (
 	taskDial                          // Dial or Enroll: open the connection
 	taskExecute                       // Loop.Execute: run fn
 	taskTLS                           // a TLS handshake wrote or ended (tls.go)
+	taskPacketWrite                   // a datagram to send from a UDP socket (udp.go)
+	taskPacketWake                    // Wake of a UDP socket
+	taskPacketClose                   // Close of a connected UDP socket
 )
 
 // task is work another goroutine hands to a loop. Tasks are pooled, so
@@ -30,10 +34,12 @@ type task struct {
 	buf  []byte
 	bufs [][]byte
 	cb   AsyncCallback
-	fd   int       // taskKill
-	id   uint64    // taskKill
-	dial *dialSpec // taskDial
-	fn   func()    // taskExecute
+	fd   int            // taskKill
+	id   uint64         // taskKill
+	dial *dialSpec      // taskDial
+	fn   func()         // taskExecute
+	u    *udpConn       // the UDP socket of a taskPacket*
+	to   netip.AddrPort // where a taskPacketWrite goes; zero: the socket's peer
 }
 
 var taskPool = sync.Pool{New: func() any { return new(task) }}

@@ -3,11 +3,16 @@
 //
 //	go run ./examples/echo -addr tcp://127.0.0.1:9000
 //	go run ./examples/echo -addr unix:///tmp/echo.sock -loops 2
+//	go run ./examples/echo -addr udp://127.0.0.1:9000 -reuseport
 //	go run ./examples/echo -idle-timeout 5s
 //	go run ./examples/echo -proxy-protocol required
 //	go run ./examples/echo -poller uring
 //	go run ./examples/echo -tls-self-signed
 //	go run ./examples/echo -tls-cert cert.pem -tls-key key.pem
+//
+// Over UDP every datagram comes back to its sender, one datagram for
+// one; with -reuseport each loop has a socket of its own on the port and
+// the kernel spreads the senders over them.
 //
 // With -poller, the event loops run on epoll (the default), io_uring
 // ("uring"; the server refuses to start where the kernel lacks it), or
@@ -105,7 +110,7 @@ func stopOnSignal(eng sluice.Engine) {
 }
 
 func main() {
-	addr := flag.String("addr", "tcp://127.0.0.1:9000", "address to listen on: tcp://host:port or unix:///path")
+	addr := flag.String("addr", "tcp://127.0.0.1:9000", "address to listen on: tcp://host:port, udp://host:port or unix:///path")
 	loops := flag.Int("loops", runtime.NumCPU(), "number of event loops")
 	reusePort := flag.Bool("reuseport", false, "one SO_REUSEPORT listener per loop")
 	stats := flag.Bool("stats", false, "print heap allocations made while serving, on exit")

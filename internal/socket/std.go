@@ -33,6 +33,9 @@ type handle struct {
 	queue []net.Conn // accepted, not yet taken by Accept
 	room  chan struct{}
 
+	pc    *net.UDPConn // a UDP socket's (packet_std.go)
+	grams []gram
+
 	nc      net.Conn
 	dialing bool // Open was called; nc is nil until the dial ends
 	dialed  bool // the dial ended: connErr says how
@@ -138,6 +141,8 @@ func Poll(fd int) (readable, writable, failed, gone bool) {
 	switch {
 	case h.ln != nil:
 		return len(h.queue) > 0, false, false, false
+	case h.pc != nil:
+		return len(h.grams) > 0 || h.inErr != nil, false, false, false
 	case h.dialing && !h.dialed:
 		return false, false, false, false
 	case h.dialing && h.connErr != nil:
@@ -326,6 +331,10 @@ func Close(fd int) error {
 	}
 	queue := h.queue
 	h.queue = nil
+	pc := h.pc
+	if pc != nil {
+		h.closePacket()
+	}
 	if tc, ok := nc.(*net.TCPConn); ok && reset {
 		// Before the writer can see kick closed and close nc itself.
 		tc.SetLinger(0)
@@ -342,6 +351,8 @@ func Close(fd int) error {
 		notify(fd) // the poller forgets it
 	}
 	switch {
+	case pc != nil:
+		return pc.Close()
 	case ln != nil:
 		for _, c := range queue {
 			c.Close()
@@ -622,6 +633,8 @@ func LocalAddr(fd int) (net.Addr, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	switch {
+	case h.pc != nil:
+		return h.pc.LocalAddr(), nil
 	case h.nc != nil:
 		return h.nc.LocalAddr(), nil
 	case h.ln != nil:
@@ -738,7 +751,12 @@ func Connect(fd int, ep Endpoint) error {
 
 // Adopt takes nc for a loop: nc itself becomes the descriptor's
 // connection, so the caller must not use or close it.
-func Adopt(nc net.Conn) (int, error) { return adopt(nc), nil }
+func Adopt(nc net.Conn) (int, error) {
+	if pc, ok := nc.(*net.UDPConn); ok {
+		return addPacket(pc), nil
+	}
+	return adopt(nc), nil
+}
 
 func adopt(nc net.Conn) int {
 	h := &handle{}

@@ -116,6 +116,7 @@ const (
 const (
 	opPollAdd     = 6
 	opSendmsg     = 9
+	opRecvmsg     = 10
 	opTimeout     = 11
 	opAccept      = 13
 	opAsyncCancel = 14

@@ -1,0 +1,110 @@
+//go:build !windows && !sluice_std
+
+package socket
+
+import (
+	"fmt"
+	"net"
+	"net/netip"
+	"os"
+
+	"golang.org/x/sys/unix"
+)
+
+// ListenPacket opens a non-blocking UDP socket bound to addr. network is
+// udp, udp4 or udp6; under udp an IPv6 socket takes IPv4 too, whose
+// senders it reports as IPv4-mapped addresses. With o.ReusePort several
+// sockets share the port and the kernel spreads senders over them. It
+// returns the descriptor, the address it is bound to, and whether it is an
+// IPv6 socket.
+func ListenPacket(network, addr string, o Options) (int, *net.UDPAddr, bool, error) {
+	stream, ok := streamOf(network)
+	if !ok {
+		return -1, nil, false, fmt.Errorf("%w: %q", ErrNetwork, network)
+	}
+	family, sa, err := sockaddr(stream, addr)
+	if err != nil {
+		return -1, nil, false, err
+	}
+	fd, err := newPacketSocket(family)
+	if err != nil {
+		return -1, nil, false, err
+	}
+	if err := bindPacket(fd, family, network == "udp6", sa, o); err != nil {
+		unix.Close(fd)
+		return -1, nil, false, err
+	}
+	bound, err := unix.Getsockname(fd)
+	if err != nil {
+		unix.Close(fd)
+		return -1, nil, false, os.NewSyscallError("getsockname", err)
+	}
+	return fd, UDPAddr(bound), family == unix.AF_INET6, nil
+}
+
+// streamOf names the stream network whose addresses a packet network
+// takes, for sockaddr.
+func streamOf(network string) (string, bool) {
+	switch network {
+	case "udp":
+		return "tcp", true
+	case "udp4":
+		return "tcp4", true
+	case "udp6":
+		return "tcp6", true
+	}
+	return "", false
+}
+
+func bindPacket(fd, family int, v6only bool, sa unix.Sockaddr, o Options) error {
+	if err := setInt(fd, unix.SOL_SOCKET, unix.SO_REUSEADDR, 1, "SO_REUSEADDR"); err != nil {
+		return err
+	}
+	if o.ReusePort {
+		if err := setInt(fd, unix.SOL_SOCKET, unix.SO_REUSEPORT, 1, "SO_REUSEPORT"); err != nil {
+			return err
+		}
+	}
+	if family == unix.AF_INET6 {
+		if err := setInt(fd, unix.IPPROTO_IPV6, unix.IPV6_V6ONLY, boolInt(v6only), "IPV6_V6ONLY"); err != nil {
+			return err
+		}
+	}
+	if err := setBuffers(fd, o); err != nil {
+		return err
+	}
+	return os.NewSyscallError("bind", unix.Bind(fd, sa))
+}
+
+// DialPacket opens a non-blocking UDP socket connected to remote, bound
+// first to device when it is named and to local when it is valid: it
+// sends only to remote and receives only from it. Connecting a UDP socket
+// sends nothing, so it ends at once.
+func DialPacket(remote, local netip.AddrPort, device string, o Options) (int, error) {
+	family, sa := sockaddrOf(remote)
+	fd, err := newPacketSocket(family)
+	if err != nil {
+		return -1, err
+	}
+	err = setBuffers(fd, o)
+	if err == nil && device != "" {
+		err = BindToDevice(fd, device)
+	}
+	if err == nil && local.IsValid() {
+		_, lsa := sockaddrOf(local)
+		err = os.NewSyscallError("bind", unix.Bind(fd, lsa))
+	}
+	if err == nil {
+		err = os.NewSyscallError("connect", unix.Connect(fd, sa))
+	}
+	if err != nil {
+		unix.Close(fd)
+		return -1, err
+	}
+	return fd, nil
+}
+
+// UDPAddr converts a socket address into a *net.UDPAddr.
+func UDPAddr(sa unix.Sockaddr) *net.UDPAddr {
+	return net.UDPAddrFromAddrPort(AddrPort(sa))
+}

@@ -1,0 +1,58 @@
+//go:build !sluice_std
+
+package socket
+
+import (
+	"net/netip"
+	"os"
+	"syscall"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/sluicenet/sluice/internal/syscount"
+)
+
+func newPacketSocket(family int) (int, error) {
+	fd, err := unix.Socket(family, unix.SOCK_DGRAM|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, 0)
+	return fd, os.NewSyscallError("socket", err)
+}
+
+// SendTo sends p as one datagram to to, or, on a connected socket with to
+// not valid, to its peer. v6 says the socket is IPv6, which reaches an
+// IPv4 address mapped. It allocates nothing.
+func SendTo(fd int, p []byte, to netip.AddrPort, v6 bool) (int, error) {
+	if !to.IsValid() {
+		return Write(fd, p)
+	}
+	syscount.Inc()
+	var (
+		ptr  unsafe.Pointer
+		size uintptr
+		sa4  unix.RawSockaddrInet4
+		sa6  unix.RawSockaddrInet6
+	)
+	ip := to.Addr()
+	if !v6 {
+		sa4.Family = unix.AF_INET
+		putPort(&sa4.Port, int(to.Port()))
+		sa4.Addr = ip.Unmap().As4()
+		ptr, size = unsafe.Pointer(&sa4), unsafe.Sizeof(sa4)
+	} else {
+		sa6.Family = unix.AF_INET6
+		putPort(&sa6.Port, int(to.Port()))
+		sa6.Addr = ip.As16()
+		ptr, size = unsafe.Pointer(&sa6), unsafe.Sizeof(sa6)
+	}
+	for {
+		n, _, e := syscall.RawSyscall6(unix.SYS_SENDTO, uintptr(fd), uintptr(bytesPtr(p)), uintptr(len(p)),
+			unix.MSG_NOSIGNAL, uintptr(ptr), size)
+		switch e {
+		case 0:
+			return int(n), nil
+		case unix.EINTR:
+			continue
+		}
+		return 0, e
+	}
+}

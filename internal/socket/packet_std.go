@@ -1,0 +1,166 @@
+//go:build windows || sluice_std
+
+package socket
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"syscall"
+)
+
+// gram is a datagram a UDP handle's reader received, not yet taken by
+// RecvFrom.
+type gram struct {
+	b    []byte
+	from netip.AddrPort
+}
+
+// packetBacklog bounds how many datagrams a UDP handle holds for
+// RecvFrom; past it, its reader waits and the kernel's buffer takes the
+// rest, or drops it, as it drops what a slow reader leaves.
+const packetBacklog = 256
+
+// maxDatagram is the largest datagram's size: a reader's buffer takes any
+// whole, so RecvFrom can tell one larger than the caller's.
+const maxDatagram = 1 << 16
+
+// ListenPacket opens a UDP socket bound to addr. network is udp, udp4 or
+// udp6. It returns its descriptor, the address it is bound to, and false:
+// the standard library maps IPv4 addresses itself.
+func ListenPacket(network, addr string, o Options) (int, *net.UDPAddr, bool, error) {
+	switch network {
+	case "udp", "udp4", "udp6":
+	default:
+		return -1, nil, false, fmt.Errorf("%w: %q", ErrNetwork, network)
+	}
+	la, err := net.ResolveUDPAddr(network, addr)
+	if err != nil {
+		return -1, nil, false, err
+	}
+	pc, err := net.ListenUDP(network, la)
+	if err != nil {
+		return -1, nil, false, err
+	}
+	if err := configure(pc, o); err != nil {
+		pc.Close()
+		return -1, nil, false, err
+	}
+	return addPacket(pc), pc.LocalAddr().(*net.UDPAddr), false, nil
+}
+
+// DialPacket opens a UDP socket connected to remote, bound first to local
+// when it is valid. A device cannot be named here.
+func DialPacket(remote, local netip.AddrPort, device string, o Options) (int, error) {
+	if device != "" {
+		return -1, BindToDevice(-1, device)
+	}
+	var la *net.UDPAddr
+	if local.IsValid() {
+		la = net.UDPAddrFromAddrPort(local)
+	}
+	pc, err := net.DialUDP("udp", la, net.UDPAddrFromAddrPort(remote))
+	if err != nil {
+		return -1, errno(err)
+	}
+	if err := configure(pc, o); err != nil {
+		pc.Close()
+		return -1, err
+	}
+	return addPacket(pc), nil
+}
+
+// addPacket gives pc a descriptor and starts its reader.
+func addPacket(pc *net.UDPConn) int {
+	h := &handle{pc: pc, more: make(chan struct{}, 1)}
+	fd := add(h)
+	go h.readPackets()
+	return fd
+}
+
+// readPackets is a UDP handle's reader: it keeps what it receives for
+// RecvFrom, up to packetBacklog datagrams, and stops at the first error.
+func (h *handle) readPackets() {
+	buf := make([]byte, maxDatagram)
+	for {
+		n, from, err := h.pc.ReadFromUDPAddrPort(buf)
+		h.mu.Lock()
+		if h.closed {
+			h.mu.Unlock()
+			return
+		}
+		if err != nil {
+			h.inErr = errno(err)
+		} else {
+			h.grams = append(h.grams, gram{b: append([]byte(nil), buf[:n]...), from: from})
+		}
+		full := len(h.grams) >= packetBacklog
+		h.mu.Unlock()
+		h.signal()
+		if err != nil {
+			return
+		}
+		if full {
+			<-h.more
+		}
+	}
+}
+
+// RecvFrom takes one datagram into p: n is how much of it p holds, from
+// its sender, truncated whether it was larger than p. It returns
+// syscall.EAGAIN when none waits, and the error that stopped the reader
+// once the datagrams before it are taken.
+func RecvFrom(fd int, p []byte) (n int, from netip.AddrPort, truncated bool, err error) {
+	h := lookup(fd)
+	if h == nil || h.pc == nil {
+		return 0, netip.AddrPort{}, false, syscall.EBADF
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if len(h.grams) == 0 {
+		if h.inErr != nil {
+			return 0, netip.AddrPort{}, false, h.inErr
+		}
+		return 0, netip.AddrPort{}, false, syscall.EAGAIN
+	}
+	g := h.grams[0]
+	h.grams[0] = gram{}
+	h.grams = h.grams[1:]
+	if len(h.grams) == packetBacklog-1 {
+		poke(h.more)
+	}
+	n = copy(p, g.b)
+	return n, g.from, n < len(g.b), nil
+}
+
+// SendTo sends p as one datagram to to, or, on a connected socket with to
+// not valid, to its peer.
+func SendTo(fd int, p []byte, to netip.AddrPort, v6 bool) (int, error) {
+	h := lookup(fd)
+	if h == nil || h.pc == nil {
+		return 0, syscall.EBADF
+	}
+	var (
+		n   int
+		err error
+	)
+	if to.IsValid() {
+		n, err = h.pc.WriteToUDPAddrPort(p, to)
+	} else {
+		n, err = h.pc.Write(p)
+	}
+	if err != nil {
+		if errors.Is(err, net.ErrClosed) {
+			return 0, syscall.EBADF
+		}
+		return 0, errno(err)
+	}
+	return n, nil
+}
+
+// closePacket closes h, a UDP handle, whose lock the caller holds.
+func (h *handle) closePacket() {
+	h.grams = nil
+	poke(h.more)
+}

@@ -1,0 +1,770 @@
+package sluice
+
+import (
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/netip"
+	"os"
+	"runtime/debug"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/sluicenet/sluice/internal/socket"
+	"github.com/sluicenet/sluice/kill"
+	"github.com/sluicenet/sluice/proxyproto"
+)
+
+// ErrDatagramTruncated reports a datagram larger than the loop's read
+// buffer (WithReadBufferCap): the kernel kept only what fit. OnTraffic
+// does not see it; a DatagramErrorHandler does, and Stats counts it.
+var ErrDatagramTruncated = errors.New("sluice: datagram larger than the read buffer, truncated")
+
+// ErrNeedAddress is returned by AsyncWrite and AsyncWritev on the Conn of
+// a UDP socket that is not connected, which has no peer of its own:
+// PacketConn.AsyncWriteTo names the address.
+var ErrNeedAddress = errors.New("sluice: a UDP socket that is not connected needs an address (AsyncWriteTo)")
+
+// errPacketUnsupported wraps errors.ErrUnsupported for what a UDP socket
+// cannot do: pause, half-close, TCP's options.
+var errPacketUnsupported = fmt.Errorf("sluice: not for a UDP socket: %w", errors.ErrUnsupported)
+
+// PacketConn is the Conn of a UDP socket, which a handler's callbacks get
+// as a Conn; a type assertion reaches AsyncWriteTo.
+//
+// A UDP listener ("udp://host:port", udp4, udp6) has one socket per loop
+// with WithReusePort(true), the kernel spreading senders over them, and
+// otherwise one, on one loop. OnTraffic runs once per datagram with its
+// socket's Conn: RemoteAddr is the datagram's sender, Next, Peek, Read
+// and Discard give its bytes, and Write sends one datagram to that sender
+// (Writev gathers its slices into one): at once, or on io_uring with the
+// loop's other submissions, where a failure the kernel reports later
+// closes a connected socket and is otherwise dropped, as the network
+// drops a datagram. What the handler leaves
+// unread is dropped with the datagram. No OnOpen or OnClose runs for a
+// listener's socket, which is the engine's until it stops. The Conn is the
+// socket's, the same for every datagram: RemoteAddr, Next and Write speak
+// of the datagram in hand only inside OnTraffic. From elsewhere, or later,
+// AsyncWriteTo names the address.
+//
+// A connected UDP socket (Engine.Dial of "udp://host:port", Engine.Enroll
+// of a connected *net.UDPConn) is a connection as a TCP one is: OnOpen,
+// OnTraffic per datagram from its peer only, Write to its peer, AsyncWrite
+// from any goroutine, Close, and OnClose. An ICMP port unreachable, which
+// the kernel reports on the socket's next receive or send, closes it with
+// an error that errors.Is tells as syscall.ECONNREFUSED.
+//
+// PauseRead, ResumeRead, CloseWrite, SetNoDelay, SetKeepAlive and
+// SetLinger return an error wrapping errors.ErrUnsupported; SetHalfClose
+// and SetIdleTimeout do nothing; Flush has nothing to send, since each
+// Write is sent at once.
+type PacketConn interface {
+	Conn
+	// AsyncWriteTo sends p as one datagram to addr (a *net.UDPAddr, or
+	// any net.Addr whose String is "host:port" with a literal IP) from
+	// this socket, from any goroutine, and calls cb on the loop once it
+	// is sent, with the send's error. p must not change until cb runs; cb
+	// may be nil. What is posted and not yet sent counts against
+	// WithMaxOutbound, past which it returns ErrOutboundFull; it returns
+	// ErrEngineStopped when the engine no longer runs. On either error,
+	// or an address it cannot read, cb never runs.
+	AsyncWriteTo(p []byte, addr net.Addr, cb AsyncCallback) error
+}
+
+// DatagramErrorHandler is an EventHandler that hears of datagrams a UDP
+// socket received but could not hand to OnTraffic whole.
+type DatagramErrorHandler interface {
+	// OnDatagramError runs on the socket's loop for a datagram larger than
+	// the read buffer (WithReadBufferCap), with ErrDatagramTruncated: c's
+	// RemoteAddr is its sender, and Next and Peek give the part that fit.
+	// The datagram is counted in Stats.DatagramsTruncated either way, and
+	// dropped.
+	OnDatagramError(c Conn, err error) Action
+}
+
+// udpConn is a UDP socket on a loop: a listener's, which takes datagrams
+// from anyone, or a connected one, dialed or enrolled.
+type udpConn struct {
+	fd        int
+	ds        driverSlot // what the loop's driver keeps for it
+	loop      *eventloop
+	state     connState // stateOpen, then stateClosed
+	connected bool
+	origin    Origin
+	v6        bool           // an IPv6 socket, which reaches IPv4 peers mapped
+	addr      net.Addr       // a listener's address, as Engine.Addrs lists it
+	peer      netip.AddrPort // connected: its peer; else the sender of the datagram in hand
+	buf       []byte         // the datagram in hand
+	id        uint64         // connected: its kill.ConnID
+	ctx       any
+	busy      bool  // a callback for it runs
+	closeErr  error // closed while busy: closed with this once the callback returns
+	closing   bool
+	posted    atomic.Int64 // bytes AsyncWriteTo posted, not yet sent
+}
+
+// packets are a loop's UDP sockets, by descriptor, and a buffer Writev
+// gathers a datagram in.
+type packets struct {
+	socks  []*udpConn
+	n      int // how many socks are set
+	gather []byte
+	batch  *socket.Batch // made with the loop's first UDP socket's first datagram
+	rates  []rateBucket  // WithDatagramRateLimit's, made with the first datagram it limits
+}
+
+// WithDatagramRateLimit bounds how many datagrams a second one source (an
+// IPv4 address, or an IPv6 /64) has handed to OnTraffic on a UDP
+// listener's socket, allowing bursts of up to burst (at least one) at
+// once; datagrams over it are dropped unseen and counted in
+// Stats.DatagramsRateLimited. Each loop keeps the sources' rates in a
+// fixed table of rateBuckets entries by hash, 64 KiB, whatever the
+// senders do: sources that share an entry share its rate. Connected
+// sockets are not limited. Zero or less, the default, turns it off.
+func WithDatagramRateLimit(perSecond, burst int) Option {
+	return func(o *options) {
+		o.dgramRate, o.dgramBurst = max(perSecond, 0), max(burst, 1)
+	}
+}
+
+// rateBuckets is how many sources' rates a loop tells apart.
+const rateBuckets = 4096
+
+// rateBucket is a token bucket: tokens as they were at at.
+type rateBucket struct {
+	tokens float64
+	at     int64
+}
+
+// overRate reports whether a datagram from from is over its source's
+// rate, and takes a token for it if not.
+func (l *eventloop) overRate(from netip.AddrPort) bool {
+	o := &l.eng.opts
+	ps := &l.packets
+	if ps.rates == nil {
+		ps.rates = make([]rateBucket, rateBuckets)
+	}
+	k := kill.SourceKey(from.Addr())
+	b := &ps.rates[(k*0x9e3779b97f4a7c15)>>52] // the top 12 bits: 4096 entries
+	now := l.now()
+	if b.at == 0 {
+		b.tokens = float64(o.dgramBurst)
+	} else {
+		b.tokens = min(float64(o.dgramBurst), b.tokens+float64(now-b.at)*float64(o.dgramRate)/float64(time.Second))
+	}
+	b.at = now
+	if b.tokens < 1 {
+		return true
+	}
+	b.tokens--
+	return false
+}
+
+// at returns the loop's UDP socket on fd, if fd is one.
+func (ps *packets) at(fd int) *udpConn {
+	if fd < 0 || fd >= len(ps.socks) {
+		return nil
+	}
+	return ps.socks[fd]
+}
+
+func (ps *packets) put(u *udpConn) {
+	if u.fd >= len(ps.socks) {
+		ps.socks = append(ps.socks, make([]*udpConn, u.fd+1-len(ps.socks))...)
+	}
+	ps.socks[u.fd] = u
+	ps.n++
+}
+
+func (ps *packets) remove(u *udpConn) {
+	if ps.at(u.fd) == u {
+		ps.socks[u.fd] = nil
+		ps.n--
+	}
+}
+
+// isPacket reports whether network is UDP's.
+func isPacket(network string) bool {
+	return network == "udp" || network == "udp4" || network == "udp6"
+}
+
+// listenPackets opens the UDP sockets s asks for on loops: one each,
+// sharing the port with SO_REUSEPORT, or one on the first.
+func (e *engine) listenPackets(s listenSpec, network, address string, loops []*eventloop) error {
+	if s.tls != nil || s.proxy != ProxyOff {
+		return fmt.Errorf("%w: %q: TLS and the PROXY protocol are for stream listeners", ErrInvalidAddr, s.addr)
+	}
+	for i, l := range loops {
+		fd, addr, v6, err := socket.ListenPacket(network, address, e.sock)
+		if err != nil {
+			return fmt.Errorf("sluice: listen %s %s: %w", network, address, err)
+		}
+		if i == 0 {
+			e.addrs = append(e.addrs, addr)
+			address = addr.String() // the others bind the port the first got
+		}
+		l.packets.put(&udpConn{fd: fd, loop: l, v6: v6, addr: e.addrs[len(e.addrs)-1]})
+	}
+	return nil
+}
+
+// startPackets has the loop's driver receive on its listeners' UDP
+// sockets, once the driver has started.
+func (l *eventloop) startPackets() error {
+	for _, u := range l.packets.socks {
+		if u != nil && !u.connected {
+			if err := l.drv.watchPackets(u); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// connectPacket opens d's connected UDP socket on the loop: a UDP connect
+// sends nothing and ends at once, so it opens at once.
+func (l *eventloop) connectPacket(d *dialSpec) {
+	fd := d.fd
+	if fd < 0 {
+		var local netip.AddrPort
+		if d.local != "" {
+			ap, err := localAddrPort(d.local)
+			if err != nil {
+				l.dialFailed(d, err)
+				return
+			}
+			local = ap
+		}
+		var err error
+		if fd, err = socket.DialPacket(d.remote, local, d.device, d.sock); err != nil {
+			l.dialFailed(d, err)
+			return
+		}
+	}
+	id, err := l.eng.table.Claim(l.idx, uint64(fd))
+	if err != nil {
+		socket.Close(fd)
+		l.dialFailed(d, ErrTooManyConns)
+		return
+	}
+	u := &udpConn{fd: fd, loop: l, connected: true, origin: Dialed, peer: d.remote, id: uint64(id), ctx: d.ctx}
+	if d.fd >= 0 {
+		u.origin = Enrolled
+	}
+	l.packets.put(u)
+	l.count.Add(1)
+	if err := l.drv.watchPackets(u); err != nil {
+		l.releasePacket(u)
+		l.dialFailed(d, err)
+		return
+	}
+	if u.origin == Enrolled {
+		l.counts.add(countEnrolled)
+	} else {
+		l.counts.add(countDialed)
+	}
+	u.busy = true
+	out, a := l.onPacketOpen(u)
+	if len(out) > 0 && !u.closing {
+		u.Write(out)
+	}
+	l.packetDone(u, a)
+}
+
+// localAddrPort reads DialLocalAddr's "ip" or "ip:port".
+func localAddrPort(s string) (netip.AddrPort, error) {
+	if ap, err := netip.ParseAddrPort(s); err == nil {
+		return ap, nil
+	}
+	ip, err := netip.ParseAddr(s)
+	if err != nil {
+		return netip.AddrPort{}, fmt.Errorf("%w: local address %q: %v", ErrInvalidAddr, s, err)
+	}
+	return netip.AddrPortFrom(ip, 0), nil
+}
+
+// packetBatch is how many datagrams one readiness of a socket brings to
+// the handler at most, so that a flooded socket leaves the loop's other
+// sockets their turn; a level-triggered poller reports the rest next.
+const packetBatch = 64
+
+// recvBatch is how many datagrams one recvmmsg(2) takes at most, each
+// into a read buffer's worth (WithReadBufferCap) of the loop's own.
+const recvBatch = 8
+
+// receivePackets hands u's waiting datagrams to the handler, up to
+// packetBatch of them: drivers call it when u is readable.
+func (l *eventloop) receivePackets(u *udpConn) {
+	ps := &l.packets
+	if ps.batch == nil {
+		ps.batch = socket.NewBatch(recvBatch, l.eng.opts.readBufferCap)
+	}
+	b := ps.batch
+	for got := 0; got < packetBatch; {
+		n, err := b.Recv(u.fd)
+		switch {
+		case err == syscall.EAGAIN:
+			return
+		case err != nil:
+			l.packetFailed(u, err)
+			return
+		}
+		for i := range n {
+			p, from, truncated := b.At(i)
+			l.datagram(u, p, from, truncated)
+			if u.state == stateClosed {
+				return
+			}
+		}
+		if n < b.Len() {
+			return // none left
+		}
+		got += n
+	}
+}
+
+// packetFailed handles a receive that failed: a connected socket closes
+// with the error (ECONNREFUSED after an ICMP port unreachable); a
+// listener's goes on, since no one sender's trouble is its own.
+func (l *eventloop) packetFailed(u *udpConn, err error) {
+	err = os.NewSyscallError("recvmsg", err)
+	if u.connected {
+		l.closePacket(u, err)
+		return
+	}
+	l.eng.opts.logger.Debug("sluice: receiving a datagram failed", "addr", u.addr, "err", err)
+}
+
+// datagram hands the handler p, a datagram from from.
+func (l *eventloop) datagram(u *udpConn, p []byte, from netip.AddrPort, truncated bool) {
+	if !u.connected {
+		if l.eng.opts.dgramRate > 0 && l.overRate(from) {
+			l.counts.add(countDatagramsRateLimited)
+			if l.eng.opts.wipe {
+				clear(p)
+			}
+			return
+		}
+		u.peer = from
+	}
+	u.buf = p
+	u.busy = true
+	a := None
+	if truncated {
+		l.counts.add(countDatagramsTruncated)
+		if h, ok := l.eng.handler.(DatagramErrorHandler); ok {
+			a = l.onDatagramError(h, u)
+		}
+	} else {
+		a = l.onPacketTraffic(u)
+	}
+	u.buf = nil
+	if !u.connected {
+		u.peer = netip.AddrPort{} // Write speaks of the datagram in hand only
+	}
+	if l.eng.opts.wipe {
+		clear(p)
+	}
+	l.packetDone(u, a)
+}
+
+// packetDone ends a callback on u and carries out its action: Close
+// closes a connected socket, and does nothing to a listener's.
+func (l *eventloop) packetDone(u *udpConn, a Action) {
+	u.busy = false
+	if u.closing {
+		l.closePacket(u, u.closeErr)
+		return
+	}
+	switch a {
+	case Close:
+		if u.connected {
+			l.closePacket(u, nil)
+		}
+	case Shutdown:
+		l.eng.shutdownAsked()
+	}
+}
+
+// sendPacket sends p to to from u, or to u's peer when it is connected. A
+// connected socket that learns its peer is unreachable closes.
+func (l *eventloop) sendPacket(u *udpConn, p []byte, to netip.AddrPort) (int, error) {
+	if u.state == stateClosed {
+		return 0, ErrConnClosed
+	}
+	if u.connected {
+		to = netip.AddrPort{}
+	}
+	if len(p) > maxDatagram {
+		return 0, os.NewSyscallError("sendto", syscall.EMSGSIZE)
+	}
+	n, err := l.drv.sendDatagram(u, p, to)
+	if err != nil {
+		err = os.NewSyscallError("sendto", err)
+		l.sendFailed(u, err)
+		return 0, err
+	}
+	return n, nil
+}
+
+// maxDatagram is the largest datagram UDP carries: 65535 bytes less its
+// header's 8 (less IPv4's 20 more over IPv4, which the kernel tells).
+const maxDatagram = 65535 - 8
+
+// sendFailed closes u, connected, when err says its peer is unreachable
+// (ECONNREFUSED after an ICMP port unreachable) or its socket failed; a
+// full socket buffer or a datagram too large closes nothing.
+func (l *eventloop) sendFailed(u *udpConn, err error) {
+	if u.connected && !errors.Is(err, syscall.EAGAIN) && !errors.Is(err, syscall.ENOBUFS) && !errors.Is(err, syscall.EMSGSIZE) {
+		l.closePacket(u, err)
+		return
+	}
+	l.eng.opts.logger.Debug("sluice: sending a datagram failed", "err", err)
+}
+
+// closePacket closes u, with err for OnClose: at once, or, inside one of
+// its callbacks, once that returns.
+func (l *eventloop) closePacket(u *udpConn, err error) {
+	if u.state == stateClosed {
+		return
+	}
+	if u.busy {
+		if !u.closing {
+			u.closing, u.closeErr = true, err
+		}
+		return
+	}
+	u.state = stateClosed
+	if !u.connected {
+		l.packets.remove(u)
+		l.drv.closePackets(u)
+		u.fd = -1 // its number may be reused: the Conn names no socket
+		return
+	}
+	l.eng.table.Kill(kill.ConnID(u.id))
+	u.busy = true
+	l.onPacketClose(u, err)
+	u.busy = false
+	l.releasePacket(u)
+}
+
+// releasePacket lets go of u, connected and done with: its socket, its
+// slot in the engine's table, its count.
+func (l *eventloop) releasePacket(u *udpConn) {
+	u.state = stateClosed
+	l.packets.remove(u)
+	l.drv.closePackets(u)
+	u.fd = -1
+	l.count.Add(-1)
+	l.eng.table.Release(kill.ConnID(u.id))
+}
+
+// closePackets closes the loop's UDP sockets: the listeners' only, or all,
+// the connected ones with err.
+func (l *eventloop) closePackets(all bool, err error) {
+	if l.packets.n == 0 {
+		return
+	}
+	for _, u := range l.packets.socks {
+		if u != nil && (all || !u.connected) {
+			l.closePacket(u, err)
+		}
+	}
+}
+
+// killPacket resets the connected UDP socket fd if it is id's, for
+// Engine.Kill, and reports whether it was.
+func (l *eventloop) killPacket(fd int, id uint64) bool {
+	u := l.packets.at(fd)
+	if u == nil || !u.connected || u.id != id {
+		return false
+	}
+	l.counts.add(countKilled)
+	l.closePacket(u, ErrKilled)
+	return true
+}
+
+// runPacketTask runs what another goroutine posted for u.
+func (l *eventloop) runPacketTask(t *task) {
+	u := t.u
+	var err error
+	if u.state == stateClosed {
+		err = ErrConnClosed
+	} else {
+		switch t.kind {
+		case taskPacketWrite:
+			if len(t.bufs) > 0 {
+				_, err = u.sendv(t.bufs, t.to)
+			} else {
+				_, err = l.sendPacket(u, t.buf, t.to)
+			}
+		case taskPacketWake:
+			u.busy = true
+			l.packetDone(u, l.onPacketTraffic(u))
+		case taskPacketClose:
+			l.closePacket(u, nil)
+		}
+	}
+	if t.kind == taskPacketWrite {
+		u.posted.Add(-int64(len(t.buf) + size(t.bufs)))
+	}
+	if t.cb != nil {
+		u.busy = u.state != stateClosed
+		l.onPacketAsync(u, t.cb, err)
+		if u.busy {
+			l.packetDone(u, None)
+		}
+	}
+}
+
+// The handler's callbacks for a UDP socket, each guarded: a panic closes
+// a connected socket and is logged; a listener's socket goes on.
+
+func (l *eventloop) onPacketTraffic(u *udpConn) Action {
+	defer l.recoverPacket(u)
+	return l.eng.handler.OnTraffic(u)
+}
+
+func (l *eventloop) onPacketOpen(u *udpConn) (out []byte, a Action) {
+	defer l.recoverPacket(u)
+	return l.eng.handler.OnOpen(u)
+}
+
+func (l *eventloop) onPacketClose(u *udpConn, err error) {
+	defer l.recoverPacket(u)
+	if l.eng.handler.OnClose(u, err) == Shutdown {
+		l.eng.shutdownAsked()
+	}
+}
+
+func (l *eventloop) onDatagramError(h DatagramErrorHandler, u *udpConn) Action {
+	defer l.recoverPacket(u)
+	return h.OnDatagramError(u, ErrDatagramTruncated)
+}
+
+func (l *eventloop) onPacketAsync(u *udpConn, cb AsyncCallback, err error) {
+	defer l.recoverPacket(u)
+	cb(u, err)
+}
+
+func (l *eventloop) recoverPacket(u *udpConn) {
+	r := recover()
+	if r == nil {
+		return
+	}
+	l.eng.opts.logger.Error("sluice: handler panicked", "panic", r, "stack", string(debug.Stack()))
+	if u.connected && !u.closing && u.state != stateClosed {
+		u.closing, u.closeErr = true, fmt.Errorf("%w: %v", ErrHandlerPanic, r)
+	}
+}
+
+// The Conn of a UDP socket.
+
+func (u *udpConn) Read(p []byte) (int, error) {
+	if len(u.buf) == 0 && len(p) > 0 {
+		return 0, io.EOF
+	}
+	n := copy(p, u.buf)
+	u.buf = u.buf[n:]
+	return n, nil
+}
+
+func (u *udpConn) Next(n int) ([]byte, error) {
+	b, err := u.Peek(n)
+	if err == nil {
+		u.buf = u.buf[len(b):]
+	}
+	return b, err
+}
+
+func (u *udpConn) Peek(n int) ([]byte, error) {
+	if n <= 0 {
+		return u.buf, nil
+	}
+	if n > len(u.buf) {
+		return u.buf, io.ErrShortBuffer
+	}
+	return u.buf[:n:n], nil
+}
+
+func (u *udpConn) Discard(n int) (int, error) {
+	if n <= 0 || n > len(u.buf) {
+		n = len(u.buf)
+	}
+	u.buf = u.buf[n:]
+	return n, nil
+}
+
+func (u *udpConn) InboundBuffered() int { return len(u.buf) }
+
+func (u *udpConn) Write(p []byte) (int, error) {
+	if !u.connected && !u.peer.IsValid() {
+		return 0, ErrNeedAddress
+	}
+	return u.loop.sendPacket(u, p, u.peer)
+}
+
+func (u *udpConn) Writev(bs [][]byte) (int, error) {
+	if !u.connected && !u.peer.IsValid() {
+		return 0, ErrNeedAddress
+	}
+	return u.sendv(bs, u.peer)
+}
+
+// sendv sends bs, gathered, as one datagram to to.
+func (u *udpConn) sendv(bs [][]byte, to netip.AddrPort) (int, error) {
+	ps := &u.loop.packets
+	ps.gather = ps.gather[:0]
+	for _, b := range bs {
+		ps.gather = append(ps.gather, b...)
+	}
+	return u.loop.sendPacket(u, ps.gather, to)
+}
+
+func (u *udpConn) Flush() error {
+	if u.state == stateClosed {
+		return ErrConnClosed
+	}
+	return nil
+}
+
+func (u *udpConn) OutboundBuffered() int { return 0 }
+func (u *udpConn) OutboundQueued() int   { return int(u.posted.Load()) }
+func (u *udpConn) Writable() bool        { return u.OutboundQueued() < u.loop.eng.opts.writeBufCap }
+func (u *udpConn) Context() any          { return u.ctx }
+func (u *udpConn) SetContext(v any)      { u.ctx = v }
+func (u *udpConn) Fd() int               { return u.fd }
+func (u *udpConn) ID() uint64            { return u.id }
+func (u *udpConn) Loop() Loop            { return Loop{u.loop} }
+func (u *udpConn) Origin() Origin        { return u.origin }
+
+func (u *udpConn) LocalAddr() net.Addr {
+	a, err := socket.LocalAddr(u.fd)
+	if err != nil {
+		return nil
+	}
+	switch a := a.(type) {
+	case *net.TCPAddr:
+		return net.UDPAddrFromAddrPort(a.AddrPort())
+	case *net.UDPAddr:
+		return a
+	}
+	return nil
+}
+
+func (u *udpConn) RemoteAddr() net.Addr {
+	if !u.peer.IsValid() {
+		return nil
+	}
+	return net.UDPAddrFromAddrPort(netip.AddrPortFrom(u.peer.Addr().Unmap(), u.peer.Port()))
+}
+
+func (u *udpConn) ListenerAddr() net.Addr {
+	if u.connected {
+		return nil
+	}
+	return u.addr
+}
+
+func (u *udpConn) ProxyHeader() (proxyproto.Header, bool)       { return proxyproto.Header{}, false }
+func (u *udpConn) ConnectionState() (tls.ConnectionState, bool) { return tls.ConnectionState{}, false }
+func (u *udpConn) SetIdleTimeout(time.Duration)                 {}
+func (u *udpConn) SetHalfClose(bool)                            {}
+func (u *udpConn) PauseRead() error                             { return errPacketUnsupported }
+func (u *udpConn) ResumeRead() error                            { return errPacketUnsupported }
+func (u *udpConn) CloseWrite() error                            { return errPacketUnsupported }
+func (u *udpConn) SetNoDelay(bool) error                        { return errPacketUnsupported }
+func (u *udpConn) SetLinger(int) error                          { return errPacketUnsupported }
+
+func (u *udpConn) SetKeepAlive(time.Duration, time.Duration, int) error {
+	return errPacketUnsupported
+}
+
+func (u *udpConn) SetReadBuffer(n int) error {
+	if u.fd < 0 {
+		return ErrConnClosed
+	}
+	return socket.SetRecvBuffer(u.fd, n)
+}
+
+func (u *udpConn) SetWriteBuffer(n int) error {
+	if u.fd < 0 {
+		return ErrConnClosed
+	}
+	return socket.SetSendBuffer(u.fd, n)
+}
+
+func (u *udpConn) AsyncWrite(p []byte, cb AsyncCallback) error {
+	if !u.connected {
+		return ErrNeedAddress
+	}
+	return u.post(p, nil, netip.AddrPort{}, cb)
+}
+
+func (u *udpConn) AsyncWritev(bs [][]byte, cb AsyncCallback) error {
+	if !u.connected {
+		return ErrNeedAddress
+	}
+	return u.post(nil, bs, netip.AddrPort{}, cb)
+}
+
+func (u *udpConn) AsyncWriteTo(p []byte, addr net.Addr, cb AsyncCallback) error {
+	var to netip.AddrPort
+	switch a := addr.(type) {
+	case *net.UDPAddr:
+		to = a.AddrPort()
+	case nil:
+	default:
+		ap, err := netip.ParseAddrPort(a.String())
+		if err != nil {
+			return fmt.Errorf("%w: %v", ErrInvalidAddr, err)
+		}
+		to = ap
+	}
+	if !to.IsValid() && !u.connected {
+		return ErrNeedAddress
+	}
+	return u.post(p, nil, to, cb)
+}
+
+// post posts a datagram for u to send, counted against WithMaxOutbound
+// until it is sent.
+func (u *udpConn) post(p []byte, bs [][]byte, to netip.AddrPort, cb AsyncCallback) error {
+	n := int64(len(p) + size(bs))
+	limit := int64(u.loop.eng.opts.maxOutbound)
+	for {
+		posted := u.posted.Load()
+		if limit > 0 && n > 0 && posted+n > limit {
+			u.loop.counts.add(countOutboundRefused)
+			return ErrOutboundFull
+		}
+		if u.posted.CompareAndSwap(posted, posted+n) {
+			break
+		}
+	}
+	t := newTask(taskPacketWrite, nil)
+	t.u, t.buf, t.bufs, t.to, t.cb = u, p, bs, to, cb
+	if err := u.loop.post(t); err != nil {
+		u.posted.Add(-n)
+		return err
+	}
+	return nil
+}
+
+func (u *udpConn) Wake(cb AsyncCallback) error {
+	t := newTask(taskPacketWake, nil)
+	t.u, t.cb = u, cb
+	return u.loop.post(t)
+}
+
+func (u *udpConn) Close() error {
+	if !u.connected {
+		return errPacketUnsupported
+	}
+	t := newTask(taskPacketClose, nil)
+	t.u = u
+	return u.loop.post(t)
+}

@@ -1,0 +1,710 @@
+//go:build linux
+
+package sluice
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// udpEcho answers every datagram with its bytes, and records the loops
+// that served them and what OnOpen, OnClose and OnDatagramError saw.
+type udpEcho struct {
+	BuiltinEventEngine
+	loops     sync.Map // loop index -> true
+	opens     atomic.Int32
+	truncated chan []byte
+}
+
+func (h *udpEcho) OnOpen(c Conn) ([]byte, Action) {
+	h.opens.Add(1)
+	return nil, None
+}
+
+func (h *udpEcho) OnTraffic(c Conn) Action {
+	h.loops.Store(c.Loop().Index(), true)
+	b, _ := c.Next(-1)
+	if _, err := c.Write(b); err != nil {
+		panic(err)
+	}
+	return None
+}
+
+func (h *udpEcho) OnDatagramError(c Conn, err error) Action {
+	b, _ := c.Peek(-1)
+	if errors.Is(err, ErrDatagramTruncated) && h.truncated != nil {
+		h.truncated <- append([]byte(c.RemoteAddr().String()+"|"), b...)
+	}
+	return None
+}
+
+// udpDial opens a client UDP socket connected to addr, as serve returns it.
+func udpDial(t testing.TB, addr string) *net.UDPConn {
+	t.Helper()
+	network, address, _ := strings.Cut(addr, "://")
+	ra, err := net.ResolveUDPAddr(network, address)
+	require.NoError(t, err)
+	c, err := net.DialUDP(network, nil, ra)
+	require.NoError(t, err)
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+// udpRoundTrip sends p on c and returns the datagram that comes back,
+// sending again when none comes within a second: loopback may drop a
+// datagram when a loaded machine leaves a socket's buffer full.
+func udpRoundTrip(t testing.TB, c *net.UDPConn, p []byte) []byte {
+	t.Helper()
+	buf := make([]byte, 1<<16)
+	for range 10 {
+		_, err := c.Write(p)
+		require.NoError(t, err)
+		c.SetReadDeadline(time.Now().Add(time.Second))
+		n, err := c.Read(buf)
+		var ne net.Error
+		if errors.As(err, &ne) && ne.Timeout() {
+			continue
+		}
+		require.NoError(t, err)
+		return buf[:n]
+	}
+	t.Fatalf("no answer to a datagram of %d bytes in 10 tries", len(p))
+	return nil
+}
+
+func TestUDPEchoManyPeers(t *testing.T) {
+	h := &udpEcho{}
+	_, addr := serveAddr(t, "udp://127.0.0.1:0", h, WithNumEventLoop(2))
+	const peers, each = 100, 100
+	var wg sync.WaitGroup
+	errs := make(chan error, peers)
+	for i := range peers {
+		c := udpDial(t, addr)
+		wg.Go(func() {
+			buf := make([]byte, 1<<16)
+			for j := range each {
+				msg := fmt.Appendf(nil, "peer %d datagram %d", i, j)
+				var got []byte
+				for try := 0; got == nil; try++ {
+					if try == 10 {
+						errs <- fmt.Errorf("peer %d: no answer to datagram %d", i, j)
+						return
+					}
+					c.Write(msg)
+					c.SetReadDeadline(time.Now().Add(time.Second))
+					n, err := c.Read(buf)
+					if err != nil {
+						continue
+					}
+					if bytes.HasPrefix(buf[:n], fmt.Appendf(nil, "peer %d datagram ", i)) && !bytes.Equal(buf[:n], msg) {
+						continue // an answer to a datagram sent again
+					}
+					got = buf[:n]
+				}
+				if !bytes.Equal(got, msg) {
+					errs <- fmt.Errorf("peer %d: sent %q, got %q", i, msg, got)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	assert.Zero(t, h.opens.Load(), "OnOpen ran for a listener's datagrams")
+}
+
+func TestUDPSizes(t *testing.T) {
+	h := &udpEcho{}
+	_, addr := serveAddr(t, "udp://127.0.0.1:0", h, WithNumEventLoop(1))
+	c := udpDial(t, addr)
+	require.NoError(t, c.SetWriteBuffer(1<<20))
+	require.NoError(t, c.SetReadBuffer(1<<20))
+	for _, n := range []int{0, 1, 2, 100, 1472, 1473, 8192, 9000, 32768, 65507, 0} {
+		p := make([]byte, n)
+		for i := range p {
+			p[i] = byte(i*7 + n)
+		}
+		got := udpRoundTrip(t, c, p)
+		require.Equal(t, p, got, "a datagram of %d bytes", n)
+	}
+}
+
+func TestUDPTruncatedDatagramIsReported(t *testing.T) {
+	h := &udpEcho{truncated: make(chan []byte, 1)}
+	eng, addr := serveAddr(t, "udp://127.0.0.1:0", h, WithNumEventLoop(1), WithReadBufferCap(1024))
+	c := udpDial(t, addr)
+	big := bytes.Repeat([]byte("x"), 2000)
+	_, err := c.Write(big)
+	require.NoError(t, err)
+	select {
+	case got := <-h.truncated:
+		from, part, _ := bytes.Cut(got, []byte("|"))
+		assert.Equal(t, c.LocalAddr().String(), string(from), "the truncated datagram's sender")
+		assert.Equal(t, big[:1024], part, "the part that fit")
+	case <-time.After(10 * time.Second):
+		t.Fatal("OnDatagramError never ran for a datagram larger than the read buffer")
+	}
+	assert.Equal(t, uint64(1), eng.Stats().DatagramsTruncated)
+	// OnTraffic saw none of it: the next answer is the next datagram's.
+	assert.Equal(t, []byte("small"), udpRoundTrip(t, c, []byte("small")))
+}
+
+func TestUDPIPv6(t *testing.T) {
+	if ln, err := net.ListenUDP("udp6", &net.UDPAddr{IP: net.IPv6loopback}); err != nil {
+		t.Skip("no IPv6 loopback:", err)
+	} else {
+		ln.Close()
+	}
+	for _, scheme := range []string{"udp6", "udp"} {
+		t.Run(scheme, func(t *testing.T) {
+			eng, addr := serveAddr(t, scheme+"://[::1]:0", &udpEcho{}, WithNumEventLoop(1))
+			ua, ok := eng.Addrs()[0].(*net.UDPAddr)
+			require.True(t, ok, "Addrs lists a %T", eng.Addrs()[0])
+			assert.True(t, ua.IP.Equal(net.IPv6loopback))
+			c := udpDial(t, addr)
+			assert.Equal(t, []byte("over IPv6"), udpRoundTrip(t, c, []byte("over IPv6")))
+		})
+	}
+}
+
+func TestUDPDualStackAnswersIPv4(t *testing.T) {
+	if ln, err := net.ListenUDP("udp6", &net.UDPAddr{IP: net.IPv6loopback}); err != nil {
+		t.Skip("no IPv6:", err)
+	} else {
+		ln.Close()
+	}
+	eng, _ := serveAddr(t, "udp://:0", &udpEcho{}, WithNumEventLoop(1))
+	port := eng.Addrs()[0].(*net.UDPAddr).Port
+	c := udpDial(t, fmt.Sprintf("udp4://127.0.0.1:%d", port))
+	assert.Equal(t, []byte("v4 to a dual-stack socket"), udpRoundTrip(t, c, []byte("v4 to a dual-stack socket")))
+}
+
+func TestUDPReusePortSpreadsPeersOverLoops(t *testing.T) {
+	for _, reuse := range []bool{true, false} {
+		t.Run(fmt.Sprint("reuseport=", reuse), func(t *testing.T) {
+			h := &udpEcho{}
+			eng, addr := serveAddr(t, "udp://127.0.0.1:0", h, WithNumEventLoop(4), WithReusePort(reuse))
+			require.Len(t, eng.Addrs(), 1)
+			for range 64 {
+				c := udpDial(t, addr)
+				assert.Equal(t, []byte("hi"), udpRoundTrip(t, c, []byte("hi")))
+			}
+			n := 0
+			h.loops.Range(func(any, any) bool { n++; return true })
+			if reuse && !stdBackend {
+				assert.Greater(t, n, 1, "64 peers on 4 SO_REUSEPORT sockets all reached one loop")
+			} else {
+				assert.Equal(t, 1, n, "one socket, one loop")
+			}
+		})
+	}
+}
+
+// udpClient dials UDP from the engine and records what its connection
+// saw.
+type udpClient struct {
+	udpEcho
+	got    chan string
+	closed chan error
+	failed chan error
+}
+
+func newUDPClient() *udpClient {
+	return &udpClient{got: make(chan string, 16), closed: make(chan error, 4), failed: make(chan error, 4)}
+}
+
+func (h *udpClient) OnOpen(c Conn) ([]byte, Action) {
+	if c.Origin() == Accepted {
+		return nil, None
+	}
+	return []byte("ping"), None
+}
+
+func (h *udpClient) OnTraffic(c Conn) Action {
+	if c.Origin() == Accepted {
+		return h.udpEcho.OnTraffic(c)
+	}
+	b, _ := c.Next(-1)
+	h.got <- string(b)
+	return Close
+}
+
+func (h *udpClient) OnClose(c Conn, err error) Action {
+	h.closed <- err
+	return None
+}
+
+func (h *udpClient) OnDialFailed(addr string, ctx any, err error) { h.failed <- err }
+
+func TestUDPDialEcho(t *testing.T) {
+	h := newUDPClient()
+	eng, addr := serveAddr(t, "udp://127.0.0.1:0", h, WithNumEventLoop(1))
+	require.NoError(t, eng.Dial(addr, nil))
+	select {
+	case got := <-h.got:
+		assert.Equal(t, "ping", got)
+	case err := <-h.failed:
+		t.Fatal("dial failed:", err)
+	case <-time.After(10 * time.Second):
+		t.Fatal("no answer on the dialed UDP connection")
+	}
+	select {
+	case err := <-h.closed:
+		assert.NoError(t, err)
+	case <-time.After(10 * time.Second):
+		t.Fatal("the dialed UDP connection did not close")
+	}
+	assert.Equal(t, uint64(1), eng.Stats().Dialed)
+	waitFor(t, 5*time.Second, func() bool { return eng.CountConnections() == 0 }, func() string { return "connection still counted" })
+}
+
+func TestUDPEnrollEcho(t *testing.T) {
+	h := newUDPClient()
+	eng, addr := serveAddr(t, "udp://127.0.0.1:0", h, WithNumEventLoop(1))
+	nc := udpDial(t, addr)
+	require.NoError(t, eng.Enroll(nc, nil))
+	select {
+	case got := <-h.got:
+		assert.Equal(t, "ping", got)
+	case <-time.After(10 * time.Second):
+		t.Fatal("no answer on the enrolled UDP connection")
+	}
+	assert.NoError(t, <-h.closed)
+	assert.Equal(t, uint64(1), eng.Stats().Enrolled)
+
+	un, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	require.NoError(t, err)
+	defer un.Close()
+	assert.ErrorIs(t, eng.Enroll(un, nil), errors.ErrUnsupported, "a UDP socket that is not connected")
+}
+
+func TestUDPDialPortUnreachable(t *testing.T) {
+	// A port nothing listens on: bound, then let go.
+	pc, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	require.NoError(t, err)
+	dead := pc.LocalAddr().String()
+	pc.Close()
+
+	h := newUDPClient()
+	eng, _ := serveAddr(t, "udp://127.0.0.1:0", h, WithNumEventLoop(1))
+	require.NoError(t, eng.Dial("udp://"+dead, nil))
+	select {
+	case err := <-h.closed:
+		assert.ErrorIs(t, err, syscall.ECONNREFUSED)
+	case got := <-h.got:
+		t.Fatalf("a dead port answered %q", got)
+	case <-time.After(10 * time.Second):
+		t.Fatal("a dial to a dead UDP port neither failed nor closed")
+	}
+}
+
+func TestUDPAsyncWriteTo(t *testing.T) {
+	h := &udpAsync{}
+	_, addr := serveAddr(t, "udp://127.0.0.1:0", h, WithNumEventLoop(1))
+	c := udpDial(t, addr)
+	assert.Equal(t, []byte("later: hello"), udpRoundTrip(t, c, []byte("hello")))
+	assert.ErrorIs(t, <-h.asyncErr, ErrNeedAddress, "AsyncWrite of a socket that is not connected")
+	assert.NoError(t, <-h.sent, "AsyncWriteTo's callback")
+	assert.ErrorIs(t, <-h.sent, syscall.EMSGSIZE, "a datagram larger than UDP carries")
+}
+
+// udpAsync answers each datagram from another goroutine, with
+// AsyncWriteTo.
+type udpAsync struct {
+	BuiltinEventEngine
+	asyncErr chan error
+	sent     chan error
+}
+
+func (h *udpAsync) OnBoot(Engine) Action {
+	h.asyncErr, h.sent = make(chan error, 16), make(chan error, 16)
+	return None
+}
+
+func (h *udpAsync) OnTraffic(c Conn) Action {
+	b, _ := c.Next(-1)
+	reply := append([]byte("later: "), b...)
+	to := c.RemoteAddr()
+	pc := c.(PacketConn)
+	go func() {
+		h.asyncErr <- pc.AsyncWrite(reply, nil)
+		for _, p := range [][]byte{reply, make([]byte, 65535-7)} {
+			if err := pc.AsyncWriteTo(p, to, func(_ Conn, err error) { h.sent <- err }); err != nil {
+				h.sent <- err
+			}
+		}
+	}()
+	return None
+}
+
+func TestUDPAsyncWriteToIsBounded(t *testing.T) {
+	done := make(chan [2]error, 1)
+	h := &udpBound{done: done}
+	_, addr := serveAddr(t, "udp://127.0.0.1:0", h, WithNumEventLoop(1), WithMaxOutbound(1000))
+	c := udpDial(t, addr)
+	_, err := c.Write([]byte("go"))
+	require.NoError(t, err)
+	errs := <-done
+	assert.NoError(t, errs[0])
+	assert.ErrorIs(t, errs[1], ErrOutboundFull)
+}
+
+// udpBound posts two datagrams of 600 bytes from the loop itself, where
+// neither can be sent before both are posted, against a bound of 1000.
+type udpBound struct {
+	BuiltinEventEngine
+	done chan [2]error
+}
+
+func (h *udpBound) OnTraffic(c Conn) Action {
+	c.Discard(-1)
+	pc, to := c.(PacketConn), c.RemoteAddr()
+	p := make([]byte, 600)
+	h.done <- [2]error{pc.AsyncWriteTo(p, to, nil), pc.AsyncWriteTo(p, to, nil)}
+	return None
+}
+
+func TestUDPKillDialed(t *testing.T) {
+	h := &udpKill{udpClient: newUDPClient(), ids: make(chan uint64, 1)}
+	eng, addr := serveAddr(t, "udp://127.0.0.1:0", h, WithNumEventLoop(1))
+	require.NoError(t, eng.Dial(addr, nil))
+	id := <-h.ids
+	require.NoError(t, eng.Kill(id))
+	select {
+	case err := <-h.closed:
+		assert.ErrorIs(t, err, ErrKilled)
+	case <-time.After(10 * time.Second):
+		t.Fatal("a killed UDP connection did not close")
+	}
+	assert.Equal(t, uint64(1), eng.Stats().Killed)
+}
+
+// udpKill opens a UDP connection that sends nothing, and tells its ID.
+type udpKill struct {
+	*udpClient
+	ids chan uint64
+}
+
+func (h *udpKill) OnOpen(c Conn) ([]byte, Action) {
+	if c.Origin() == Dialed {
+		h.ids <- c.ID()
+	}
+	return nil, None
+}
+
+func TestUDPListenerRefusesStreamOptions(t *testing.T) {
+	_, err := Start(&udpEcho{}, "udp://127.0.0.1:0", WithPoller(testPoller), WithProxyProtocol(ProxyRequired, 0))
+	assert.ErrorIs(t, err, ErrInvalidAddr)
+}
+
+// udpFirstByte answers each datagram with its first byte only, leaving
+// the rest unread; it panics on "boom", and writes outside OnTraffic
+// through Loop.Execute when asked.
+type udpFirstByte struct {
+	BuiltinEventEngine
+	outside chan error
+}
+
+func (h *udpFirstByte) OnTraffic(c Conn) Action {
+	b, _ := c.Peek(-1)
+	if string(b) == "boom" {
+		panic("boom")
+	}
+	if string(b) == "outside" {
+		c.Discard(-1)
+		c.Loop().Execute(func() {
+			_, err := c.Write([]byte("late"))
+			h.outside <- err
+		})
+		return None
+	}
+	first, _ := c.Next(1)
+	c.Write(first)
+	return Close // does nothing to a listener's socket
+}
+
+func TestUDPDatagramBoundaries(t *testing.T) {
+	h := &udpFirstByte{outside: make(chan error, 1)}
+	_, addr := serveAddr(t, "udp://127.0.0.1:0", h, WithNumEventLoop(1))
+	c := udpDial(t, addr)
+	// The bytes one call leaves unread go with their datagram; a panic
+	// and the Close action leave the socket serving.
+	assert.Equal(t, []byte("a"), udpRoundTrip(t, c, []byte("abc")))
+	_, err := c.Write([]byte("boom"))
+	require.NoError(t, err)
+	assert.Equal(t, []byte("x"), udpRoundTrip(t, c, []byte("xyz")))
+	// Outside OnTraffic a listener's socket has no sender to answer.
+	_, err = c.Write([]byte("outside"))
+	require.NoError(t, err)
+	assert.ErrorIs(t, <-h.outside, ErrNeedAddress)
+}
+
+func TestUDPBesideTCP(t *testing.T) {
+	h := &udpListeners{}
+	eng, tcpAddr := serve(t, h, WithNumEventLoop(2), WithListener("udp://127.0.0.1:0"))
+	require.Len(t, eng.Addrs(), 2)
+	ua, ok := eng.Addrs()[1].(*net.UDPAddr)
+	require.True(t, ok, "Addrs lists a %T", eng.Addrs()[1])
+	c := udpDial(t, "udp://"+ua.String())
+	assert.Equal(t, []byte("both"), udpRoundTrip(t, c, []byte("both")))
+	assert.Equal(t, ua.String(), (<-h.listener).String(), "ListenerAddr of the UDP socket")
+	tc := dial(t, tcpAddr)
+	_, err := tc.Write([]byte("tcp too"))
+	require.NoError(t, err)
+	got := make([]byte, 7)
+	_, err = io.ReadFull(tc, got)
+	require.NoError(t, err)
+	assert.Equal(t, "tcp too", string(got))
+}
+
+// udpListeners echoes over TCP and UDP, and tells the UDP socket's
+// listener address.
+type udpListeners struct {
+	BuiltinEventEngine
+	listener chan net.Addr
+}
+
+func (h *udpListeners) OnBoot(Engine) Action {
+	h.listener = make(chan net.Addr, 16)
+	return None
+}
+
+func (h *udpListeners) OnTraffic(c Conn) Action {
+	if _, ok := c.(PacketConn); ok {
+		h.listener <- c.ListenerAddr()
+	}
+	b, _ := c.Next(-1)
+	c.Write(b)
+	return None
+}
+
+func TestUDPStopAcceptingClosesTheSockets(t *testing.T) {
+	eng, addr := serveAddr(t, "udp://127.0.0.1:0", &udpEcho{}, WithNumEventLoop(1))
+	c := udpDial(t, addr)
+	assert.Equal(t, []byte("up"), udpRoundTrip(t, c, []byte("up")))
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	require.NoError(t, eng.StopAccepting(ctx))
+	// The port is free again: the engine's socket on it is closed.
+	waitFor(t, 5*time.Second, func() bool {
+		pc, err := net.ListenPacket("udp", strings.TrimPrefix(addr, "udp://"))
+		if err == nil {
+			pc.Close()
+		}
+		return err == nil
+	}, func() string { return "the UDP port is still bound after StopAccepting" })
+}
+
+// udpConnected dials UDP from the engine and drives the connection from
+// OnOpen: it checks what the Conn of a connected socket says of itself,
+// writes with Writev and, from another goroutine, AsyncWritev, and
+// closes once both answers are back.
+type udpConnected struct {
+	BuiltinEventEngine
+	peer    string
+	checks  chan error
+	answers chan string
+	closed  chan error
+	got     int
+}
+
+func (h *udpConnected) OnOpen(c Conn) ([]byte, Action) {
+	if c.Origin() == Accepted {
+		return nil, None
+	}
+	var errs []error
+	check := func(ok bool, format string, args ...any) {
+		if !ok {
+			errs = append(errs, fmt.Errorf(format, args...))
+		}
+	}
+	check(c.RemoteAddr().String() == h.peer, "RemoteAddr %v, want %s", c.RemoteAddr(), h.peer)
+	_, isUDP := c.LocalAddr().(*net.UDPAddr)
+	check(isUDP, "LocalAddr is a %T", c.LocalAddr())
+	check(c.ListenerAddr() == nil, "ListenerAddr %v of a dialed socket", c.ListenerAddr())
+	check(errors.Is(c.PauseRead(), errors.ErrUnsupported), "PauseRead: %v", c.PauseRead())
+	check(errors.Is(c.CloseWrite(), errors.ErrUnsupported), "CloseWrite: %v", c.CloseWrite())
+	h.checks <- errors.Join(errs...)
+	c.Writev([][]byte{[]byte("one "), []byte("datagram")})
+	go func() {
+		if err := c.AsyncWritev([][]byte{[]byte("from "), []byte("elsewhere")}, nil); err != nil {
+			h.checks <- err
+		}
+	}()
+	return nil, None
+}
+
+func (h *udpConnected) OnTraffic(c Conn) Action {
+	b, _ := c.Next(-1)
+	if c.Origin() == Accepted {
+		c.Write(b)
+		return None
+	}
+	h.answers <- string(b)
+	if h.got++; h.got == 2 {
+		return Close
+	}
+	return None
+}
+
+func (h *udpConnected) OnClose(c Conn, err error) Action {
+	h.closed <- err
+	return None
+}
+
+func TestUDPConnectedConn(t *testing.T) {
+	h := &udpConnected{checks: make(chan error, 4), answers: make(chan string, 4), closed: make(chan error, 1)}
+	eng, addr := serveAddr(t, "udp://127.0.0.1:0", h, WithNumEventLoop(1))
+	h.peer = eng.Addrs()[0].String()
+	require.NoError(t, eng.Dial(addr, nil, DialLocalAddr("127.0.0.1")))
+	require.NoError(t, <-h.checks)
+	got := []string{<-h.answers, <-h.answers}
+	assert.ElementsMatch(t, []string{"one datagram", "from elsewhere"}, got, "each Writev is one datagram")
+	assert.NoError(t, <-h.closed)
+}
+
+// udpSocketConn checks what the Conn of a listener's socket says of
+// itself, and that Wake calls OnTraffic for it with no datagram in hand.
+type udpSocketConn struct {
+	BuiltinEventEngine
+	checks chan error
+	woken  chan int
+}
+
+func (h *udpSocketConn) OnTraffic(c Conn) Action {
+	if c.RemoteAddr() == nil {
+		h.woken <- c.InboundBuffered()
+		return None
+	}
+	var errs []error
+	if err := c.Close(); !errors.Is(err, errors.ErrUnsupported) {
+		errs = append(errs, fmt.Errorf("Close of a listener's socket: %v", err))
+	}
+	if err := c.AsyncWrite([]byte("x"), nil); !errors.Is(err, ErrNeedAddress) {
+		errs = append(errs, fmt.Errorf("AsyncWrite: %v", err))
+	}
+	if c.ID() != 0 {
+		errs = append(errs, fmt.Errorf("ID %d of a listener's socket", c.ID()))
+	}
+	h.checks <- errors.Join(errs...)
+	c.Wake(nil)
+	return None
+}
+
+func TestUDPListenerConn(t *testing.T) {
+	h := &udpSocketConn{checks: make(chan error, 1), woken: make(chan int, 1)}
+	_, addr := serveAddr(t, "udp://127.0.0.1:0", h, WithNumEventLoop(1))
+	c := udpDial(t, addr)
+	_, err := c.Write([]byte("hello"))
+	require.NoError(t, err)
+	require.NoError(t, <-h.checks)
+	assert.Zero(t, <-h.woken, "Wake's OnTraffic had bytes in hand")
+}
+
+func TestUDPDialCountsAgainstMaxConnections(t *testing.T) {
+	h := newUDPClient()
+	eng, addr := serveAddr(t, "udp://127.0.0.1:0", &udpKill{udpClient: h, ids: make(chan uint64, 2)}, WithNumEventLoop(1), WithMaxConnections(1))
+	require.NoError(t, eng.Dial(addr, nil))
+	require.NoError(t, eng.Dial(addr, nil))
+	select {
+	case err := <-h.failed:
+		assert.ErrorIs(t, err, ErrTooManyConns)
+	case <-time.After(10 * time.Second):
+		t.Fatal("a second UDP dial passed WithMaxConnections(1)")
+	}
+	assert.Equal(t, 1, eng.CountConnections())
+}
+
+func TestUDPDatagramRateLimit(t *testing.T) {
+	h := &udpCounted{}
+	eng, addr := serveAddr(t, "udp://127.0.0.1:0", h, WithNumEventLoop(1), WithDatagramRateLimit(1, 5))
+	c := udpDial(t, addr)
+	const sent = 50
+	for range sent {
+		_, err := c.Write([]byte("flood"))
+		require.NoError(t, err)
+	}
+	waitFor(t, 10*time.Second, func() bool {
+		return h.n.Load()+int64(eng.Stats().DatagramsRateLimited) == sent
+	}, func() string {
+		return fmt.Sprintf("%d handed over, %d limited, of %d sent", h.n.Load(), eng.Stats().DatagramsRateLimited, sent)
+	})
+	// A burst of 5, and at most one more for each second the sending took.
+	assert.LessOrEqual(t, h.n.Load(), int64(10), "datagrams past the rate reached OnTraffic")
+	assert.GreaterOrEqual(t, h.n.Load(), int64(5), "the burst")
+
+	// Another source has a rate of its own.
+	other, err := net.DialUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 2)}, eng.Addrs()[0].(*net.UDPAddr))
+	if err != nil {
+		t.Skip("no 127.0.0.2 to send from:", err)
+	}
+	defer other.Close()
+	assert.Equal(t, []byte("another"), udpRoundTrip(t, other, []byte("another")))
+}
+
+// udpCounted echoes and counts what OnTraffic got.
+type udpCounted struct {
+	BuiltinEventEngine
+	n atomic.Int64
+}
+
+func (h *udpCounted) OnTraffic(c Conn) Action {
+	h.n.Add(1)
+	b, _ := c.Next(-1)
+	c.Write(b)
+	return None
+}
+
+func TestUDPRateLimitSparesConnectedSockets(t *testing.T) {
+	h := &udpDialedCount{}
+	eng, _ := serveAddr(t, "udp://127.0.0.1:0", h, WithNumEventLoop(1), WithDatagramRateLimit(1, 1))
+	peer, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	require.NoError(t, err)
+	defer peer.Close()
+	require.NoError(t, eng.Dial("udp://"+peer.LocalAddr().String(), nil))
+	buf := make([]byte, 64)
+	peer.SetReadDeadline(time.Now().Add(10 * time.Second))
+	_, from, err := peer.ReadFromUDP(buf) // the dialed socket's hello
+	require.NoError(t, err)
+	const n = 20
+	for range n {
+		_, err := peer.WriteToUDP([]byte("to a connected socket"), from)
+		require.NoError(t, err)
+	}
+	waitFor(t, 10*time.Second, func() bool { return h.n.Load() == n }, func() string {
+		return fmt.Sprintf("%d of %d datagrams reached the connected socket", h.n.Load(), n)
+	})
+	assert.Zero(t, eng.Stats().DatagramsRateLimited)
+}
+
+// udpDialedCount says hello from a dialed socket and counts what it
+// receives.
+type udpDialedCount struct {
+	BuiltinEventEngine
+	n atomic.Int64
+}
+
+func (h *udpDialedCount) OnOpen(c Conn) ([]byte, Action) { return []byte("hello"), None }
+
+func (h *udpDialedCount) OnTraffic(c Conn) Action {
+	if c.Origin() == Dialed {
+		h.n.Add(1)
+	}
+	return None
+}
