@@ -17,8 +17,8 @@
 // -inline=false they run on the goroutine pool, as a handler that waits
 // on a database would.
 //
-// With -tls-cert and -tls-key (PEM files), it serves HTTPS, offering
-// http/1.1 by ALPN.
+// With -tls-cert and -tls-key (PEM files), or -tls-self-signed, it serves
+// HTTPS, offering http/1.1 by ALPN.
 //
 // It stops gracefully on SIGINT or SIGTERM: requests in flight are
 // answered, then the connections close.
@@ -26,9 +26,7 @@ package main
 
 import (
 	"context"
-	"crypto/tls"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"log"
@@ -40,6 +38,7 @@ import (
 	"time"
 
 	"github.com/sluicenet/sluice"
+	"github.com/sluicenet/sluice/examples/internal/tlsflag"
 	"github.com/sluicenet/sluice/poller"
 	"github.com/sluicenet/sluice/sluicehttp"
 )
@@ -81,7 +80,7 @@ type config struct {
 	loops            int
 	poller           poller.Kind
 	inline           bool
-	tlsCert, tlsKey  string
+	tls              tlsflag.Server
 	shutdownDeadline time.Duration
 }
 
@@ -89,19 +88,13 @@ type config struct {
 // and TLS when a certificate is given.
 func options(cfg config) ([]sluice.Option, error) {
 	opts := []sluice.Option{sluice.WithNumEventLoop(cfg.loops), sluice.WithPoller(cfg.poller)}
-	switch {
-	case cfg.tlsCert == "" && cfg.tlsKey == "":
-	case cfg.tlsCert == "" || cfg.tlsKey == "":
-		return nil, errors.New("-tls-cert and -tls-key go together")
-	default:
-		cert, err := tls.LoadX509KeyPair(cfg.tlsCert, cfg.tlsKey)
-		if err != nil {
-			return nil, err
-		}
-		opts = append(opts, sluice.WithTLS(&tls.Config{
-			Certificates: []tls.Certificate{cert},
-			NextProtos:   []string{"http/1.1"},
-		}))
+	tc, err := cfg.tls.Config()
+	if err != nil {
+		return nil, err
+	}
+	if tc != nil {
+		tc.NextProtos = []string{"http/1.1"}
+		opts = append(opts, sluice.WithTLS(tc))
 	}
 	return opts, nil
 }
@@ -123,8 +116,7 @@ func main() {
 	flag.IntVar(&cfg.loops, "loops", runtime.NumCPU(), "number of event loops")
 	flag.TextVar(&cfg.poller, "poller", poller.Epoll, "how the event loops wait: epoll, uring or auto")
 	flag.BoolVar(&cfg.inline, "inline", true, "run the handlers on the event loops rather than on the goroutine pool")
-	flag.StringVar(&cfg.tlsCert, "tls-cert", "", "serve HTTPS with this certificate (PEM; with -tls-key)")
-	flag.StringVar(&cfg.tlsKey, "tls-key", "", "the certificate's private key (PEM)")
+	cfg.tls.Register(flag.CommandLine)
 	flag.DurationVar(&cfg.shutdownDeadline, "shutdown-timeout", 30*time.Second, "how long a graceful stop waits for requests in flight")
 	flag.Parse()
 

@@ -2,16 +2,9 @@ package main
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
 	"io"
-	"math/big"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -21,6 +14,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/sluicenet/sluice/examples/internal/tlsflag"
+	"github.com/sluicenet/sluice/internal/selfsigned"
 	"github.com/sluicenet/sluice/poller"
 )
 
@@ -85,39 +80,25 @@ func TestTechEmpower(t *testing.T) {
 func TestTechEmpowerTLS(t *testing.T) {
 	dir := t.TempDir()
 	cert, key, roots := writeCert(t, dir)
-	addr := run(t, config{inline: true, tlsCert: cert, tlsKey: key})
+	addr := run(t, config{inline: true, tls: tlsflag.Server{CertFile: cert, KeyFile: key}})
 	tr := &http.Transport{TLSClientConfig: &tls.Config{RootCAs: roots, NextProtos: []string{"http/1.1"}}}
 	t.Cleanup(tr.CloseIdleConnections)
 	c := &http.Client{Transport: tr, Timeout: deadline}
 	get(t, c, "https://"+addr+"/plaintext", "text/plain", "Hello, World!")
 
-	_, err := options(config{tlsCert: cert})
+	_, err := options(config{tls: tlsflag.Server{CertFile: cert}})
 	assert.Error(t, err, "a certificate without its key")
 }
 
-// writeCert writes a self-signed certificate for 127.0.0.1 and its key to
-// dir, as PEM files, and returns their paths and a pool that trusts it.
+// writeCert writes a self-signed certificate for the loopback and its key
+// to dir, as PEM files, and returns their paths and a pool that trusts it.
 func writeCert(t *testing.T, dir string) (cert, key string, roots *x509.CertPool) {
-	priv, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	require.NoError(t, err)
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(1),
-		Subject:      pkix.Name{CommonName: "example"},
-		NotBefore:    time.Now().Add(-time.Hour),
-		NotAfter:     time.Now().Add(time.Hour),
-		IPAddresses:  []net.IP{net.IPv4(127, 0, 0, 1)},
-		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &priv.PublicKey, priv)
-	require.NoError(t, err)
-	keyDER, err := x509.MarshalECPrivateKey(priv)
+	certPEM, keyPEM, err := selfsigned.PEM()
 	require.NoError(t, err)
 	cert, key = filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
-	require.NoError(t, os.WriteFile(cert, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600))
-	require.NoError(t, os.WriteFile(key, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}), 0o600))
-	leaf, err := x509.ParseCertificate(der)
-	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(cert, certPEM, 0o600))
+	require.NoError(t, os.WriteFile(key, keyPEM, 0o600))
 	roots = x509.NewCertPool()
-	roots.AddCert(leaf)
+	require.True(t, roots.AppendCertsFromPEM(certPEM))
 	return cert, key, roots
 }
