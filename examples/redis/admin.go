@@ -41,7 +41,7 @@ func info(c *call) {
 		b = append(b, "\r\n"...)
 		b = sec.add(c.srv, b)
 	}
-	c.bulk(b)
+	c.verbatim(b)
 }
 
 func (c *call) wantsSection(name string) bool {
@@ -69,15 +69,11 @@ func (s *server) infoServer(b []byte) []byte {
 			port = a.Port
 		}
 	}
-	api := "epoll"
-	if runtime.GOOS != "linux" {
-		api = "kqueue"
-	}
 	b = field(b, "redis_version", redisVersion)
 	b = field(b, "redis_mode", "standalone")
 	b = field(b, "os", runtime.GOOS+" "+runtime.GOARCH)
 	b = field(b, "arch_bits", strconv.IntSize)
-	b = field(b, "multiplexing_api", api)
+	b = field(b, "multiplexing_api", s.multiplexingAPI())
 	b = field(b, "go_version", runtime.Version())
 	b = field(b, "process_id", os.Getpid())
 	b = field(b, "tcp_port", port)

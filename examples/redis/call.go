@@ -1,7 +1,6 @@
 package main
 
 import (
-	"errors"
 	"fmt"
 	"math"
 	"strconv"
@@ -50,6 +49,11 @@ func (c *call) exec(args [][]byte) {
 	c.args = args
 	cmd := commands.lookup(args[0])
 	if cmd == nil {
+		if eqFold(args[0], "post") || eqFold(args[0], "host:") {
+			// As Redis, take HTTP for an attack and hang up on it.
+			c.quit = true
+			return
+		}
 		c.unknownCommand()
 		return
 	}
@@ -82,21 +86,12 @@ func (c *call) unknownCommand() {
 	c.errorText(fmt.Sprintf("ERR unknown command '%.128s', with args beginning with: %s", c.args[0], args))
 }
 
-// protocolError answers input that is not RESP, or too large, the way
-// Redis does, drops the rest of the input and ends the connection.
+// protocolError answers input that is not a command the way Redis does,
+// drops the rest of the input and ends the connection.
 func (c *call) protocolError(conn sluice.Conn, err error) {
-	head, _ := conn.Peek(1)
-	inline := len(head) > 0 && head[0] != '*'
-	msg := "ERR Protocol error: invalid request"
-	switch {
-	case errors.Is(err, codec.ErrFrameTooLarge) && inline:
-		msg = "ERR Protocol error: too big inline request"
-	case errors.Is(err, codec.ErrFrameTooLarge):
-		msg = "ERR Protocol error: too big request"
-	}
-	c.errorText(msg)
+	c.error(err)
 	conn.Discard(0)
-	c.cl.resp.Reset()
+	c.cl.req.reset()
 	c.quit = true
 }
 
@@ -160,19 +155,22 @@ func (c *call) setOf(n int) {
 	}
 }
 
-// double replies a floating-point number: in RESP2, a bulk string of its
-// shortest decimal form, as Redis 7.2 writes it.
+// double replies a floating-point number as Redis 7.0 does: in 17
+// significant digits, as C's "%.17g" writes them ("0.10000000000000001"),
+// in a bulk string in RESP2 and a double in RESP3.
 func (c *call) double(f float64) {
+	var buf [32]byte
+	d := formatDouble(buf[:0], f)
 	if c.resp3 {
-		c.out = codec.AppendDouble(c.out, f)
+		c.out = append(c.out, ',')
+		c.out = append(c.out, d...)
+		c.out = append(c.out, "\r\n"...)
 		return
 	}
-	var buf [32]byte
-	c.out = codec.AppendBulk(c.out, formatDouble(buf[:0], f))
+	c.out = codec.AppendBulk(c.out, d)
 }
 
-// formatDouble appends f as Redis writes scores: "inf", "-inf", or the
-// shortest decimal that reads back as f.
+// formatDouble appends f as Redis writes scores: "inf", "-inf", or "%.17g".
 func formatDouble(dst []byte, f float64) []byte {
 	switch {
 	case math.IsInf(f, 1):
@@ -180,7 +178,22 @@ func formatDouble(dst []byte, f float64) []byte {
 	case math.IsInf(f, -1):
 		return append(dst, "-inf"...)
 	}
-	return strconv.AppendFloat(dst, f, 'g', -1, 64)
+	return strconv.AppendFloat(dst, f, 'g', 17, 64)
+}
+
+// verbatim replies text that is for people to read, as INFO and CLIENT
+// LIST are: a verbatim string of format "txt" in RESP3, a bulk string in
+// RESP2.
+func (c *call) verbatim(b []byte) {
+	if !c.resp3 {
+		c.bulk(b)
+		return
+	}
+	c.out = append(c.out, '=')
+	c.out = strconv.AppendInt(c.out, int64(len(b)+4), 10)
+	c.out = append(c.out, "\r\ntxt:"...)
+	c.out = append(c.out, b...)
+	c.out = append(c.out, "\r\n"...)
 }
 
 // error replies err, whose text is a Redis error such as "ERR syntax error".

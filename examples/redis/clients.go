@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/sluicenet/sluice"
-	"github.com/sluicenet/sluice/codec"
 )
 
 var (
@@ -28,7 +27,7 @@ var (
 // other loops, which list and kill clients.
 type client struct {
 	call call
-	resp codec.RESP
+	req  request
 
 	id      uint64
 	addr    string // the client's address: the PROXY source, when a header was read
@@ -58,7 +57,7 @@ func newClient(s *server, c sluice.Conn) *client {
 		cl.laddr, cl.flags = cl.addr, "U"
 	}
 	cl.call = call{srv: s, cl: cl}
-	cl.resp.MaxFrameSize = s.cfg.requestLimit()
+	cl.req = newRequest(s.cfg.requestLimit())
 	cl.proto.Store(2)
 	cl.lastActive.Store(now)
 	return cl
@@ -191,7 +190,7 @@ func clientSetInfo(c *call) {
 }
 
 func clientInfo(c *call) {
-	c.bulk(c.cl.appendInfo(nil, c.now, c.cmd))
+	c.verbatim(c.cl.appendInfo(nil, c.now, c.cmd))
 }
 
 // clientList is CLIENT LIST [TYPE type] [ID id ...].
@@ -232,7 +231,7 @@ func clientList(c *call) {
 		}
 		b = cl.appendInfo(b, c.now, c.lastCmdOf(cl))
 	}
-	c.bulk(b)
+	c.verbatim(b)
 }
 
 // lastCmdOf returns the last command cl ran: for the client asking, the

@@ -33,7 +33,7 @@ func helloReply(proto int, id string) string {
 	if proto == 3 {
 		header = "%7\r\n"
 	}
-	return header + "$6\r\nserver\r\n$5\r\nredis\r\n$7\r\nversion\r\n$5\r\n" + redisVersion + "\r\n" +
+	return header + "$6\r\nserver\r\n$5\r\nredis\r\n$7\r\nversion\r\n$" + strconv.Itoa(len(redisVersion)) + "\r\n" + redisVersion + "\r\n" +
 		"$5\r\nproto\r\n:" + strconv.Itoa(proto) + "\r\n$2\r\nid\r\n:" + id + "\r\n" +
 		"$4\r\nmode\r\n$10\r\nstandalone\r\n$4\r\nrole\r\n$6\r\nmaster\r\n$7\r\nmodules\r\n*0\r\n"
 }

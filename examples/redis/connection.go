@@ -6,8 +6,9 @@ import (
 )
 
 // redisVersion is the Redis release whose behaviour the server follows,
-// which it reports to clients that gate features on the version.
-const redisVersion = "7.2.0"
+// which it reports to clients that gate features on the version: every
+// command it serves is in Redis 7.0, and it writes scores as 7.0 does.
+const redisVersion = "7.0.15"
 
 var (
 	errNoProto      = errors.New("NOPROTO unsupported protocol version")

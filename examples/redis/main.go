@@ -13,22 +13,22 @@
 // those nobody reads. It keeps nothing on disk.
 //
 // Every command a read brings is answered, in order, and the replies go
-// back in one write, so pipelining costs one system call a batch. Inline
-// commands, as typed in telnet, work too. Clients speak RESP2 until they
-// ask for RESP3 with HELLO 3; then maps, sets, doubles and nulls come in
-// their RESP3 forms (INFO and CLIENT LIST stay bulk strings, which RESP3
-// clients read as well). Errors are worded as Redis words them, so client
-// libraries recognise them. A command that is not RESP, or is larger than
-// -max-request, gets a protocol error and its connection is closed; the
-// others carry on.
+// back in one write, so pipelining costs one system call a batch. Commands
+// are read as Redis reads them: multibulks of bulk strings, or inline
+// commands, as typed in telnet, split with Redis's quoting rules; what is
+// not a command gets Redis's protocol error, and its connection is closed
+// while the others carry on. A bulk string longer than -max-request is
+// refused as Redis refuses one longer than its proto-max-bulk-len, and a
+// command that outgrows it with "too big request". Clients speak RESP2
+// until they ask for RESP3 with HELLO 3; then maps, sets, doubles, nulls
+// and verbatim strings come in their RESP3 forms. Errors are worded as
+// Redis words them, so client libraries recognise them.
 //
-// The commands are those redis-cli, redis-benchmark and most client
-// libraries need, listed by COMMAND; ZRANGE takes ranks (with REV and
-// WITHSCORES), not BYSCORE or BYLEX. CLIENT KILL resets the connections it
-// selects: they see a TCP reset, and replies still queued for them are
-// dropped. The server reports itself as Redis 7.2, whose replies it
-// follows; doubles are written as Redis 7.2 writes them, "0.1" rather than
-// "0.10000000000000001".
+// The server reports itself as Redis 7.0.15, whose replies it follows
+// byte for byte where it serves the command (its tests compare them with
+// a redis-server's); scores are written as 7.0 writes them, in 17
+// significant digits ("0.10000000000000001"). INFO's multiplexing_api
+// names the poller the loops run on, epoll or io_uring.
 //
 // -maxclients bounds the clients connected at once, as Redis's maxclients
 // does: a client past it reads "-ERR max number of clients reached" and

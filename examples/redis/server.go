@@ -92,6 +92,7 @@ type server struct {
 }
 
 func newServer(cfg config) *server {
+	cfg.poller = settlePoller(cfg.poller)
 	s := &server{cfg: cfg, started: time.Now(), booted: make(chan struct{})}
 	s.db.init()
 	s.clients.init()
@@ -102,6 +103,9 @@ func newServer(cfg config) *server {
 func (s *server) run() error {
 	return sluice.Run(s, s.cfg.addr, s.cfg.options()...)
 }
+
+// multiplexingAPI names the poller serving the loops, as INFO reports it.
+func (s *server) multiplexingAPI() string { return multiplexingAPI(s.cfg.poller) }
 
 func (s *server) OnBoot(eng sluice.Engine) sluice.Action {
 	s.eng = eng
@@ -146,15 +150,20 @@ func (s *server) OnTraffic(c sluice.Conn) sluice.Action {
 	defer k.end()
 	n := int64(0)
 	for !k.quit {
-		_, err := cl.resp.Decode(c)
-		if errors.Is(err, codec.ErrIncomplete) {
-			break
-		}
+		buf, _ := c.Peek(0)
+		used, ok, err := cl.req.parse(buf)
 		if err != nil {
 			k.protocolError(c, err)
 			break
 		}
-		k.exec(cl.resp.Args())
+		if used == 0 {
+			break
+		}
+		c.Discard(used) // the arguments stay valid until the callback returns
+		if !ok {
+			continue // an empty command
+		}
+		k.exec(cl.req.args)
 		n++
 		if len(k.out) >= flushAt {
 			c.Write(k.out)

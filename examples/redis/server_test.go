@@ -19,7 +19,21 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sluicenet/sluice"
+	"github.com/sluicenet/sluice/poller"
 )
+
+// testPoller is the poller test servers run on unless the test chooses
+// one: epoll, or what SLUICE_TEST_POLLER names, so that the tests run
+// again on io_uring with SLUICE_TEST_POLLER=uring.
+var testPoller = func() poller.Kind {
+	var k poller.Kind
+	if name := os.Getenv("SLUICE_TEST_POLLER"); name != "" {
+		if err := k.UnmarshalText([]byte(name)); err != nil {
+			panic(err)
+		}
+	}
+	return k
+}()
 
 // testServer is a server running in-process on a free port.
 type testServer struct {
@@ -30,6 +44,16 @@ type testServer struct {
 // startServer runs a server with cfg, on a free port of 127.0.0.1 and two
 // loops unless cfg says otherwise, until the test ends.
 func startServer(t testing.TB, cfg config) *testServer {
+	t.Helper()
+	if cfg.poller == poller.Epoll {
+		cfg.poller = testPoller
+	}
+	return startServerOn(t, cfg)
+}
+
+// startServerOn is startServer on the poller cfg names, whatever
+// SLUICE_TEST_POLLER says.
+func startServerOn(t testing.TB, cfg config) *testServer {
 	t.Helper()
 	if cfg.addr == "" {
 		cfg.addr = "tcp://127.0.0.1:0"
@@ -59,6 +83,12 @@ func startServer(t testing.TB, cfg config) *testServer {
 }
 
 func (ts *testServer) addr() string { return net.JoinHostPort(ts.host, ts.port) }
+
+// hasTool reports whether one of the Redis programs is installed.
+func hasTool(name string) bool {
+	_, err := exec.LookPath(name)
+	return err == nil || os.Getenv("CI") != ""
+}
 
 // tool returns the path of one of the Redis tools, redis-cli or
 // redis-benchmark (Debian package redis-tools). Without it the test is
@@ -143,16 +173,22 @@ func (c *rawConn) line(t testing.TB) string {
 	return strings.TrimSuffix(s, "\r\n")
 }
 
-// bulk reads a bulk string reply.
+// bulk reads a bulk string reply, or a RESP3 verbatim string's text.
 func (c *rawConn) bulk(t testing.TB) string {
 	t.Helper()
 	header := c.line(t)
-	n, err := strconv.Atoi(strings.TrimPrefix(header, "$"))
-	require.NoError(t, err, "bulk string header %q", header)
+	require.NotEmpty(t, header)
+	n, err := strconv.Atoi(header[1:])
+	require.True(t, err == nil && (header[0] == '$' || header[0] == '='), "bulk string header %q", header)
 	b := make([]byte, n+2)
 	_, err = io.ReadFull(c.r, b)
 	require.NoError(t, err)
 	require.Equal(t, "\r\n", string(b[n:]))
+	if header[0] == '=' {
+		format, text, ok := strings.Cut(string(b[:n]), ":")
+		require.True(t, ok && format == "txt", "verbatim string %q", b[:n])
+		return text
+	}
 	return string(b[:n])
 }
 
