@@ -60,7 +60,7 @@ func TestConfigGet(t *testing.T) {
 		 1) "appendonly"
 		 2) "no"
 		 3) "client-output-buffer-limit"
-		 4) "normal 33554432 0 0"
+		 4) "normal 33554432 0 0 pubsub 33554432 8388608 60"
 		 5) "client-query-buffer-limit"
 		 6) "4096"
 		 7) "databases"
@@ -120,13 +120,19 @@ func TestCommandIntrospection(t *testing.T) {
 func TestClientOutputBufferLimit(t *testing.T) {
 	var o outputLimit
 	require.NoError(t, o.Set("normal 1mb 256kb 0"))
-	assert.Equal(t, "normal 1048576 262144 0", o.String())
-	require.NoError(t, o.Set("NORMAL 0 0 0"))
-	assert.Equal(t, 0, o.hardBytes(), "zero set is no bound, as in Redis")
-	for _, bad := range []string{"pubsub 32mb 8mb 60", "normal 1mb", "normal x 0 0", "normal 1mb 1mb -1"} {
+	assert.Equal(t, "normal 1048576 262144 0 pubsub 33554432 8388608 60", o.String(), "pubsub as Redis's default")
+	assert.Equal(t, 33554432, o.engineBound())
+	require.NoError(t, o.Set("pubsub 64mb 0 0"))
+	assert.Equal(t, "normal 1048576 262144 0 pubsub 67108864 0 0", o.String(), "each class as last set")
+	assert.Equal(t, 67108864, o.engineBound(), "the looser bound")
+	require.NoError(t, o.Set("NORMAL 0 0 0 PubSub 1k 1k 1"))
+	assert.Equal(t, "normal 0 0 0 pubsub 1000 1000 1", o.String())
+	assert.Equal(t, 0, o.engineBound(), "zero set is no bound, as in Redis")
+	for _, bad := range []string{"slave 32mb 8mb 60", "normal 1mb", "normal x 0 0", "normal 1mb 1mb -1", "normal 1 1 1 pubsub"} {
 		assert.Error(t, o.Set(bad), bad)
 	}
-	assert.Equal(t, "normal 33554432 0 0", outputLimit{}.String(), "the engine's default")
+	assert.Equal(t, "normal 0 0 0 pubsub 1000 1000 1", o.String(), "a bad value changes nothing")
+	assert.Equal(t, "normal 33554432 0 0 pubsub 33554432 8388608 60", outputLimit{}.String(), "the defaults")
 
 	var limit outputLimit
 	require.NoError(t, limit.Set("normal 8mb 256kb 0"))
@@ -136,7 +142,7 @@ func TestClientOutputBufferLimit(t *testing.T) {
 	c.expect(t, "+OK\r\n")
 	// Ask for the value many times and read nothing: the replies pile up.
 	c.send(t, strings.Repeat("GET big\r\n", 64))
-	require.Eventually(t, func() bool { return ts.eng.Stats().OutboundOverLimit == 1 }, 10*time.Second, time.Millisecond)
+	require.Eventually(t, func() bool { return ts.eng.Stats().OutboundOverLimit == 1 }, 3*time.Second, time.Millisecond, "%+v", ts.eng.Stats())
 	_, err := io.Copy(io.Discard, c.r)
 	require.ErrorIs(t, err, syscall.ECONNRESET, "the replies queued for it were dropped")
 }

@@ -21,6 +21,8 @@ type call struct {
 	now   int64    // Unix milliseconds, read once per batch
 	resp3 bool     // the client asked for RESP3 with HELLO 3
 	quit  bool     // close the connection once the replies are sent
+	muted bool     // CLIENT REPLY silences the command's replies: those after mark go
+	mark  int
 	out   []byte
 	buf   *[]byte // where out came from
 }
@@ -44,9 +46,26 @@ func (c *call) end() {
 	c.cl.touch(c.now, c.cmd)
 }
 
-// exec runs one command.
+// exec runs one command. While CLIENT REPLY silences the client, what it
+// would reply is dropped, errors included.
 func (c *call) exec(args [][]byte) {
 	c.args = args
+	if c.cl.skipOne || c.cl.replyOff {
+		c.cl.skipOne = false
+		c.muted, c.mark = true, len(c.out)
+		c.dispatch()
+		if c.muted {
+			c.out, c.muted = c.out[:c.mark], false
+		}
+		return
+	}
+	c.dispatch()
+}
+
+// dispatch finds the command c.args names and runs it, or replies why it
+// does not.
+func (c *call) dispatch() {
+	args := c.args
 	cmd := commands.lookup(args[0])
 	if cmd == nil {
 		if eqFold(args[0], "post") || eqFold(args[0], "host:") {
@@ -69,8 +88,27 @@ func (c *call) exec(args [][]byte) {
 		c.errorText(cmd.arityErr)
 		return
 	}
+	if !c.resp3 && !cmd.pubsubOK && c.cl.inPubSub() {
+		c.errorText(fmt.Sprintf("ERR Can't execute '%s': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context", cmd.name))
+		return
+	}
 	c.cmd = cmd
 	cmd.run(c)
+}
+
+// pushing brackets what a command writes that CLIENT REPLY does not
+// silence, as in Redis: subscriptions' confirmations and messages. What
+// the command replied before is dropped now, and what it pushes kept.
+func (c *call) pushing() {
+	if c.muted {
+		c.out = c.out[:c.mark]
+	}
+}
+
+func (c *call) pushed() {
+	if c.muted {
+		c.mark = len(c.out)
+	}
 }
 
 // unknownCommand replies as Redis does to a command it does not know,

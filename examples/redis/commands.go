@@ -19,6 +19,7 @@ type command struct {
 	summary  string
 	run      func(*call)
 	subs     *commandTable // for a container command such as CLIENT
+	pubsubOK bool          // allowed to a RESP2 client with subscriptions
 
 	upper    string // the name in capitals, for messages
 	arityErr string // the reply to a wrong number of arguments
@@ -88,19 +89,37 @@ var commands *commandTable
 func init() {
 	commands = newTable("", []*command{
 		// Connection.
-		{name: "ping", arity: -1, flags: flags("fast"), group: "connection", summary: "Returns the server's liveliness response.", run: ping},
+		{name: "ping", arity: -1, flags: flags("fast"), group: "connection", summary: "Returns the server's liveliness response.", run: ping, pubsubOK: true},
 		{name: "echo", arity: 2, flags: flags("fast"), group: "connection", summary: "Returns the given string.", run: echo},
-		{name: "quit", arity: -1, flags: flags("fast"), group: "connection", summary: "Closes the connection.", run: quit},
+		{name: "quit", arity: -1, flags: flags("fast"), group: "connection", summary: "Closes the connection.", run: quit, pubsubOK: true},
+		{name: "reset", arity: 1, flags: flags("fast"), group: "connection", summary: "Resets the connection.", run: reset, pubsubOK: true},
 		{name: "select", arity: 2, flags: flags("fast"), group: "connection", summary: "Changes the selected database.", run: selectDB},
 		{name: "hello", arity: -1, flags: flags("fast"), group: "connection", summary: "Handshakes with the Redis server.", run: hello},
 		{name: "client", arity: -2, group: "connection", summary: "A container for client connection commands.", subs: newTable("client", []*command{
 			{name: "id", arity: 2, group: "connection", summary: "Returns the unique client ID of the connection.", run: clientID},
 			{name: "getname", arity: 2, group: "connection", summary: "Returns the name of the connection.", run: clientGetName},
 			{name: "setname", arity: 3, group: "connection", summary: "Sets the connection name.", run: clientSetName},
-			{name: "setinfo", arity: 4, group: "connection", summary: "Sets information specific to the client or connection.", run: clientSetInfo},
+			{name: "reply", arity: 3, group: "connection", summary: "Instructs the server whether to reply to commands.", run: clientReply},
 			{name: "info", arity: 2, group: "connection", summary: "Returns information about the connection.", run: clientInfo},
 			{name: "list", arity: -2, group: "connection", summary: "Lists open connections.", run: clientList},
 			{name: "kill", arity: -3, group: "connection", summary: "Terminates open connections.", run: clientKill},
+		})},
+
+		// Pub/sub.
+		{name: "subscribe", arity: -2, group: "pubsub", summary: "Listens for messages published to channels.", run: subscribe, pubsubOK: true},
+		{name: "unsubscribe", arity: -1, group: "pubsub", summary: "Stops listening to messages posted to channels.", run: unsubscribe, pubsubOK: true},
+		{name: "psubscribe", arity: -2, group: "pubsub", summary: "Listens for messages published to channels that match one or more patterns.", run: psubscribe, pubsubOK: true},
+		{name: "punsubscribe", arity: -1, group: "pubsub", summary: "Stops listening to messages published to channels that match one or more patterns.", run: punsubscribe, pubsubOK: true},
+		{name: "ssubscribe", arity: -2, firstKey: 1, lastKey: -1, step: 1, group: "pubsub", summary: "Listens for messages published to shard channels.", run: ssubscribe, pubsubOK: true},
+		{name: "sunsubscribe", arity: -1, firstKey: 1, lastKey: -1, step: 1, group: "pubsub", summary: "Stops listening to messages posted to shard channels.", run: sunsubscribe, pubsubOK: true},
+		{name: "publish", arity: 3, flags: flags("fast"), group: "pubsub", summary: "Posts a message to a channel.", run: publishCmd},
+		{name: "spublish", arity: 3, flags: flags("fast"), firstKey: 1, lastKey: 1, step: 1, group: "pubsub", summary: "Post a message to a shard channel", run: spublish},
+		{name: "pubsub", arity: -2, group: "pubsub", summary: "A container for Pub/Sub commands.", subs: newTable("pubsub", []*command{
+			{name: "channels", arity: -2, group: "pubsub", summary: "Returns the active channels.", run: pubsubChannels},
+			{name: "numsub", arity: -2, group: "pubsub", summary: "Returns a count of subscribers to channels.", run: pubsubNumsub},
+			{name: "numpat", arity: 2, group: "pubsub", summary: "Returns a count of unique pattern subscriptions.", run: pubsubNumpat},
+			{name: "shardchannels", arity: -2, group: "pubsub", summary: "Returns the active shard channels.", run: pubsubChannels},
+			{name: "shardnumsub", arity: -2, group: "pubsub", summary: "Returns the count of subscribers of shard channels.", run: pubsubNumsub},
 		})},
 
 		// Server.

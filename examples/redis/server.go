@@ -24,7 +24,7 @@ type config struct {
 
 	readTimeout  time.Duration // zero means none
 	writeTimeout time.Duration // zero means sluice.DefaultWriteTimeout; below zero, none
-	output       outputLimit   // the zero limit means the engine's defaults
+	output       outputLimit   // the zero limit means the defaults
 }
 
 // requestLimit returns the largest command accepted, in bytes.
@@ -54,8 +54,8 @@ func (c *config) options() []sluice.Option {
 		sluice.WithPoller(c.poller),
 		sluice.WithReadTimeout(c.readTimeout),
 		sluice.WithWriteTimeout(c.writeLimit()),
-		sluice.WithMaxOutbound(c.output.hardBytes()),
-		sluice.WithOutboundSoftLimit(c.output.soft, c.output.softFor),
+		sluice.WithMaxOutbound(c.output.engineBound()),
+		sluice.WithOutboundSoftLimit(c.output.normalLimit().soft, c.output.normalLimit().softFor),
 	}
 }
 
@@ -81,21 +81,33 @@ type server struct {
 	sluice.BuiltinEventEngine
 	cfg     config
 	db      keyspace
+	pubsub  pubsub
 	clients registry
 	started time.Time
 	booted  chan struct{} // closed by OnBoot, once eng is set
 	eng     sluice.Engine
+	loops   []*loopState // by index, set by OnBoot
 
-	commands    atomic.Int64 // commands processed, added once per batch
-	connections atomic.Int64 // connections accepted
-	sweepFrom   int          // the shard active expiry starts at; OnTick's alone
+	// checkNormal says whether normal clients need holding to their class's
+	// hard bound, which is tighter than the engine's when the pub/sub
+	// class's is looser.
+	checkNormal bool
+	outputDrops atomic.Int64 // clients disconnected for their output limit
+
+	lastID      atomic.Uint64 // the last client's ID
+	commands    atomic.Int64  // commands processed, added once per batch
+	connections atomic.Int64  // connections accepted
+	sweepFrom   int           // the shard active expiry starts at; OnTick's alone
 }
 
 func newServer(cfg config) *server {
 	cfg.poller = settlePoller(cfg.poller)
 	s := &server{cfg: cfg, started: time.Now(), booted: make(chan struct{})}
 	s.db.init()
+	s.pubsub.init()
 	s.clients.init()
+	normal := cfg.output.normalLimit().hard
+	s.checkNormal = normal > 0 && normal != cfg.output.engineBound()
 	return s
 }
 
@@ -109,6 +121,10 @@ func (s *server) multiplexingAPI() string { return multiplexingAPI(s.cfg.poller)
 
 func (s *server) OnBoot(eng sluice.Engine) sluice.Action {
 	s.eng = eng
+	s.loops = make([]*loopState, eng.NumLoops())
+	for i := range s.loops {
+		s.loops[i] = newLoopState(s, eng.Loop(i))
+	}
 	close(s.booted)
 	return sluice.None
 }
@@ -124,6 +140,10 @@ func (s *server) OnOpen(c sluice.Conn) ([]byte, sluice.Action) {
 func (s *server) OnClose(c sluice.Conn, _ error) sluice.Action {
 	if cl, ok := c.Context().(*client); ok {
 		s.clients.remove(cl)
+		cl.closed = true
+		for kind := range numSubKinds {
+			cl.unsubscribeAll(kind, nil)
+		}
 	}
 	return sluice.None
 }
@@ -150,6 +170,12 @@ func (s *server) OnTraffic(c sluice.Conn) sluice.Action {
 	defer k.end()
 	n := int64(0)
 	for !k.quit {
+		if c.OutboundBuffered() >= maxPendingReplies {
+			// Leave the rest of the pipeline unread: the engine calls
+			// again once the socket has taken this much, so a pipeline
+			// of GETs of a large value cannot take unbounded memory.
+			break
+		}
 		buf, _ := c.Peek(0)
 		used, ok, err := cl.req.parse(buf)
 		if err != nil {
@@ -166,22 +192,29 @@ func (s *server) OnTraffic(c sluice.Conn) sluice.Action {
 		k.exec(cl.req.args)
 		n++
 		if len(k.out) >= flushAt {
-			c.Write(k.out)
+			s.reply(cl, k.out)
 			k.out = k.out[:0]
-			if c.OutboundBuffered() >= maxPendingReplies {
-				// Leave the rest of the pipeline unread: the engine calls
-				// again once the socket has taken this much, so a pipeline
-				// of GETs of a large value cannot take unbounded memory.
-				break
-			}
 		}
 	}
-	c.Write(k.out)
+	s.reply(cl, k.out)
 	s.commands.Add(n)
+	cl.qbuf.Store(int64(c.InboundBuffered()))
 	if k.quit {
 		return sluice.Close
 	}
 	return sluice.None
+}
+
+// reply writes replies to cl, and disconnects it, as Redis does, once
+// they take it past its class's hard bound.
+func (s *server) reply(cl *client, b []byte) {
+	_, err := cl.conn.Write(b)
+	switch {
+	case errors.Is(err, sluice.ErrOutboundFull):
+		s.drop(cl)
+	case s.checkNormal && !cl.inPubSub() && cl.conn.OutboundBuffered() > s.cfg.output.normalLimit().hard:
+		s.drop(cl)
+	}
 }
 
 // OnTick expires keys nobody reads.

@@ -207,6 +207,14 @@ func (c *rawConn) expectReset(t testing.TB) {
 	require.ErrorIs(t, err, syscall.ECONNRESET)
 }
 
+// expectResetAfterAll reads what the server sent until it resets the
+// connection.
+func (c *rawConn) expectResetAfterAll(t testing.TB) {
+	t.Helper()
+	_, err := io.Copy(io.Discard, c.r)
+	require.ErrorIs(t, err, syscall.ECONNRESET)
+}
+
 // dedent trims a script or an expected output written as an indented raw
 // string: blank lines at either end, and each line's leading tabs.
 func dedent(s string) string {
@@ -269,4 +277,59 @@ func TestInboundLimit(t *testing.T) {
 		cfg := config{maxRequest: tt.maxRequest}
 		assert.Equal(t, tt.want, cfg.inboundLimit(), "max-request %d", tt.maxRequest)
 	}
+}
+
+// reply reads one whole reply, of any RESP2 or RESP3 type, and returns
+// it as it arrived.
+func (c *rawConn) reply(t testing.TB) string {
+	t.Helper()
+	var b strings.Builder
+	c.readValue(t, &b)
+	return b.String()
+}
+
+func (c *rawConn) readValue(t testing.TB, b *strings.Builder) {
+	t.Helper()
+	line := c.line(t)
+	b.WriteString(line + "\r\n")
+	require.NotEmpty(t, line)
+	n, _ := strconv.Atoi(line[1:])
+	switch line[0] {
+	case '$', '=', '!':
+		if n < 0 {
+			return
+		}
+		body := make([]byte, n+2)
+		_, err := io.ReadFull(c.r, body)
+		require.NoError(t, err)
+		b.Write(body)
+	case '*', '~', '>':
+		for range n {
+			c.readValue(t, b)
+		}
+	case '%':
+		for range 2 * n {
+			c.readValue(t, b)
+		}
+	}
+}
+
+// resp encodes a command as a multibulk, as client libraries send them.
+func resp(args ...string) string {
+	var b strings.Builder
+	b.WriteString("*" + strconv.Itoa(len(args)) + "\r\n")
+	for _, a := range args {
+		b.WriteString("$" + strconv.Itoa(len(a)) + "\r\n" + a + "\r\n")
+	}
+	return b.String()
+}
+
+// bulkArray encodes the array of bulk strings a RESP2 client reads, or a
+// RESP3 push when push is true.
+func bulkArray(push bool, elems ...string) string {
+	s := resp(elems...)
+	if push {
+		s = ">" + s[1:]
+	}
+	return s
 }
