@@ -14,15 +14,15 @@ import (
 // appends its fields.
 type infoSection struct {
 	name, title string
-	add         func(s *server, b []byte) []byte
+	add         func(c *call, b []byte) []byte
 }
 
 var infoSections = []infoSection{
-	{"server", "Server", (*server).infoServer},
-	{"clients", "Clients", (*server).infoClients},
-	{"memory", "Memory", (*server).infoMemory},
-	{"stats", "Stats", (*server).infoStats},
-	{"keyspace", "Keyspace", (*server).infoKeyspace},
+	{"server", "Server", infoServer},
+	{"clients", "Clients", infoClients},
+	{"memory", "Memory", infoMemory},
+	{"stats", "Stats", infoStats},
+	{"keyspace", "Keyspace", infoKeyspace},
 }
 
 // info is INFO [section ...]: every section, or those named ("all",
@@ -39,7 +39,7 @@ func info(c *call) {
 		b = append(b, "# "...)
 		b = append(b, sec.title...)
 		b = append(b, "\r\n"...)
-		b = sec.add(c.srv, b)
+		b = sec.add(c, b)
 	}
 	c.verbatim(b)
 }
@@ -61,7 +61,8 @@ func field(b []byte, name string, value any) []byte {
 	return fmt.Appendf(b, "%s:%v\r\n", name, value)
 }
 
-func (s *server) infoServer(b []byte) []byte {
+func infoServer(c *call, b []byte) []byte {
+	s := c.srv
 	uptime := time.Since(s.started)
 	port := 0
 	if addrs := s.eng.Addrs(); len(addrs) > 0 {
@@ -83,13 +84,14 @@ func (s *server) infoServer(b []byte) []byte {
 	return field(b, "event_loops", s.cfg.loops)
 }
 
-func (s *server) infoClients(b []byte) []byte {
+func infoClients(c *call, b []byte) []byte {
+	s := c.srv
 	b = field(b, "connected_clients", s.clients.count())
 	b = field(b, "maxclients", s.cfg.maxClients)
-	return field(b, "blocked_clients", 0)
+	return field(b, "blocked_clients", s.blocked.Load())
 }
 
-func (s *server) infoMemory(b []byte) []byte {
+func infoMemory(_ *call, b []byte) []byte {
 	m := []metrics.Sample{
 		{Name: "/memory/classes/heap/objects:bytes"},
 		{Name: "/memory/classes/total:bytes"},
@@ -119,8 +121,9 @@ func humanBytes(n uint64) string {
 	return fmt.Sprintf("%dB", n)
 }
 
-func (s *server) infoStats(b []byte) []byte {
-	st := s.db.stats()
+func infoStats(c *call, b []byte) []byte {
+	s := c.srv
+	st := s.db.stats(c.held)
 	b = field(b, "total_connections_received", s.connections.Load())
 	b = field(b, "total_commands_processed", s.commands.Load())
 	b = field(b, "expired_keys", st.expired)
@@ -129,8 +132,9 @@ func (s *server) infoStats(b []byte) []byte {
 	return field(b, "keyspace_misses", st.misses)
 }
 
-func (s *server) infoKeyspace(b []byte) []byte {
-	st := s.db.stats()
+func infoKeyspace(c *call, b []byte) []byte {
+	s := c.srv
+	st := s.db.stats(c.held)
 	if st.keys == 0 {
 		return b
 	}
@@ -175,7 +179,7 @@ func configGet(c *call) {
 	}
 }
 
-func dbsize(c *call) { c.integer(c.srv.db.stats().keys) }
+func dbsize(c *call) { c.integer(c.srv.db.stats(c.held).keys) }
 
 // flush is FLUSHDB and FLUSHALL, which are the same with one database.
 // Both are synchronous, whatever ASYNC asks.
@@ -184,6 +188,6 @@ func flush(c *call) {
 		c.error(errSyntax)
 		return
 	}
-	c.srv.db.flush()
+	c.flush()
 	c.ok()
 }

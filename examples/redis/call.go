@@ -23,8 +23,15 @@ type call struct {
 	quit  bool     // close the connection once the replies are sent
 	muted bool     // CLIENT REPLY silences the command's replies: those after mark go
 	mark  int
-	out   []byte
-	buf   *[]byte // where out came from
+
+	// A transaction running (EXEC): the shards it holds locked, and the
+	// keys its commands gave elements to, whose blocked clients it serves
+	// once it has run.
+	inExec    bool
+	held      uint64
+	readyKeys []string
+	out       []byte
+	buf       *[]byte // where out came from
 }
 
 // begin starts a batch of commands.

@@ -63,11 +63,20 @@ type client struct {
 	pending       atomic.Int64
 	overSoftSince atomic.Int64 // Unix milliseconds; 0 while under it
 	dropped       atomic.Bool
+
+	// The blocked command it waits in, if any: its loop's, and for CLIENT
+	// UNBLOCK from other loops.
+	block    *waiter
+	blockRef atomic.Pointer[waiter]
+
+	// WATCH: whether a key it watches has changed since.
+	dirty atomic.Bool
 }
 
 // A client's state bits, for CLIENT LIST's flags.
 const (
 	inPubSubState uint32 = 1 << iota
+	blockedState
 )
 
 func newClient(s *server, c sluice.Conn) *client {
@@ -161,6 +170,9 @@ func (cl *client) flags() string {
 	if st&inPubSubState != 0 {
 		b = append(b, 'P')
 	}
+	if st&blockedState != 0 {
+		b = append(b, 'b')
+	}
 	if cl.unix {
 		b = append(b, 'U')
 	}
@@ -188,6 +200,13 @@ func (r *registry) remove(cl *client) {
 	r.mu.Lock()
 	delete(r.m, cl.id)
 	r.mu.Unlock()
+}
+
+// get returns the client with id, nil if there is none.
+func (r *registry) get(id uint64) *client {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.m[id]
 }
 
 func (r *registry) count() int {

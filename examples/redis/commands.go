@@ -103,6 +103,7 @@ func init() {
 			{name: "info", arity: 2, group: "connection", summary: "Returns information about the connection.", run: clientInfo},
 			{name: "list", arity: -2, group: "connection", summary: "Lists open connections.", run: clientList},
 			{name: "kill", arity: -3, group: "connection", summary: "Terminates open connections.", run: clientKill},
+			{name: "unblock", arity: -3, group: "connection", summary: "Unblocks a client blocked by a blocking command from a different connection.", run: clientUnblock},
 		})},
 
 		// Pub/sub.
@@ -175,6 +176,14 @@ func init() {
 		keyCommand("list", "llen", 2, 1, "readonly", "Returns the length of a list.", llen),
 		keyCommand("list", "lrange", 4, 1, "readonly", "Returns a range of elements from a list.", lrange),
 		keyCommand("list", "lindex", 3, 1, "readonly", "Returns an element from a list by its index.", lindex),
+		keyCommand("list", "lmove", 5, 2, "write", "Returns an element after popping it from one list and pushing it to another. Deletes the list if the last element was moved.", lmove),
+		keyCommand("list", "rpoplpush", 3, 2, "write", "Returns the last element of a list after removing and pushing it to another list. Deletes the list if the last element was popped.", rpoplpush),
+		{name: "lmpop", arity: -4, flags: flags("write", "movablekeys"), group: "list", summary: "Returns multiple elements from a list after removing them. Deletes the list if the last element was popped.", run: lmpop},
+		blockingCommand("list", "blpop", -3, 1, -2, "Removes and returns the first element in a list. Blocks until an element is available otherwise. Deletes the list if the last element was popped.", blpop),
+		blockingCommand("list", "brpop", -3, 1, -2, "Removes and returns the last element in a list. Blocks until an element is available otherwise. Deletes the list if the last element was popped.", brpop),
+		blockingCommand("list", "blmove", 6, 1, 2, "Pops an element from a list, pushes it to another list and returns it. Blocks until an element is available otherwise. Deletes the list if the last element was moved.", blmove),
+		blockingCommand("list", "brpoplpush", 4, 1, 2, "Pops an element from a list, pushes it to another list and returns it. Block until an element is available otherwise. Deletes the list if the last element was popped.", brpoplpush),
+		blockingCommand("list", "blmpop", -5, 0, 0, "Pops the first element from one of multiple lists. Blocks until an element is available otherwise. Deletes the list if the last element was popped.", blmpop),
 
 		// Sets.
 		keyCommand("set", "sadd", -3, 1, "write", "Adds one or more members to a set. Creates the key if it doesn't exist.", sadd),
@@ -197,6 +206,11 @@ func init() {
 		keyCommand("sorted-set", "zscore", 3, 1, "readonly", "Returns the score of a member in a sorted set.", zscore),
 		keyCommand("sorted-set", "zrange", -4, 1, "readonly", "Returns members in a sorted set within a range of indexes.", zrange),
 		keyCommand("sorted-set", "zpopmin", -2, 1, "write", "Returns the lowest-scoring members from a sorted set after removing them. Deletes the sorted set if the last member was popped.", zpopmin),
+		keyCommand("sorted-set", "zpopmax", -2, 1, "write", "Returns the highest-scoring members from a sorted set after removing them. Deletes the sorted set if the last member was popped.", zpopmax),
+		{name: "zmpop", arity: -4, flags: flags("write", "movablekeys"), group: "sorted-set", summary: "Returns the highest- or lowest-scoring members from one or more sorted sets after removing them. Deletes the sorted set if the last member was popped.", run: zmpop},
+		blockingCommand("sorted-set", "bzpopmin", -3, 1, -2, "Removes and returns the member with the lowest score from one or more sorted sets. Blocks until a member is available otherwise. Deletes the sorted set if the last element was popped.", bzpopmin),
+		blockingCommand("sorted-set", "bzpopmax", -3, 1, -2, "Removes and returns the member with the highest score from one or more sorted sets. Blocks until a member available otherwise.  Deletes the sorted set if the last element was popped.", bzpopmax),
+		blockingCommand("sorted-set", "bzmpop", -5, 0, 0, "Removes and returns a member by score from one or more sorted sets. Blocks until a member is available otherwise. Deletes the sorted set if the last element was popped.", bzmpop),
 		keyCommand("sorted-set", "zcard", 2, 1, "readonly", "Returns the number of members in a sorted set.", zcard),
 		keyCommand("sorted-set", "zrem", -3, 1, "write", "Removes one or more members from a sorted set. Deletes the sorted set if all members were removed.", zrem),
 	})
@@ -230,6 +244,19 @@ func newTable(parent string, cmds []*command) *commandTable {
 }
 
 func flags(f ...string) []string { return f }
+
+// blockingCommand describes a blocking command of the group on the keys
+// from first to last, or with a count of keys before them when first is
+// 0.
+func blockingCommand(group, name string, arity, first, last int, summary string, run func(*call)) *command {
+	cmd := &command{name: name, arity: arity, flags: flags("write", "blocking"), firstKey: first, lastKey: last, step: 1,
+		group: group, summary: summary, run: run}
+	if first == 0 {
+		cmd.flags = append(cmd.flags, "movablekeys")
+		cmd.step = 0
+	}
+	return cmd
+}
 
 // keyCommand describes a command of the group on the keys from position 1
 // to last.

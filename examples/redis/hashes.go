@@ -23,7 +23,7 @@ func hset(c *call) {
 	if !ok {
 		return
 	}
-	defer sh.mu.Unlock()
+	defer c.unlock(sh)
 	had := len(m)
 	for i := 2; i < len(c.args); i += 2 {
 		m[string(c.args[i])] = string(c.args[i+1])
@@ -36,7 +36,7 @@ func hget(c *call) {
 	if !ok {
 		return
 	}
-	defer sh.mu.Unlock()
+	defer c.unlock(sh)
 	if v, ok := m[string(c.args[2])]; ok {
 		c.bulkString(v)
 	} else {
@@ -59,7 +59,7 @@ func hgetall(c *call) {
 	if !ok {
 		return
 	}
-	defer sh.mu.Unlock()
+	defer c.unlock(sh)
 	c.mapOf(len(m))
 	for f, v := range m {
 		c.bulkString(f)
@@ -80,7 +80,7 @@ func hincrby(c *call) {
 	if !ok {
 		return
 	}
-	defer sh.mu.Unlock()
+	defer c.unlock(sh)
 	n := int64(0)
 	if v, ok := m[string(c.args[2])]; ok {
 		if n, err = parseInt([]byte(v)); err != nil {

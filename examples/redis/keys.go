@@ -30,9 +30,7 @@ func exists(c *call) {
 func (c *call) eachKey(fn func(sh *shard, e *entry)) int64 {
 	db := &c.srv.db
 	keys := c.args[1:]
-	m := db.mask(keys, 1)
-	db.lockMask(m)
-	defer db.unlockMask(m)
+	defer c.unlockKeys(c.lockKeys(keys, 1))
 	n := int64(0)
 	for _, k := range keys {
 		sh, _ := db.shardOf(k)
@@ -45,8 +43,8 @@ func (c *call) eachKey(fn func(sh *shard, e *entry)) int64 {
 }
 
 func typeOf(c *call) {
-	sh, _ := c.srv.db.lock(c.args[1])
-	defer sh.mu.Unlock()
+	sh, _ := c.lock(c.args[1])
+	defer c.unlock(sh)
 	if e := sh.find(c.args[1], c.now); e != nil {
 		c.simple(e.typeName())
 	} else {
@@ -114,8 +112,8 @@ func expire(c *call) {
 		c.error(c.invalidExpire())
 		return
 	}
-	sh, _ := c.srv.db.lock(c.args[1])
-	defer sh.mu.Unlock()
+	sh, _ := c.lock(c.args[1])
+	defer c.unlock(sh)
 	e := sh.find(c.args[1], c.now)
 	if e == nil || !flags.allows(e.expire, at) {
 		c.integer(0)
@@ -144,8 +142,8 @@ func expireAt(n int64, seconds bool, now int64) (int64, bool) {
 // ttl is TTL and PTTL: -2 for a missing key, -1 for one that does not
 // expire.
 func ttl(c *call) {
-	sh, _ := c.srv.db.lock(c.args[1])
-	defer sh.mu.Unlock()
+	sh, _ := c.lock(c.args[1])
+	defer c.unlock(sh)
 	e := sh.find(c.args[1], c.now)
 	switch {
 	case e == nil:
@@ -160,8 +158,8 @@ func ttl(c *call) {
 }
 
 func persist(c *call) {
-	sh, _ := c.srv.db.lock(c.args[1])
-	defer sh.mu.Unlock()
+	sh, _ := c.lock(c.args[1])
+	defer c.unlock(sh)
 	e := sh.find(c.args[1], c.now)
 	if e == nil || e.expire == 0 {
 		c.integer(0)
@@ -175,9 +173,7 @@ func persist(c *call) {
 func rename(c *call) {
 	db := &c.srv.db
 	from, to := c.args[1], c.args[2]
-	m := db.mask(c.args[1:3], 1)
-	db.lockMask(m)
-	defer db.unlockMask(m)
+	defer c.unlockKeys(c.lockKeys(c.args[1:3], 1))
 	src, _ := db.shardOf(from)
 	e := src.find(from, c.now)
 	if e == nil {
@@ -200,7 +196,7 @@ func rename(c *call) {
 // keys is KEYS pattern.
 func keys(c *call) {
 	var found []string
-	c.srv.db.each(c.now, func(e *entry) {
+	c.each(func(e *entry) {
 		if globMatch(c.args[1], []byte(e.key), false) {
 			found = append(found, e.key)
 		}
@@ -249,7 +245,7 @@ func scan(c *call) {
 			return
 		}
 	}
-	found, next := c.srv.db.scan(cursor, count, c.now)
+	found, next := c.srv.db.scan(cursor, count, c.now, c.held)
 	keep := found[:0]
 	for _, k := range found {
 		if pattern == nil || globMatch(pattern, []byte(k), false) {
@@ -271,11 +267,11 @@ func scan(c *call) {
 func (c *call) ofType(keys []string, typ []byte) []string {
 	keep := keys[:0]
 	for _, k := range keys {
-		sh, _ := c.srv.db.lock([]byte(k))
+		sh, _ := c.lock([]byte(k))
 		if e := sh.find([]byte(k), c.now); e != nil && eqFold(typ, e.typeName()) {
 			keep = append(keep, k)
 		}
-		sh.mu.Unlock()
+		c.unlock(sh)
 	}
 	return keep
 }

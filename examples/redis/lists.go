@@ -74,20 +74,22 @@ func (c *call) push(add func(*list, string)) {
 	if !ok {
 		return
 	}
-	defer sh.mu.Unlock()
+	defer c.unlock(sh)
 	for _, v := range c.args[2:] {
 		add(l, string(v))
 	}
 	c.integer(int64(l.n))
+	sh.touch(string(c.args[1]))
+	c.ready(sh, c.args[1])
 }
 
-func lpop(c *call) { c.pop((*list).popFront) }
+func lpop(c *call) { c.popList((*list).popFront) }
 
-func rpop(c *call) { c.pop((*list).popBack) }
+func rpop(c *call) { c.popList((*list).popBack) }
 
-// pop is LPOP and RPOP key [count]: one element, or an array of up to
+// popList is LPOP and RPOP key [count]: one element, or an array of up to
 // count. The list goes when its last element does.
-func (c *call) pop(take func(*list) string) {
+func (c *call) popList(take func(*list) string) {
 	if len(c.args) > 3 {
 		c.errorText(c.cmd.arityErr)
 		return
@@ -101,7 +103,7 @@ func (c *call) pop(take func(*list) string) {
 	if !ok {
 		return
 	}
-	defer sh.mu.Unlock()
+	defer c.unlock(sh)
 	switch {
 	case e == nil && count < 0:
 		c.null()
@@ -129,7 +131,7 @@ func lrange(c *call) {
 	if !ok {
 		return
 	}
-	defer sh.mu.Unlock()
+	defer c.unlock(sh)
 	c.array(hi - lo + 1)
 	for i := lo; i <= hi; i++ {
 		c.bulkString(l.at(i))
@@ -147,7 +149,7 @@ func lindex(c *call) {
 	if !ok {
 		return
 	}
-	defer sh.mu.Unlock()
+	defer c.unlock(sh)
 	if i < 0 {
 		i += int64(l.len())
 	}

@@ -93,6 +93,7 @@ type server struct {
 	// class's is looser.
 	checkNormal bool
 	outputDrops atomic.Int64 // clients disconnected for their output limit
+	blocked     atomic.Int64 // clients blocked in a command
 
 	lastID      atomic.Uint64 // the last client's ID
 	commands    atomic.Int64  // commands processed, added once per batch
@@ -144,6 +145,7 @@ func (s *server) OnClose(c sluice.Conn, _ error) sluice.Action {
 		for kind := range numSubKinds {
 			cl.unsubscribeAll(kind, nil)
 		}
+		cl.closeBlocked()
 	}
 	return sluice.None
 }
@@ -165,6 +167,9 @@ func (s *server) OnRefuse(_ net.Addr, reason error) []byte {
 // are gathered and written once; the engine sends them in one write.
 func (s *server) OnTraffic(c sluice.Conn) sluice.Action {
 	cl := c.Context().(*client)
+	if cl.block != nil {
+		return sluice.None // its commands wait until it is unblocked
+	}
 	k := &cl.call
 	k.begin()
 	defer k.end()
@@ -191,6 +196,9 @@ func (s *server) OnTraffic(c sluice.Conn) sluice.Action {
 		}
 		k.exec(cl.req.args)
 		n++
+		if cl.block != nil {
+			break
+		}
 		if len(k.out) >= flushAt {
 			s.reply(cl, k.out)
 			k.out = k.out[:0]
@@ -214,6 +222,13 @@ func (s *server) reply(cl *client, b []byte) {
 		s.drop(cl)
 	case s.checkNormal && !cl.inPubSub() && cl.conn.OutboundBuffered() > s.cfg.output.normalLimit().hard:
 		s.drop(cl)
+	}
+}
+
+// OnShutdown stops the loops' timers.
+func (s *server) OnShutdown(sluice.Engine) {
+	for _, ls := range s.loops {
+		ls.stop()
 	}
 }
 

@@ -11,7 +11,7 @@ func sadd(c *call) {
 	if !ok {
 		return
 	}
-	defer sh.mu.Unlock()
+	defer c.unlock(sh)
 	had := len(s)
 	for _, m := range c.args[2:] {
 		s[string(m)] = struct{}{}
@@ -40,7 +40,7 @@ func spop(c *call) {
 	if !ok {
 		return
 	}
-	defer sh.mu.Unlock()
+	defer c.unlock(sh)
 	switch {
 	case e == nil && count < 0:
 		c.null()
@@ -70,7 +70,7 @@ func smembers(c *call) {
 	if !ok {
 		return
 	}
-	defer sh.mu.Unlock()
+	defer c.unlock(sh)
 	c.setOf(len(s))
 	for m := range s {
 		c.bulkString(m)
@@ -82,7 +82,7 @@ func sismember(c *call) {
 	if !ok {
 		return
 	}
-	defer sh.mu.Unlock()
+	defer c.unlock(sh)
 	_, member := s[string(c.args[2])]
 	c.boolean(member)
 }

@@ -17,7 +17,7 @@ func (c *call) getString(remove bool) {
 	if !ok {
 		return
 	}
-	defer sh.mu.Unlock()
+	defer c.unlock(sh)
 	switch {
 	case e == nil:
 		c.null()
@@ -103,8 +103,8 @@ func (c *call) invalidExpire() error {
 
 // setString sets key to a copy of v, as o says, and replies.
 func (c *call) setString(key, v []byte, o setOptions) {
-	sh, h := c.srv.db.lock(key)
-	defer sh.mu.Unlock()
+	sh, h := c.lock(key)
+	defer c.unlock(sh)
 	e := sh.find(key, c.now)
 	if o.get {
 		switch {
@@ -140,8 +140,8 @@ func (c *call) setString(key, v []byte, o setOptions) {
 
 // setnx is SETNX key value: 1 if it set key, 0 if key existed.
 func setnx(c *call) {
-	sh, h := c.srv.db.lock(c.args[1])
-	defer sh.mu.Unlock()
+	sh, h := c.lock(c.args[1])
+	defer c.unlock(sh)
 	if sh.find(c.args[1], c.now) != nil {
 		c.integer(0)
 		return
@@ -170,9 +170,7 @@ func setex(c *call) {
 func mget(c *call) {
 	db := &c.srv.db
 	keys := c.args[1:]
-	m := db.mask(keys, 1)
-	db.lockMask(m)
-	defer db.unlockMask(m)
+	defer c.unlockKeys(c.lockKeys(keys, 1))
 	c.array(len(keys))
 	for _, k := range keys {
 		sh, _ := db.shardOf(k)
@@ -193,9 +191,7 @@ func mset(c *call) {
 	}
 	db := &c.srv.db
 	pairs := c.args[1:]
-	m := db.mask(pairs, 2)
-	db.lockMask(m)
-	defer db.unlockMask(m)
+	defer c.unlockKeys(c.lockKeys(pairs, 2))
 	for i := 0; i < len(pairs); i += 2 {
 		sh, h := db.shardOf(pairs[i])
 		e := sh.find(pairs[i], c.now)
@@ -235,8 +231,8 @@ func decrby(c *call) {
 // incrBy adds by to the integer at key, 0 when key is absent, and replies
 // the sum. The digits are rewritten in place: nobody reads them unlocked.
 func (c *call) incrBy(by int64) {
-	sh, h := c.srv.db.lock(c.args[1])
-	defer sh.mu.Unlock()
+	sh, h := c.lock(c.args[1])
+	defer c.unlock(sh)
 	e := sh.find(c.args[1], c.now)
 	n := int64(0)
 	if e != nil {
@@ -264,8 +260,8 @@ func (c *call) incrBy(by int64) {
 
 // appendString is APPEND key value: it replies the new length.
 func appendString(c *call) {
-	sh, h := c.srv.db.lock(c.args[1])
-	defer sh.mu.Unlock()
+	sh, h := c.lock(c.args[1])
+	defer c.unlock(sh)
 	e := sh.find(c.args[1], c.now)
 	switch {
 	case e == nil:
@@ -285,7 +281,7 @@ func strlen(c *call) {
 	if !ok {
 		return
 	}
-	defer sh.mu.Unlock()
+	defer c.unlock(sh)
 	if e == nil {
 		c.integer(0)
 	} else {
@@ -305,7 +301,7 @@ func getrange(c *call) {
 	if !ok {
 		return
 	}
-	defer sh.mu.Unlock()
+	defer c.unlock(sh)
 	if e == nil || (start < 0 && end < 0 && start > end) {
 		c.bulk(nil)
 		return
