@@ -300,9 +300,14 @@ func (c *call) block(op popOp, keys [][]byte, timeout int64) {
 		return
 	}
 	if c.inExec {
-		// As in Redis, a transaction does not wait.
+		// As in Redis, a transaction does not wait, and a move that does
+		// not wait replies as LMOVE would.
 		c.unlockKeys(m)
-		c.nullArray()
+		if op.form == formValue {
+			c.null()
+		} else {
+			c.nullArray()
+		}
 		return
 	}
 	w := &waiter{cl: c.cl, op: op}

@@ -69,8 +69,8 @@ func (c *call) exec(args [][]byte) {
 	c.dispatch()
 }
 
-// dispatch finds the command c.args names and runs it, or replies why it
-// does not.
+// dispatch finds the command c.args names and runs it, queues it in the
+// client's transaction, or replies why it does neither.
 func (c *call) dispatch() {
 	args := c.args
 	cmd := commands.lookup(args[0])
@@ -80,23 +80,27 @@ func (c *call) dispatch() {
 			c.quit = true
 			return
 		}
-		c.unknownCommand()
+		c.reject(nil, c.unknownCommand())
 		return
 	}
 	if cmd.subs != nil && len(args) >= 2 {
 		sub := cmd.subs.lookup(args[1])
 		if sub == nil {
-			c.errorText(fmt.Sprintf("ERR unknown subcommand '%.128s'. Try %s HELP.", args[1], cmd.upper))
+			c.reject(nil, fmt.Sprintf("ERR unknown subcommand '%.128s'. Try %s HELP.", args[1], cmd.upper))
 			return
 		}
 		cmd = sub
 	}
 	if !cmd.arityOK(len(args)) {
-		c.errorText(cmd.arityErr)
+		c.reject(cmd, cmd.arityErr)
 		return
 	}
 	if !c.resp3 && !cmd.pubsubOK && c.cl.inPubSub() {
-		c.errorText(fmt.Sprintf("ERR Can't execute '%s': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context", cmd.name))
+		c.reject(cmd, fmt.Sprintf("ERR Can't execute '%s': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context", cmd.name))
+		return
+	}
+	if c.cl.tx != nil && cmd.queues() {
+		c.queue(cmd)
 		return
 	}
 	c.cmd = cmd
@@ -118,9 +122,9 @@ func (c *call) pushed() {
 	}
 }
 
-// unknownCommand replies as Redis does to a command it does not know,
-// quoting its first arguments.
-func (c *call) unknownCommand() {
+// unknownCommand returns Redis's error for a command it does not know,
+// which quotes its first arguments.
+func (c *call) unknownCommand() string {
 	var args []byte
 	for _, a := range c.args[1:] {
 		if len(args) >= 128 {
@@ -128,7 +132,7 @@ func (c *call) unknownCommand() {
 		}
 		args = fmt.Appendf(args, "'%.*s' ", 128-len(args), a)
 	}
-	c.errorText(fmt.Sprintf("ERR unknown command '%.128s', with args beginning with: %s", c.args[0], args))
+	return fmt.Sprintf("ERR unknown command '%.128s', with args beginning with: %s", c.args[0], args)
 }
 
 // protocolError answers input that is not a command the way Redis does,

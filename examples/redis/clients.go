@@ -69,14 +69,20 @@ type client struct {
 	block    *waiter
 	blockRef atomic.Pointer[waiter]
 
-	// WATCH: whether a key it watches has changed since.
-	dirty atomic.Bool
+	// Its transaction (MULTI) and the keys it watches, its loop's; how
+	// many commands the transaction holds, for CLIENT LIST; and whether a
+	// key it watches has changed since, which a write on any loop tells.
+	tx       *transaction
+	watching []watched
+	queued   atomic.Int32
+	dirty    atomic.Bool
 }
 
 // A client's state bits, for CLIENT LIST's flags.
 const (
 	inPubSubState uint32 = 1 << iota
 	blockedState
+	inMultiState
 )
 
 func newClient(s *server, c sluice.Conn) *client {
@@ -146,11 +152,15 @@ func (cl *client) appendInfo(b []byte, now int64, cmd *command) []byte {
 	if omem > 0 {
 		events = "rw"
 	}
-	return fmt.Appendf(b, "id=%d addr=%s laddr=%s fd=%d name=%s age=%d idle=%d flags=%s db=0 sub=%d psub=%d ssub=%d multi=-1 "+
+	multi := int32(-1)
+	if cl.state.Load()&inMultiState != 0 {
+		multi = cl.queued.Load()
+	}
+	return fmt.Appendf(b, "id=%d addr=%s laddr=%s fd=%d name=%s age=%d idle=%d flags=%s db=0 sub=%d psub=%d ssub=%d multi=%d "+
 		"qbuf=%d qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem=%d tot-mem=%d events=%s "+
 		"cmd=%s user=default redir=-1 resp=%d\n",
 		cl.id, cl.addr, cl.laddr, cl.fd, name, (now-cl.created)/1000, (now-cl.lastActive.Load())/1000, cl.flags(),
-		cl.nsubs[subChannel].Load(), cl.nsubs[subPattern].Load(), cl.nsubs[subShard].Load(),
+		cl.nsubs[subChannel].Load(), cl.nsubs[subPattern].Load(), cl.nsubs[subShard].Load(), multi,
 		qbuf, omem, qbuf+omem, events, cmdName, cl.proto.Load())
 }
 
@@ -170,8 +180,14 @@ func (cl *client) flags() string {
 	if st&inPubSubState != 0 {
 		b = append(b, 'P')
 	}
+	if st&inMultiState != 0 {
+		b = append(b, 'x')
+	}
 	if st&blockedState != 0 {
 		b = append(b, 'b')
+	}
+	if cl.dirty.Load() {
+		b = append(b, 'd')
 	}
 	if cl.unix {
 		b = append(b, 'U')

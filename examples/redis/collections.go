@@ -110,6 +110,9 @@ func removeMembers[T collection](c *call, remove func(v T, member []byte) bool) 
 		}
 	}
 	c.integer(int64(n))
+	if n > 0 {
+		sh.touch(e.key)
+	}
 	sh.dropEmpty(e)
 }
 

@@ -21,6 +21,13 @@ type command struct {
 	subs     *commandTable // for a container command such as CLIENT
 	pubsubOK bool          // allowed to a RESP2 client with subscriptions
 
+	// keys finds the keys of a command whose keys are not at fixed places
+	// (movablekeys), and says whether it may touch keys it cannot name
+	// before it runs; allShards says a command goes through the whole
+	// keyspace. Both tell EXEC what to lock.
+	keys      func(args [][]byte) (keys [][]byte, all bool)
+	allShards bool
+
 	upper    string // the name in capitals, for messages
 	arityErr string // the reply to a wrong number of arguments
 }
@@ -75,6 +82,42 @@ func (t *commandTable) sorted() []*command {
 	return t.all
 }
 
+// keysOf returns the keys cmd, with args, names, and whether it may touch
+// others, which only running it would tell.
+func (cmd *command) keysOf(args [][]byte) (keys [][]byte, all bool) {
+	switch {
+	case cmd.allShards:
+		return nil, true
+	case cmd.keys != nil:
+		return cmd.keys(args)
+	case cmd.firstKey == 0:
+		return nil, false
+	}
+	last := cmd.lastKey
+	if last < 0 {
+		last += len(args)
+	}
+	for i := cmd.firstKey; i <= last && i < len(args); i += cmd.step {
+		keys = append(keys, args[i])
+	}
+	return keys, false
+}
+
+// numkeysAt returns a keys function for a command with a count of keys at
+// index at, followed by the keys.
+func numkeysAt(at int) func(args [][]byte) ([][]byte, bool) {
+	return func(args [][]byte) ([][]byte, bool) {
+		if at >= len(args) {
+			return nil, false
+		}
+		n, err := parseInt(args[at])
+		if err != nil || n <= 0 || n > int64(len(args)-at-1) {
+			return nil, false
+		}
+		return args[at+1 : at+1+int(n)], false
+	}
+}
+
 func (cmd *command) arityOK(n int) bool {
 	if cmd.arity >= 0 {
 		return n == cmd.arity
@@ -106,6 +149,13 @@ func init() {
 			{name: "unblock", arity: -3, group: "connection", summary: "Unblocks a client blocked by a blocking command from a different connection.", run: clientUnblock},
 		})},
 
+		// Transactions.
+		{name: "multi", arity: 1, flags: flags("fast"), group: "transactions", summary: "Starts a transaction.", run: multi},
+		{name: "exec", arity: 1, group: "transactions", summary: "Executes all commands in a transaction.", run: execCmd},
+		{name: "discard", arity: 1, flags: flags("fast"), group: "transactions", summary: "Discards a transaction.", run: discard},
+		{name: "watch", arity: -2, flags: flags("fast"), firstKey: 1, lastKey: -1, step: 1, group: "transactions", summary: "Monitors changes to keys to determine the execution of a transaction.", run: watch},
+		{name: "unwatch", arity: 1, flags: flags("fast"), group: "transactions", summary: "Forgets about watched keys of a transaction.", run: unwatchCmd},
+
 		// Pub/sub.
 		{name: "subscribe", arity: -2, group: "pubsub", summary: "Listens for messages published to channels.", run: subscribe, pubsubOK: true},
 		{name: "unsubscribe", arity: -1, group: "pubsub", summary: "Stops listening to messages posted to channels.", run: unsubscribe, pubsubOK: true},
@@ -130,13 +180,13 @@ func init() {
 			{name: "info", arity: -2, group: "server", summary: "Returns information about one, multiple or all commands.", run: commandInfo},
 			{name: "list", arity: -2, group: "server", summary: "Returns a list of command names.", run: commandList},
 		})},
-		{name: "info", arity: -1, group: "server", summary: "Returns information and statistics about the server.", run: info},
+		{name: "info", arity: -1, group: "server", summary: "Returns information and statistics about the server.", run: info, allShards: true},
 		{name: "config", arity: -2, group: "server", summary: "A container for server configuration commands.", subs: newTable("config", []*command{
 			{name: "get", arity: -3, group: "server", summary: "Returns the effective values of configuration parameters.", run: configGet},
 		})},
-		{name: "dbsize", arity: 1, flags: flags("readonly", "fast"), group: "server", summary: "Returns the number of keys in the database.", run: dbsize},
-		{name: "flushdb", arity: -1, flags: flags("write"), group: "server", summary: "Removes all keys from the current database.", run: flush},
-		{name: "flushall", arity: -1, flags: flags("write"), group: "server", summary: "Removes all keys from all databases.", run: flush},
+		{name: "dbsize", arity: 1, flags: flags("readonly", "fast"), group: "server", summary: "Returns the number of keys in the database.", run: dbsize, allShards: true},
+		{name: "flushdb", arity: -1, flags: flags("write"), group: "server", summary: "Removes all keys from the current database.", run: flush, allShards: true},
+		{name: "flushall", arity: -1, flags: flags("write"), group: "server", summary: "Removes all keys from all databases.", run: flush, allShards: true},
 
 		// Generic.
 		keyCommand("generic", "del", -2, -1, "write", "Deletes one or more keys.", del),
@@ -148,8 +198,8 @@ func init() {
 		keyCommand("generic", "pttl", 2, 1, "readonly", "Returns the expiration time in milliseconds of a key.", ttl),
 		keyCommand("generic", "persist", 2, 1, "write", "Removes the expiration time of a key.", persist),
 		keyCommand("generic", "rename", 3, 2, "write", "Renames a key and overwrites the destination.", rename),
-		{name: "keys", arity: 2, flags: flags("readonly"), group: "generic", summary: "Returns all key names that match a pattern.", run: keys},
-		{name: "scan", arity: -2, flags: flags("readonly"), group: "generic", summary: "Iterates over the key names in the database.", run: scan},
+		{name: "keys", arity: 2, flags: flags("readonly"), group: "generic", summary: "Returns all key names that match a pattern.", run: keys, allShards: true},
+		{name: "scan", arity: -2, flags: flags("readonly"), group: "generic", summary: "Iterates over the key names in the database.", run: scan, allShards: true},
 
 		// Strings.
 		keyCommand("string", "get", 2, 1, "readonly", "Returns the string value of a key.", get),
@@ -178,7 +228,7 @@ func init() {
 		keyCommand("list", "lindex", 3, 1, "readonly", "Returns an element from a list by its index.", lindex),
 		keyCommand("list", "lmove", 5, 2, "write", "Returns an element after popping it from one list and pushing it to another. Deletes the list if the last element was moved.", lmove),
 		keyCommand("list", "rpoplpush", 3, 2, "write", "Returns the last element of a list after removing and pushing it to another list. Deletes the list if the last element was popped.", rpoplpush),
-		{name: "lmpop", arity: -4, flags: flags("write", "movablekeys"), group: "list", summary: "Returns multiple elements from a list after removing them. Deletes the list if the last element was popped.", run: lmpop},
+		{name: "lmpop", arity: -4, flags: flags("write", "movablekeys"), group: "list", summary: "Returns multiple elements from a list after removing them. Deletes the list if the last element was popped.", run: lmpop, keys: numkeysAt(1)},
 		blockingCommand("list", "blpop", -3, 1, -2, "Removes and returns the first element in a list. Blocks until an element is available otherwise. Deletes the list if the last element was popped.", blpop),
 		blockingCommand("list", "brpop", -3, 1, -2, "Removes and returns the last element in a list. Blocks until an element is available otherwise. Deletes the list if the last element was popped.", brpop),
 		blockingCommand("list", "blmove", 6, 1, 2, "Pops an element from a list, pushes it to another list and returns it. Blocks until an element is available otherwise. Deletes the list if the last element was moved.", blmove),
@@ -207,7 +257,7 @@ func init() {
 		keyCommand("sorted-set", "zrange", -4, 1, "readonly", "Returns members in a sorted set within a range of indexes.", zrange),
 		keyCommand("sorted-set", "zpopmin", -2, 1, "write", "Returns the lowest-scoring members from a sorted set after removing them. Deletes the sorted set if the last member was popped.", zpopmin),
 		keyCommand("sorted-set", "zpopmax", -2, 1, "write", "Returns the highest-scoring members from a sorted set after removing them. Deletes the sorted set if the last member was popped.", zpopmax),
-		{name: "zmpop", arity: -4, flags: flags("write", "movablekeys"), group: "sorted-set", summary: "Returns the highest- or lowest-scoring members from one or more sorted sets after removing them. Deletes the sorted set if the last member was popped.", run: zmpop},
+		{name: "zmpop", arity: -4, flags: flags("write", "movablekeys"), group: "sorted-set", summary: "Returns the highest- or lowest-scoring members from one or more sorted sets after removing them. Deletes the sorted set if the last member was popped.", run: zmpop, keys: numkeysAt(1)},
 		blockingCommand("sorted-set", "bzpopmin", -3, 1, -2, "Removes and returns the member with the lowest score from one or more sorted sets. Blocks until a member is available otherwise. Deletes the sorted set if the last element was popped.", bzpopmin),
 		blockingCommand("sorted-set", "bzpopmax", -3, 1, -2, "Removes and returns the member with the highest score from one or more sorted sets. Blocks until a member available otherwise.  Deletes the sorted set if the last element was popped.", bzpopmax),
 		blockingCommand("sorted-set", "bzmpop", -5, 0, 0, "Removes and returns a member by score from one or more sorted sets. Blocks until a member is available otherwise. Deletes the sorted set if the last element was popped.", bzmpop),
@@ -254,6 +304,7 @@ func blockingCommand(group, name string, arity, first, last int, summary string,
 	if first == 0 {
 		cmd.flags = append(cmd.flags, "movablekeys")
 		cmd.step = 0
+		cmd.keys = numkeysAt(2)
 	}
 	return cmd
 }

@@ -48,6 +48,7 @@ func ping(c *call) {
 // and its replies are on.
 func reset(c *call) {
 	cl := c.cl
+	cl.discard()
 	for kind := range numSubKinds {
 		cl.unsubscribeAll(kind, nil)
 	}

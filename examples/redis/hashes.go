@@ -28,6 +28,7 @@ func hset(c *call) {
 	for i := 2; i < len(c.args); i += 2 {
 		m[string(c.args[i])] = string(c.args[i+1])
 	}
+	sh.touch(string(c.args[1]))
 	c.integer(int64(len(m) - had))
 }
 
@@ -94,5 +95,6 @@ func hincrby(c *call) {
 		return
 	}
 	m[string(c.args[2])] = strconv.FormatInt(sum, 10)
+	sh.touch(string(c.args[1]))
 	c.integer(sum)
 }

@@ -123,6 +123,7 @@ func expire(c *call) {
 		sh.remove(e)
 	} else {
 		sh.setExpire(e, at)
+		sh.touch(e.key)
 	}
 	c.integer(1)
 }
@@ -166,6 +167,7 @@ func persist(c *call) {
 		return
 	}
 	sh.setExpire(e, 0)
+	sh.touch(e.key)
 	c.integer(1)
 }
 

@@ -190,6 +190,7 @@ func (sh *shard) lookupString(key []byte, now int64) (*entry, error) {
 func (sh *shard) add(key []byte, hash uint64) *entry {
 	e := &entry{key: string(key), hash: hash}
 	sh.keys[e.key] = e
+	sh.touch(e.key)
 	return e
 }
 

@@ -120,6 +120,7 @@ func (c *call) popList(take func(*list) string) {
 			c.bulkString(take(l))
 		}
 	}
+	sh.touch(e.key)
 	sh.dropEmpty(e)
 }
 

@@ -277,7 +277,9 @@ func TestSlowSubscriberIsDropped(t *testing.T) {
 	stuck, most := publish()
 	slow.expectResetAfterAll(t)
 	assert.EqualValues(t, 1, ts.outputDrops.Load())
-	assert.LessOrEqual(t, most, int64(bound), "the slow subscriber held more than its bound")
+	// A message on its way from the loop's inbox to the connection counts
+	// in both for a moment, which the test may see.
+	assert.LessOrEqual(t, most, int64(bound+size+64), "the slow subscriber held more than its bound")
 	t.Logf("%d publications of %d bytes: %v with one subscriber, %v with a second one stuck", messages, size, alone, stuck)
 	// The publisher never waits on the stuck subscriber; allow for a
 	// machine shared with other work.

@@ -146,6 +146,7 @@ func (s *server) OnClose(c sluice.Conn, _ error) sluice.Action {
 			cl.unsubscribeAll(kind, nil)
 		}
 		cl.closeBlocked()
+		cl.discard()
 	}
 	return sluice.None
 }

@@ -16,6 +16,9 @@ func sadd(c *call) {
 	for _, m := range c.args[2:] {
 		s[string(m)] = struct{}{}
 	}
+	if len(s) > had {
+		sh.touch(string(c.args[1]))
+	}
 	c.integer(int64(len(s) - had))
 }
 
@@ -61,6 +64,7 @@ func spop(c *call) {
 		count--
 	}
 	if e != nil {
+		sh.touch(e.key)
 		sh.dropEmpty(e)
 	}
 }

@@ -127,6 +127,7 @@ func (c *call) setString(key, v []byte, o setOptions) {
 		e = sh.add(key, h)
 	}
 	e.setString(v)
+	sh.touch(e.key)
 	switch {
 	case o.expire != 0 && o.expire <= c.now:
 		sh.remove(e)
@@ -200,6 +201,7 @@ func mset(c *call) {
 		}
 		e.setString(pairs[i+1])
 		sh.setExpire(e, 0)
+		sh.touch(e.key)
 	}
 	c.ok()
 }
@@ -255,6 +257,7 @@ func (c *call) incrBy(by int64) {
 		e = sh.add(c.args[1], h)
 	}
 	e.str = strconv.AppendInt(e.str[:0], sum, 10)
+	sh.touch(e.key)
 	c.integer(sum)
 }
 
@@ -272,6 +275,7 @@ func appendString(c *call) {
 		return
 	default:
 		e.str = append(e.str, c.args[2]...)
+		sh.touch(e.key)
 	}
 	c.integer(int64(len(e.str)))
 }
