@@ -22,6 +22,7 @@ var infoSections = []infoSection{
 	{"clients", "Clients", infoClients},
 	{"memory", "Memory", infoMemory},
 	{"stats", "Stats", infoStats},
+	{"cpu", "CPU", infoCPU},
 	{"keyspace", "Keyspace", infoKeyspace},
 }
 
@@ -80,7 +81,7 @@ func infoServer(c *call, b []byte) []byte {
 	b = field(b, "tcp_port", port)
 	b = field(b, "uptime_in_seconds", int64(uptime/time.Second))
 	b = field(b, "uptime_in_days", int64(uptime/(24*time.Hour)))
-	b = field(b, "hz", int(time.Second/sweepEvery))
+	b = field(b, "hz", s.hz.Load())
 	return field(b, "event_loops", s.cfg.loops)
 }
 
@@ -132,6 +133,21 @@ func infoStats(c *call, b []byte) []byte {
 	return field(b, "keyspace_misses", st.misses)
 }
 
+// infoCPU is INFO's CPU section: the CPU time the process and its
+// children used, in seconds, as Redis writes it. There is no main thread
+// to report apart: every event loop is one.
+func infoCPU(_ *call, b []byte) []byte {
+	sys, user, childSys, childUser, ok := cpuTimes()
+	if !ok {
+		return b
+	}
+	secs := func(us int64) string { return fmt.Sprintf("%d.%06d", us/1e6, us%1e6) }
+	b = field(b, "used_cpu_sys", secs(sys))
+	b = field(b, "used_cpu_user", secs(user))
+	b = field(b, "used_cpu_sys_children", secs(childSys))
+	return field(b, "used_cpu_user_children", secs(childUser))
+}
+
 func infoKeyspace(c *call, b []byte) []byte {
 	s := c.srv
 	st := s.db.stats(c.held)
@@ -139,44 +155,6 @@ func infoKeyspace(c *call, b []byte) []byte {
 		return b
 	}
 	return fmt.Appendf(b, "db0:keys=%d,expires=%d,avg_ttl=0\r\n", st.keys, st.expires)
-}
-
-// configParams returns the configuration CONFIG GET reports: what clients
-// such as redis-benchmark ask about.
-func (s *server) configParams() [][2]string {
-	return [][2]string{
-		{"appendonly", "no"},
-		{"client-output-buffer-limit", s.cfg.output.String()},
-		{"client-query-buffer-limit", strconv.Itoa(s.cfg.requestLimit())},
-		{"databases", "1"},
-		{"maxclients", strconv.Itoa(s.cfg.maxClients)},
-		{"maxmemory", "0"},
-		{"save", ""},
-		{"timeout", strconv.FormatInt(int64(s.cfg.idleTimeout/time.Second), 10)},
-	}
-}
-
-// configGet is CONFIG GET pattern [pattern ...]. As in Redis, a name
-// given in full is replied as it was given, in whatever case.
-func configGet(c *call) {
-	var found [][2]string
-	for _, p := range c.srv.configParams() {
-		for _, pattern := range c.args[2:] {
-			if eqFold(pattern, p[0]) {
-				found = append(found, [2]string{string(pattern), p[1]})
-				break
-			}
-			if globMatch(pattern, []byte(p[0]), true) {
-				found = append(found, p)
-				break
-			}
-		}
-	}
-	c.mapOf(len(found))
-	for _, p := range found {
-		c.bulkString(p[0])
-		c.bulkString(p[1])
-	}
 }
 
 func dbsize(c *call) { c.integer(c.srv.db.stats(c.held).keys) }

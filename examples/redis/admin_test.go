@@ -65,16 +65,22 @@ func TestConfigGet(t *testing.T) {
 		 6) "4096"
 		 7) "databases"
 		 8) "1"
-		 9) "maxclients"
-		10) "0"
-		11) "maxmemory"
+		 9) "hz"
+		10) "10"
+		11) "maxclients"
 		12) "0"
-		13) "save"
-		14) ""
-		15) "timeout"
-		16) "0"
+		13) "maxmemory"
+		14) "0"
+		15) "maxmemory-policy"
+		16) "noeviction"
+		17) "proto-max-bulk-len"
+		18) "4096"
+		19) "save"
+		20) ""
+		21) "timeout"
+		22) "0"
 	`), ts.cli(t, "CONFIG GET *"))
-	assert.Equal(t, "1) \"maxmemory\"\n2) \"0\"", ts.do(t, "CONFIG", "GET", "MAXM*"))
+	assert.Equal(t, "1) \"maxmemory\"\n2) \"0\"", ts.do(t, "CONFIG", "GET", "MAXMEM?RY"))
 }
 
 func TestConfigGetLimits(t *testing.T) {
@@ -91,10 +97,13 @@ func TestCommandIntrospection(t *testing.T) {
 		1)  1) "get"
 		    2) (integer) 2
 		    3) 1) readonly
+		       2) fast
 		    4) (integer) 1
 		    5) (integer) 1
 		    6) (integer) 1
-		    7) (empty array)
+		    7) 1) @read
+		       2) @string
+		       3) @fast
 		    8) (empty array)
 		    9) (empty array)
 		   10) (empty array)

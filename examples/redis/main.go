@@ -7,10 +7,15 @@
 //	redis-benchmark -q -t set,get -P 16
 //
 // It serves one database, shared by every event loop and sharded by key
-// hash so that loops rarely wait on each other, with strings, lists, sets,
-// hashes and sorted sets. Keys expire when read after their time, and a
-// sweep every 100 ms samples keys with a time to live, as Redis does, for
-// those nobody reads. It keeps nothing on disk.
+// hash so that loops rarely wait on each other, with strings, bitmaps,
+// lists, sets, hashes and sorted sets, pub/sub, blocking commands and
+// transactions, each across the loops: a message published on one loop
+// reaches subscribers on all of them, a push on one wakes a client blocked
+// on another, and EXEC runs its commands with no other client's between
+// them, whatever their loops. Keys expire when read after their time, and
+// a sweep, hz times a second, samples keys with a time to live, as Redis
+// does, for those nobody reads. It keeps nothing on disk. README.md lists
+// the commands and where they differ from Redis's.
 //
 // Every command a read brings is answered, in order, and the replies go
 // back in one write, so pipelining costs one system call a batch. Commands
@@ -33,8 +38,8 @@
 // -maxclients bounds the clients connected at once, as Redis's maxclients
 // does: a client past it reads "-ERR max number of clients reached" and
 // is disconnected; -idle-timeout disconnects a client that sends nothing
-// for that long, as Redis's timeout does (CONFIG GET reports both). Behind a load
-// balancer that sends the PROXY protocol header (HAProxy's send-proxy or
+// for that long, as Redis's timeout does (CONFIG GET reports both, and
+// CONFIG SET changes the timeout). Behind a load balancer that sends the PROXY protocol header (HAProxy's send-proxy or
 // send-proxy-v2), -proxy-protocol optional or required reads it, so that
 // CLIENT LIST and CLIENT KILL ADDR name the real clients. -poller uring
 // (or auto) runs the event loops on io_uring instead of epoll.

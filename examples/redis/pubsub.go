@@ -188,7 +188,7 @@ func appendPushHeader(b []byte, resp3 bool, n int) []byte {
 func (c *call) publish(kind subKind, channel, body []byte) int {
 	ps := &c.srv.pubsub
 	p := &publication{kind: kind, channel: channel, body: body, from: c,
-		pubsubLimit: c.srv.cfg.output.pubsubLimit(), now: time.Now().UnixMilli()}
+		pubsubLimit: c.srv.outputLimit().pubsubLimit(), now: time.Now().UnixMilli()}
 	sm := ps.shardOf(kind, channel)
 	sm.mu.Lock()
 	for cl := range sm.m[string(channel)] {

@@ -72,7 +72,16 @@ func sameAsRedis(t *testing.T, ts *testServer, r *realRedis, script string) stri
 	t.Helper()
 	want := clientIDs.ReplaceAllString(exchange(t, "unix", r.sock, script), "${1}ID")
 	got := clientIDs.ReplaceAllString(exchange(t, "tcp", ts.addr(), script), "${1}ID")
-	require.Equal(t, want, got, "script %q", script)
+	if want != got {
+		w, g := strings.Split(want, "\r\n"), strings.Split(got, "\r\n")
+		i := 0
+		for i < len(w) && i < len(g) && w[i] == g[i] {
+			i++
+		}
+		from := max(i-6, 0)
+		t.Fatalf("script %q:\nreplies differ at line %d; Redis's, then ours:\n%q\n%q", script, i,
+			w[from:min(i+6, len(w))], g[from:min(i+6, len(g))])
+	}
 	return got
 }
 

@@ -67,8 +67,9 @@ func (c *config) writeLimit() time.Duration {
 	return max(c.writeTimeout, 0)
 }
 
-// sweepEvery is how often active expiry runs, as Redis does at hz 10.
-const sweepEvery = 100 * time.Millisecond
+// defaultHz is how often a second active expiry runs, as Redis's hz,
+// which CONFIG SET changes.
+const defaultHz = 10
 
 // flushAt is how much reply a batch of commands gathers before handing it
 // to the connection, so that one huge batch does not grow the buffer.
@@ -93,6 +94,11 @@ type server struct {
 	// class's is looser.
 	checkNormal bool
 	outputDrops atomic.Int64 // clients disconnected for their output limit
+
+	// What CONFIG SET changes while the server runs.
+	output      atomic.Pointer[outputLimit]
+	idleTimeout atomic.Int64 // nanoseconds
+	hz          atomic.Int64
 	blocked     atomic.Int64 // clients blocked in a command
 
 	lastID      atomic.Uint64 // the last client's ID
@@ -107,6 +113,9 @@ func newServer(cfg config) *server {
 	s.db.init()
 	s.pubsub.init()
 	s.clients.init()
+	s.output.Store(&cfg.output)
+	s.idleTimeout.Store(int64(cfg.idleTimeout))
+	s.hz.Store(defaultHz)
 	normal := cfg.output.normalLimit().hard
 	s.checkNormal = normal > 0 && normal != cfg.output.engineBound()
 	return s
@@ -133,6 +142,9 @@ func (s *server) OnBoot(eng sluice.Engine) sluice.Action {
 func (s *server) OnOpen(c sluice.Conn) ([]byte, sluice.Action) {
 	cl := newClient(s, c)
 	c.SetContext(cl)
+	if d, set := s.idleTimeoutSet(); set {
+		c.SetIdleTimeout(d)
+	}
 	s.clients.add(cl)
 	s.connections.Add(1)
 	return nil, sluice.None
@@ -236,7 +248,7 @@ func (s *server) OnShutdown(sluice.Engine) {
 // OnTick expires keys nobody reads.
 func (s *server) OnTick() (time.Duration, sluice.Action) {
 	s.sweepFrom = s.db.sweep(s.sweepFrom, time.Now().UnixMilli())
-	return sweepEvery, sluice.None
+	return time.Second / time.Duration(s.hz.Load()), sluice.None
 }
 
 // replyBufs holds the buffers batches gather replies in, so an idle

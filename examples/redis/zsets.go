@@ -116,6 +116,7 @@ func zadd(c *call) {
 	score := math.NaN() // with INCR, the member's new score; NaN when not updated
 	for i := 0; i < len(pairs) && z != nil; i += 2 {
 		s, _ := parseFloat(pairs[i])
+		s += 0 // no minus zero, as Redis stores none
 		member := pairs[i+1]
 		old, exists := z.scores[string(member)]
 		if o.incr && exists {
