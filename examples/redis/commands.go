@@ -187,7 +187,7 @@ func init() {
 		{name: "config", arity: -2, acl: flags("@slow"), group: "server", since: "2.0.0", summary: "A container for server configuration commands", subs: newTable("config", []*command{
 			{name: "get", arity: -3, flags: flags("admin", "noscript", "loading", "stale"), acl: flags("@admin", "@slow", "@dangerous"), group: "server", since: "2.0.0", summary: "Get the values of configuration parameters", run: configGet},
 			{name: "set", arity: -4, flags: flags("admin", "noscript", "loading", "stale"), acl: flags("@admin", "@slow", "@dangerous"), group: "server", since: "2.0.0", summary: "Set configuration parameters to the given values", run: configSet},
-			{name: "resetstat", arity: 2, flags: flags("admin", "noscript", "loading", "stale"), acl: flags("@admin", "@slow", "@dangerous"), group: "server", since: "2.0.0", summary: "Reset the stats returned by INFO", run: configResetstat},
+			{name: "resetstat", arity: 2, flags: flags("admin", "noscript", "loading", "stale"), acl: flags("@admin", "@slow", "@dangerous"), group: "server", since: "2.0.0", summary: "Reset the stats returned by INFO", run: configResetstat, allShards: true},
 			{name: "rewrite", arity: 2, flags: flags("admin", "noscript", "loading", "stale"), acl: flags("@admin", "@slow", "@dangerous"), group: "server", since: "2.8.0", summary: "Rewrite the configuration file with the in memory configuration", run: configRewrite},
 		})},
 		{name: "dbsize", arity: 1, flags: flags("readonly", "fast"), acl: flags("@keyspace", "@read", "@fast"), group: "server", since: "1.0.0", summary: "Return the number of keys in the selected database", run: dbsize, allShards: true},

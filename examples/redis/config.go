@@ -50,11 +50,11 @@ var configParams = []param{
 	{name: "databases", get: func(*server) string { return "1" },
 		set: func(*server, string) (func(), error) { return nil, errImmutable }},
 	{name: "hz", get: func(s *server) string { return strconv.FormatInt(s.hz.Load(), 10) }, set: func(s *server, v string) (func(), error) {
-		n, err := configInt(v, 1, math.MaxInt32)
+		n, err := configInt(v, 0, math.MaxInt32)
 		if err != nil {
 			return nil, err
 		}
-		return func() { s.hz.Store(min(n, 500)) }, nil // Redis takes up to 500
+		return func() { s.hz.Store(min(max(n, 1), 500)) }, nil // as Redis keeps it
 	}},
 	{name: "maxclients", get: func(s *server) string { return strconv.Itoa(s.cfg.maxClients) },
 		set: func(s *server, v string) (func(), error) {
@@ -98,8 +98,9 @@ func configInt(v string, lo, hi int64) (int64, error) {
 }
 
 // setOutputLimit sets client-output-buffer-limit. The pub/sub class
-// changes at once for every subscriber; the normal class's bounds are the
-// engine's, fixed as it starts, and replicas there are none, so a replica
+// changes at once for every subscriber, within the engine's bound on any
+// connection's output (WithMaxOutbound), which is fixed as it starts, as
+// are the normal class's bounds; replicas there are none, so a replica
 // class is taken and has nothing to hold.
 func setOutputLimit(s *server, v string) (func(), error) {
 	f := strings.Fields(v)
@@ -127,6 +128,9 @@ func setOutputLimit(s *server, v string) (func(), error) {
 				return nil, errors.New("the normal class's bounds are the engine's, set as the server starts (-client-output-buffer-limit)")
 			}
 			continue
+		}
+		if bound := s.cfg.output.engineBound(); bound > 0 && (o.pubsub.hard == 0 || o.pubsub.hard > bound) {
+			return nil, fmt.Errorf("the pubsub class's hard bound cannot pass the engine's, %d bytes, set as the server starts", bound)
 		}
 		next.pubsub, next.pubsubSet = o.pubsub, true
 	}

@@ -1,8 +1,12 @@
 package main
 
 import (
+	"os/exec"
 	"strings"
 	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // familyScripts are commands of each family, errors included, whose
@@ -28,8 +32,8 @@ var familyScripts = map[string]string{
 		GETEX nope EX x
 		GETEX k EXAT 1
 		EXISTS k
-		PSETEX p 1000 v
-		PTTL p
+		PSETEX p 100000 v
+		TTL p
 		PSETEX p 0 v
 		PSETEX p x v
 		SETRANGE s 5 abc
@@ -529,6 +533,12 @@ var familyScripts = map[string]string{
 		CONFIG SET client-output-buffer-limit "foo 1 1 1"
 		CONFIG SET TIMEOUT 0 hz 10
 		CONFIG GET TIMEOUT
+		CONFIG SET hz 0
+		CONFIG GET hz
+		CONFIG SET hz 1000
+		CONFIG GET hz
+		CONFIG SET hz -1
+		CONFIG SET hz 10
 		CONFIG RESETSTAT
 		CONFIG REWRITE
 		CONFIG SET save ""
@@ -550,4 +560,32 @@ func TestFamiliesAsRedis(t *testing.T) {
 			sameAsRedis(t, ts, r, "HELLO 3\r\nFLUSHALL\r\n"+script)
 		})
 	}
+}
+
+// TestFamiliesWithRedisCli runs the same scripts through redis-cli, as a
+// person would type them, against this server and Redis, in RESP2 and
+// RESP3, and compares what redis-cli prints.
+func TestFamiliesWithRedisCli(t *testing.T) {
+	ts := startServer(t, config{})
+	r := startRedis(t)
+	cli := tool(t, "redis-cli")
+	for name, script := range familyScripts {
+		t.Run(name, func(t *testing.T) {
+			for _, proto := range []string{"-2", "-3"} {
+				script := "FLUSHALL\n" + dedent(script)
+				ours := runCli(t, cli, script, "-h", ts.host, "-p", ts.port, proto)
+				theirs := runCli(t, cli, script, "-s", r.sock, proto)
+				assert.Equal(t, theirs, ours, "redis-cli %s", proto)
+			}
+		})
+	}
+}
+
+func runCli(t *testing.T, cli, script string, args ...string) string {
+	t.Helper()
+	cmd := exec.Command(cli, append([]string{"--no-raw"}, args...)...)
+	cmd.Stdin = strings.NewReader(script)
+	out, err := cmd.Output()
+	require.NoError(t, err)
+	return string(out)
 }

@@ -279,9 +279,12 @@ func TestConfigSetApplies(t *testing.T) {
 		return ts.outputDrops.Load() == 1
 	}, 10*time.Second, time.Millisecond)
 
-	admin.send(t, "CONFIG SET client-output-buffer-limit \"normal 1 1 1\"\r\nCONFIG SET maxclients 7\r\n")
+	admin.send(t, "CONFIG SET client-output-buffer-limit \"normal 1 1 1\"\r\nCONFIG SET maxclients 7\r\n"+
+		"CONFIG SET client-output-buffer-limit \"pubsub 64mb 0 0\"\r\nCONFIG SET client-output-buffer-limit \"slave 1 1 1\"\r\n")
 	assert.Contains(t, admin.line(t), "the normal class's bounds are the engine's")
 	assert.Contains(t, admin.line(t), "sized as the server starts")
+	assert.Contains(t, admin.line(t), "cannot pass the engine's, 33554432 bytes")
+	admin.expect(t, "+OK\r\n")
 }
 
 // TestInfoCPU checks INFO's CPU section: the process's CPU time, growing.

@@ -174,42 +174,6 @@ func zscore(c *call) {
 	}
 }
 
-// zrange is ZRANGE key start stop [REV] [WITHSCORES], by rank. The BYSCORE,
-// BYLEX and LIMIT forms are not supported.
-func zrange(c *call) {
-	var rev, withScores bool
-	for _, a := range c.args[4:] {
-		switch {
-		case eqFold(a, "rev"):
-			rev = true
-		case eqFold(a, "withscores"):
-			withScores = true
-		default:
-			c.error(errSyntax)
-			return
-		}
-	}
-	sh, z, lo, hi, ok := openRange[*zset](c)
-	if !ok {
-		return
-	}
-	defer c.unlock(sh)
-	n := hi - lo + 1
-	x := z.order.at(lo)
-	if rev {
-		x = z.order.at(z.order.n - 1 - lo)
-	}
-	c.scoredArray(n, withScores)
-	for range n {
-		c.scored(x, withScores)
-		if rev {
-			x = x.prev
-		} else {
-			x = x.links[0].next
-		}
-	}
-}
-
 // scoredArray starts a reply of n members, with their scores or not. With
 // scores, RESP2 has a flat array of members and scores, RESP3 an array of
 // pairs.
