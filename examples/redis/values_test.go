@@ -285,6 +285,11 @@ func TestConfigSetApplies(t *testing.T) {
 	assert.Contains(t, admin.line(t), "sized as the server starts")
 	assert.Contains(t, admin.line(t), "cannot pass the engine's, 33554432 bytes")
 	admin.expect(t, "+OK\r\n")
+
+	// All or nothing: a refused parameter leaves the others as they were.
+	admin.send(t, "CONFIG SET hz 20 appendonly yes\r\nCONFIG GET hz\r\n")
+	assert.Contains(t, admin.line(t), "keeps nothing on disk")
+	admin.expect(t, "*2\r\n$2\r\nhz\r\n$2\r\n50\r\n")
 }
 
 // TestInfoCPU checks INFO's CPU section: the process's CPU time, growing.
