@@ -14,15 +14,16 @@ import (
 // appends its fields.
 type infoSection struct {
 	name, title string
-	add         func(s *server, b []byte) []byte
+	add         func(c *call, b []byte) []byte
 }
 
 var infoSections = []infoSection{
-	{"server", "Server", (*server).infoServer},
-	{"clients", "Clients", (*server).infoClients},
-	{"memory", "Memory", (*server).infoMemory},
-	{"stats", "Stats", (*server).infoStats},
-	{"keyspace", "Keyspace", (*server).infoKeyspace},
+	{"server", "Server", infoServer},
+	{"clients", "Clients", infoClients},
+	{"memory", "Memory", infoMemory},
+	{"stats", "Stats", infoStats},
+	{"cpu", "CPU", infoCPU},
+	{"keyspace", "Keyspace", infoKeyspace},
 }
 
 // info is INFO [section ...]: every section, or those named ("all",
@@ -39,9 +40,9 @@ func info(c *call) {
 		b = append(b, "# "...)
 		b = append(b, sec.title...)
 		b = append(b, "\r\n"...)
-		b = sec.add(c.srv, b)
+		b = sec.add(c, b)
 	}
-	c.bulk(b)
+	c.verbatim(b)
 }
 
 func (c *call) wantsSection(name string) bool {
@@ -61,7 +62,8 @@ func field(b []byte, name string, value any) []byte {
 	return fmt.Appendf(b, "%s:%v\r\n", name, value)
 }
 
-func (s *server) infoServer(b []byte) []byte {
+func infoServer(c *call, b []byte) []byte {
+	s := c.srv
 	uptime := time.Since(s.started)
 	port := 0
 	if addrs := s.eng.Addrs(); len(addrs) > 0 {
@@ -69,31 +71,28 @@ func (s *server) infoServer(b []byte) []byte {
 			port = a.Port
 		}
 	}
-	api := "epoll"
-	if runtime.GOOS != "linux" {
-		api = "kqueue"
-	}
 	b = field(b, "redis_version", redisVersion)
 	b = field(b, "redis_mode", "standalone")
 	b = field(b, "os", runtime.GOOS+" "+runtime.GOARCH)
 	b = field(b, "arch_bits", strconv.IntSize)
-	b = field(b, "multiplexing_api", api)
+	b = field(b, "multiplexing_api", s.multiplexingAPI())
 	b = field(b, "go_version", runtime.Version())
 	b = field(b, "process_id", os.Getpid())
 	b = field(b, "tcp_port", port)
 	b = field(b, "uptime_in_seconds", int64(uptime/time.Second))
 	b = field(b, "uptime_in_days", int64(uptime/(24*time.Hour)))
-	b = field(b, "hz", int(time.Second/sweepEvery))
+	b = field(b, "hz", s.hz.Load())
 	return field(b, "event_loops", s.cfg.loops)
 }
 
-func (s *server) infoClients(b []byte) []byte {
+func infoClients(c *call, b []byte) []byte {
+	s := c.srv
 	b = field(b, "connected_clients", s.clients.count())
 	b = field(b, "maxclients", s.cfg.maxClients)
-	return field(b, "blocked_clients", 0)
+	return field(b, "blocked_clients", s.blocked.Load())
 }
 
-func (s *server) infoMemory(b []byte) []byte {
+func infoMemory(_ *call, b []byte) []byte {
 	m := []metrics.Sample{
 		{Name: "/memory/classes/heap/objects:bytes"},
 		{Name: "/memory/classes/total:bytes"},
@@ -123,8 +122,9 @@ func humanBytes(n uint64) string {
 	return fmt.Sprintf("%dB", n)
 }
 
-func (s *server) infoStats(b []byte) []byte {
-	st := s.db.stats()
+func infoStats(c *call, b []byte) []byte {
+	s := c.srv
+	st := s.db.stats(c.held)
 	b = field(b, "total_connections_received", s.connections.Load())
 	b = field(b, "total_commands_processed", s.commands.Load())
 	b = field(b, "expired_keys", st.expired)
@@ -133,53 +133,31 @@ func (s *server) infoStats(b []byte) []byte {
 	return field(b, "keyspace_misses", st.misses)
 }
 
-func (s *server) infoKeyspace(b []byte) []byte {
-	st := s.db.stats()
+// infoCPU is INFO's CPU section: the CPU time the process and its
+// children used, in seconds, as Redis writes it. There is no main thread
+// to report apart: every event loop is one.
+func infoCPU(_ *call, b []byte) []byte {
+	sys, user, childSys, childUser, ok := cpuTimes()
+	if !ok {
+		return b
+	}
+	secs := func(us int64) string { return fmt.Sprintf("%d.%06d", us/1e6, us%1e6) }
+	b = field(b, "used_cpu_sys", secs(sys))
+	b = field(b, "used_cpu_user", secs(user))
+	b = field(b, "used_cpu_sys_children", secs(childSys))
+	return field(b, "used_cpu_user_children", secs(childUser))
+}
+
+func infoKeyspace(c *call, b []byte) []byte {
+	s := c.srv
+	st := s.db.stats(c.held)
 	if st.keys == 0 {
 		return b
 	}
 	return fmt.Appendf(b, "db0:keys=%d,expires=%d,avg_ttl=0\r\n", st.keys, st.expires)
 }
 
-// configParams returns the configuration CONFIG GET reports: what clients
-// such as redis-benchmark ask about.
-func (s *server) configParams() [][2]string {
-	return [][2]string{
-		{"appendonly", "no"},
-		{"client-output-buffer-limit", s.cfg.output.String()},
-		{"client-query-buffer-limit", strconv.Itoa(s.cfg.requestLimit())},
-		{"databases", "1"},
-		{"maxclients", strconv.Itoa(s.cfg.maxClients)},
-		{"maxmemory", "0"},
-		{"save", ""},
-		{"timeout", strconv.FormatInt(int64(s.cfg.idleTimeout/time.Second), 10)},
-	}
-}
-
-// configGet is CONFIG GET pattern [pattern ...]. As in Redis, a name
-// given in full is replied as it was given, in whatever case.
-func configGet(c *call) {
-	var found [][2]string
-	for _, p := range c.srv.configParams() {
-		for _, pattern := range c.args[2:] {
-			if eqFold(pattern, p[0]) {
-				found = append(found, [2]string{string(pattern), p[1]})
-				break
-			}
-			if globMatch(pattern, []byte(p[0]), true) {
-				found = append(found, p)
-				break
-			}
-		}
-	}
-	c.mapOf(len(found))
-	for _, p := range found {
-		c.bulkString(p[0])
-		c.bulkString(p[1])
-	}
-}
-
-func dbsize(c *call) { c.integer(c.srv.db.stats().keys) }
+func dbsize(c *call) { c.integer(c.srv.db.stats(c.held).keys) }
 
 // flush is FLUSHDB and FLUSHALL, which are the same with one database.
 // Both are synchronous, whatever ASYNC asks.
@@ -188,6 +166,6 @@ func flush(c *call) {
 		c.error(errSyntax)
 		return
 	}
-	c.srv.db.flush()
+	c.flush()
 	c.ok()
 }

@@ -60,21 +60,27 @@ func TestConfigGet(t *testing.T) {
 		 1) "appendonly"
 		 2) "no"
 		 3) "client-output-buffer-limit"
-		 4) "normal 33554432 0 0"
+		 4) "normal 33554432 0 0 pubsub 33554432 8388608 60"
 		 5) "client-query-buffer-limit"
 		 6) "4096"
 		 7) "databases"
 		 8) "1"
-		 9) "maxclients"
-		10) "0"
-		11) "maxmemory"
+		 9) "hz"
+		10) "10"
+		11) "maxclients"
 		12) "0"
-		13) "save"
-		14) ""
-		15) "timeout"
-		16) "0"
+		13) "maxmemory"
+		14) "0"
+		15) "maxmemory-policy"
+		16) "noeviction"
+		17) "proto-max-bulk-len"
+		18) "4096"
+		19) "save"
+		20) ""
+		21) "timeout"
+		22) "0"
 	`), ts.cli(t, "CONFIG GET *"))
-	assert.Equal(t, "1) \"maxmemory\"\n2) \"0\"", ts.do(t, "CONFIG", "GET", "MAXM*"))
+	assert.Equal(t, "1) \"maxmemory\"\n2) \"0\"", ts.do(t, "CONFIG", "GET", "MAXMEM?RY"))
 }
 
 func TestConfigGetLimits(t *testing.T) {
@@ -91,10 +97,13 @@ func TestCommandIntrospection(t *testing.T) {
 		1)  1) "get"
 		    2) (integer) 2
 		    3) 1) readonly
+		       2) fast
 		    4) (integer) 1
 		    5) (integer) 1
 		    6) (integer) 1
-		    7) (empty array)
+		    7) 1) @read
+		       2) @string
+		       3) @fast
 		    8) (empty array)
 		    9) (empty array)
 		   10) (empty array)
@@ -120,13 +129,19 @@ func TestCommandIntrospection(t *testing.T) {
 func TestClientOutputBufferLimit(t *testing.T) {
 	var o outputLimit
 	require.NoError(t, o.Set("normal 1mb 256kb 0"))
-	assert.Equal(t, "normal 1048576 262144 0", o.String())
-	require.NoError(t, o.Set("NORMAL 0 0 0"))
-	assert.Equal(t, 0, o.hardBytes(), "zero set is no bound, as in Redis")
-	for _, bad := range []string{"pubsub 32mb 8mb 60", "normal 1mb", "normal x 0 0", "normal 1mb 1mb -1"} {
+	assert.Equal(t, "normal 1048576 262144 0 pubsub 33554432 8388608 60", o.String(), "pubsub as Redis's default")
+	assert.Equal(t, 33554432, o.engineBound())
+	require.NoError(t, o.Set("pubsub 64mb 0 0"))
+	assert.Equal(t, "normal 1048576 262144 0 pubsub 67108864 0 0", o.String(), "each class as last set")
+	assert.Equal(t, 67108864, o.engineBound(), "the looser bound")
+	require.NoError(t, o.Set("NORMAL 0 0 0 PubSub 1k 1k 1"))
+	assert.Equal(t, "normal 0 0 0 pubsub 1000 1000 1", o.String())
+	assert.Equal(t, 0, o.engineBound(), "zero set is no bound, as in Redis")
+	for _, bad := range []string{"slave 32mb 8mb 60", "normal 1mb", "normal x 0 0", "normal 1mb 1mb -1", "normal 1 1 1 pubsub"} {
 		assert.Error(t, o.Set(bad), bad)
 	}
-	assert.Equal(t, "normal 33554432 0 0", outputLimit{}.String(), "the engine's default")
+	assert.Equal(t, "normal 0 0 0 pubsub 1000 1000 1", o.String(), "a bad value changes nothing")
+	assert.Equal(t, "normal 33554432 0 0 pubsub 33554432 8388608 60", outputLimit{}.String(), "the defaults")
 
 	var limit outputLimit
 	require.NoError(t, limit.Set("normal 8mb 256kb 0"))
@@ -136,7 +151,7 @@ func TestClientOutputBufferLimit(t *testing.T) {
 	c.expect(t, "+OK\r\n")
 	// Ask for the value many times and read nothing: the replies pile up.
 	c.send(t, strings.Repeat("GET big\r\n", 64))
-	require.Eventually(t, func() bool { return ts.eng.Stats().OutboundOverLimit == 1 }, 10*time.Second, time.Millisecond)
+	require.Eventually(t, func() bool { return ts.eng.Stats().OutboundOverLimit == 1 }, 3*time.Second, time.Millisecond, "%+v", ts.eng.Stats())
 	_, err := io.Copy(io.Discard, c.r)
 	require.ErrorIs(t, err, syscall.ECONNRESET, "the replies queued for it were dropped")
 }

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"errors"
 	"fmt"
 	"math"
 	"strconv"
@@ -22,8 +21,17 @@ type call struct {
 	now   int64    // Unix milliseconds, read once per batch
 	resp3 bool     // the client asked for RESP3 with HELLO 3
 	quit  bool     // close the connection once the replies are sent
-	out   []byte
-	buf   *[]byte // where out came from
+	muted bool     // CLIENT REPLY silences the command's replies: those after mark go
+	mark  int
+
+	// A transaction running (EXEC): the shards it holds locked, and the
+	// keys its commands gave elements to, whose blocked clients it serves
+	// once it has run.
+	inExec    bool
+	held      uint64
+	readyKeys []string
+	out       []byte
+	buf       *[]byte // where out came from
 }
 
 // begin starts a batch of commands.
@@ -45,33 +53,78 @@ func (c *call) end() {
 	c.cl.touch(c.now, c.cmd)
 }
 
-// exec runs one command.
+// exec runs one command. While CLIENT REPLY silences the client, what it
+// would reply is dropped, errors included.
 func (c *call) exec(args [][]byte) {
 	c.args = args
+	if c.cl.skipOne || c.cl.replyOff {
+		c.cl.skipOne = false
+		c.muted, c.mark = true, len(c.out)
+		c.dispatch()
+		if c.muted {
+			c.out, c.muted = c.out[:c.mark], false
+		}
+		return
+	}
+	c.dispatch()
+}
+
+// dispatch finds the command c.args names and runs it, queues it in the
+// client's transaction, or replies why it does neither.
+func (c *call) dispatch() {
+	args := c.args
 	cmd := commands.lookup(args[0])
 	if cmd == nil {
-		c.unknownCommand()
+		if eqFold(args[0], "post") || eqFold(args[0], "host:") {
+			// As Redis, take HTTP for an attack and hang up on it.
+			c.quit = true
+			return
+		}
+		c.reject(nil, c.unknownCommand())
 		return
 	}
 	if cmd.subs != nil && len(args) >= 2 {
 		sub := cmd.subs.lookup(args[1])
 		if sub == nil {
-			c.errorText(fmt.Sprintf("ERR unknown subcommand '%.128s'. Try %s HELP.", args[1], cmd.upper))
+			c.reject(nil, fmt.Sprintf("ERR unknown subcommand '%.128s'. Try %s HELP.", args[1], cmd.upper))
 			return
 		}
 		cmd = sub
 	}
 	if !cmd.arityOK(len(args)) {
-		c.errorText(cmd.arityErr)
+		c.reject(cmd, cmd.arityErr)
+		return
+	}
+	if !c.resp3 && !cmd.pubsubOK && c.cl.inPubSub() {
+		c.reject(cmd, fmt.Sprintf("ERR Can't execute '%s': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context", cmd.name))
+		return
+	}
+	if c.cl.tx != nil && cmd.queues() {
+		c.queue(cmd)
 		return
 	}
 	c.cmd = cmd
 	cmd.run(c)
 }
 
-// unknownCommand replies as Redis does to a command it does not know,
-// quoting its first arguments.
-func (c *call) unknownCommand() {
+// pushing brackets what a command writes that CLIENT REPLY does not
+// silence, as in Redis: subscriptions' confirmations and messages. What
+// the command replied before is dropped now, and what it pushes kept.
+func (c *call) pushing() {
+	if c.muted {
+		c.out = c.out[:c.mark]
+	}
+}
+
+func (c *call) pushed() {
+	if c.muted {
+		c.mark = len(c.out)
+	}
+}
+
+// unknownCommand returns Redis's error for a command it does not know,
+// which quotes its first arguments.
+func (c *call) unknownCommand() string {
 	var args []byte
 	for _, a := range c.args[1:] {
 		if len(args) >= 128 {
@@ -79,24 +132,15 @@ func (c *call) unknownCommand() {
 		}
 		args = fmt.Appendf(args, "'%.*s' ", 128-len(args), a)
 	}
-	c.errorText(fmt.Sprintf("ERR unknown command '%.128s', with args beginning with: %s", c.args[0], args))
+	return fmt.Sprintf("ERR unknown command '%.128s', with args beginning with: %s", c.args[0], args)
 }
 
-// protocolError answers input that is not RESP, or too large, the way
-// Redis does, drops the rest of the input and ends the connection.
+// protocolError answers input that is not a command the way Redis does,
+// drops the rest of the input and ends the connection.
 func (c *call) protocolError(conn sluice.Conn, err error) {
-	head, _ := conn.Peek(1)
-	inline := len(head) > 0 && head[0] != '*'
-	msg := "ERR Protocol error: invalid request"
-	switch {
-	case errors.Is(err, codec.ErrFrameTooLarge) && inline:
-		msg = "ERR Protocol error: too big inline request"
-	case errors.Is(err, codec.ErrFrameTooLarge):
-		msg = "ERR Protocol error: too big request"
-	}
-	c.errorText(msg)
+	c.error(err)
 	conn.Discard(0)
-	c.cl.resp.Reset()
+	c.cl.req.reset()
 	c.quit = true
 }
 
@@ -160,19 +204,22 @@ func (c *call) setOf(n int) {
 	}
 }
 
-// double replies a floating-point number: in RESP2, a bulk string of its
-// shortest decimal form, as Redis 7.2 writes it.
+// double replies a floating-point number as Redis 7.0 does: in 17
+// significant digits, as C's "%.17g" writes them ("0.10000000000000001"),
+// in a bulk string in RESP2 and a double in RESP3.
 func (c *call) double(f float64) {
+	var buf [32]byte
+	d := formatDouble(buf[:0], f)
 	if c.resp3 {
-		c.out = codec.AppendDouble(c.out, f)
+		c.out = append(c.out, ',')
+		c.out = append(c.out, d...)
+		c.out = append(c.out, "\r\n"...)
 		return
 	}
-	var buf [32]byte
-	c.out = codec.AppendBulk(c.out, formatDouble(buf[:0], f))
+	c.out = codec.AppendBulk(c.out, d)
 }
 
-// formatDouble appends f as Redis writes scores: "inf", "-inf", or the
-// shortest decimal that reads back as f.
+// formatDouble appends f as Redis writes scores: "inf", "-inf", or "%.17g".
 func formatDouble(dst []byte, f float64) []byte {
 	switch {
 	case math.IsInf(f, 1):
@@ -180,7 +227,22 @@ func formatDouble(dst []byte, f float64) []byte {
 	case math.IsInf(f, -1):
 		return append(dst, "-inf"...)
 	}
-	return strconv.AppendFloat(dst, f, 'g', -1, 64)
+	return strconv.AppendFloat(dst, f, 'g', 17, 64)
+}
+
+// verbatim replies text that is for people to read, as INFO and CLIENT
+// LIST are: a verbatim string of format "txt" in RESP3, a bulk string in
+// RESP2.
+func (c *call) verbatim(b []byte) {
+	if !c.resp3 {
+		c.bulk(b)
+		return
+	}
+	c.out = append(c.out, '=')
+	c.out = strconv.AppendInt(c.out, int64(len(b)+4), 10)
+	c.out = append(c.out, "\r\ntxt:"...)
+	c.out = append(c.out, b...)
+	c.out = append(c.out, "\r\n"...)
 }
 
 // error replies err, whose text is a Redis error such as "ERR syntax error".

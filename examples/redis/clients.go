@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/sluicenet/sluice"
-	"github.com/sluicenet/sluice/codec"
 )
 
 var (
@@ -23,17 +22,20 @@ var (
 	errInvalidClientID = errors.New("ERR Invalid client ID")
 )
 
-// client is a connection's state. Its loop alone touches call and resp;
-// the rest is set when the connection opens, or safe to read from the
-// other loops, which list and kill clients.
+// client is a connection's state. Its loop alone touches call, req and
+// the fields marked as its loop's; the rest is set when the connection
+// opens, or safe to use from the other loops, which list and kill
+// clients, publish to them and wake them.
 type client struct {
 	call call
-	resp codec.RESP
+	req  request
+	conn sluice.Conn
+	loop *loopState
 
-	id      uint64
+	id      uint64 // as Redis numbers clients, from 1 in the order they connect
 	addr    string // the client's address: the PROXY source, when a header was read
 	laddr   string
-	flags   string // as CLIENT LIST shows them: N, or U for a Unix socket
+	unix    bool // connected to a Unix socket
 	fd      int
 	created int64 // Unix milliseconds
 
@@ -41,27 +43,71 @@ type client struct {
 	lastActive atomic.Int64 // Unix milliseconds of the last batch of commands
 	lastCmd    atomic.Pointer[command]
 	killed     atomic.Bool // by CLIENT KILL: unlisted at once, though its loop resets it later
+	state      atomic.Uint32
+	qbuf       atomic.Int64 // the bytes of commands it had sent, as its last batch left them
 
-	mu      sync.Mutex // guards the names, set by the client, read by CLIENT LIST
-	name    string
-	libName string
-	libVer  string
+	mu   sync.Mutex // guards the name, set by the client, read by CLIENT LIST
+	name string
+
+	// Its loop's: whether OnClose has run, and CLIENT REPLY's mode.
+	closed            bool
+	replyOff, skipOne bool
+
+	// Pub/sub. The names it is subscribed to are its loop's; the counts
+	// are for the other loops, and so are the bytes of messages posted to
+	// its loop and not yet written (pending), when its unsent output went
+	// over the pub/sub class's soft limit, and whether it was dropped for
+	// passing its limit.
+	subs          [numSubKinds]map[string]struct{}
+	nsubs         [numSubKinds]atomic.Int32
+	pending       atomic.Int64
+	overSoftSince atomic.Int64 // Unix milliseconds; 0 while under it
+	dropped       atomic.Bool
+
+	// The blocked command it waits in, if any: its loop's, and for CLIENT
+	// UNBLOCK from other loops.
+	block    *waiter
+	blockRef atomic.Pointer[waiter]
+
+	// Its transaction (MULTI) and the keys it watches, its loop's; how
+	// many commands the transaction holds, for CLIENT LIST; and whether a
+	// key it watches has changed since, which a write on any loop tells.
+	tx       *transaction
+	watching []watched
+	queued   atomic.Int32
+	dirty    atomic.Bool
 }
+
+// A client's state bits, for CLIENT LIST's flags.
+const (
+	inPubSubState uint32 = 1 << iota
+	blockedState
+	inMultiState
+)
 
 func newClient(s *server, c sluice.Conn) *client {
 	now := time.Now().UnixMilli()
-	cl := &client{id: c.ID(), fd: c.Fd(), created: now, flags: "N"}
+	cl := &client{id: s.lastID.Add(1), conn: c, loop: s.loops[c.Loop().Index()], fd: c.Fd(), created: now}
 	cl.addr, cl.laddr = addrString(c.RemoteAddr()), addrString(c.LocalAddr())
 	if local, ok := c.LocalAddr().(*net.UnixAddr); ok {
 		// As Redis shows clients of a Unix socket.
 		cl.addr = local.Name + ":0"
-		cl.laddr, cl.flags = cl.addr, "U"
+		cl.laddr, cl.unix = cl.addr, true
 	}
 	cl.call = call{srv: s, cl: cl}
-	cl.resp.MaxFrameSize = s.cfg.requestLimit()
+	cl.req = newRequest(s.cfg.requestLimit())
 	cl.proto.Store(2)
 	cl.lastActive.Store(now)
 	return cl
+}
+
+// setState sets or clears bit of cl's state.
+func (cl *client) setState(bit uint32, on bool) {
+	if on {
+		cl.state.Or(bit)
+	} else {
+		cl.state.And(^bit)
+	}
 }
 
 func addrString(a net.Addr) string {
@@ -89,20 +135,67 @@ func (cl *client) setName(name []byte) error {
 	return nil
 }
 
-// appendInfo appends cl's line of CLIENT LIST, as Redis writes it, less
-// the fields about buffers and memory. cmd is the last command it ran.
+// appendInfo appends cl's line of CLIENT LIST, with Redis 7.0's fields.
+// cmd is the last command it ran. The sizes of a client's buffers are what
+// this server knows of them: its unread input (qbuf) and its unsent output
+// (omem), which count in tot-mem.
 func (cl *client) appendInfo(b []byte, now int64, cmd *command) []byte {
 	cl.mu.Lock()
-	name, libName, libVer := cl.name, cl.libName, cl.libVer
+	name := cl.name
 	cl.mu.Unlock()
 	cmdName := "NULL"
 	if cmd != nil {
 		cmdName = cmd.name
 	}
-	return fmt.Appendf(b, "id=%d addr=%s laddr=%s fd=%d name=%s age=%d idle=%d flags=%s db=0 sub=0 psub=0 ssub=0 multi=-1 "+
-		"cmd=%s user=default redir=-1 resp=%d lib-name=%s lib-ver=%s\n",
-		cl.id, cl.addr, cl.laddr, cl.fd, name, (now-cl.created)/1000, (now-cl.lastActive.Load())/1000, cl.flags,
-		cmdName, cl.proto.Load(), libName, libVer)
+	qbuf, omem := cl.qbuf.Load(), cl.outbound()
+	events := "r"
+	if omem > 0 {
+		events = "rw"
+	}
+	multi := int32(-1)
+	if cl.state.Load()&inMultiState != 0 {
+		multi = cl.queued.Load()
+	}
+	return fmt.Appendf(b, "id=%d addr=%s laddr=%s fd=%d name=%s age=%d idle=%d flags=%s db=0 sub=%d psub=%d ssub=%d multi=%d "+
+		"qbuf=%d qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem=%d tot-mem=%d events=%s "+
+		"cmd=%s user=default redir=-1 resp=%d\n",
+		cl.id, cl.addr, cl.laddr, cl.fd, name, (now-cl.created)/1000, (now-cl.lastActive.Load())/1000, cl.flags(),
+		cl.nsubs[subChannel].Load(), cl.nsubs[subPattern].Load(), cl.nsubs[subShard].Load(), multi,
+		qbuf, omem, qbuf+omem, events, cmdName, cl.proto.Load())
+}
+
+// outbound returns the output cl's connection holds, from any loop; none
+// for a client without one, which tests run commands on.
+func (cl *client) outbound() int64 {
+	if cl.conn == nil {
+		return 0
+	}
+	return int64(cl.conn.OutboundQueued())
+}
+
+// flags returns cl's flags as CLIENT LIST shows them, in Redis's order.
+func (cl *client) flags() string {
+	var b []byte
+	st := cl.state.Load()
+	if st&inPubSubState != 0 {
+		b = append(b, 'P')
+	}
+	if st&inMultiState != 0 {
+		b = append(b, 'x')
+	}
+	if st&blockedState != 0 {
+		b = append(b, 'b')
+	}
+	if cl.dirty.Load() {
+		b = append(b, 'd')
+	}
+	if cl.unix {
+		b = append(b, 'U')
+	}
+	if len(b) == 0 {
+		return "N"
+	}
+	return string(b)
 }
 
 // registry is every open client, for CLIENT LIST and CLIENT KILL.
@@ -123,6 +216,13 @@ func (r *registry) remove(cl *client) {
 	r.mu.Lock()
 	delete(r.m, cl.id)
 	r.mu.Unlock()
+}
+
+// get returns the client with id, nil if there is none.
+func (r *registry) get(id uint64) *client {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.m[id]
 }
 
 func (r *registry) count() int {
@@ -166,38 +266,33 @@ func clientSetName(c *call) {
 	c.ok()
 }
 
-// clientSetInfo is CLIENT SETINFO LIB-NAME|LIB-VER value, which client
-// libraries send to say who they are.
-func clientSetInfo(c *call) {
-	attr, v := c.args[2], c.args[3]
-	var dst *string
-	switch {
-	case eqFold(attr, "lib-name"):
-		dst = &c.cl.libName
-	case eqFold(attr, "lib-ver"):
-		dst = &c.cl.libVer
+// clientReply is CLIENT REPLY ON|OFF|SKIP: whether the server replies
+// to the client's commands, to none of them, or to all but the next. Only
+// ON is answered.
+func clientReply(c *call) {
+	switch a := c.args[2]; {
+	case eqFold(a, "on"):
+		c.cl.replyOff, c.muted = false, false
+		c.ok()
+	case eqFold(a, "off"):
+		c.cl.replyOff = true
+	case eqFold(a, "skip"):
+		if !c.cl.replyOff {
+			c.cl.skipOne = true
+		}
 	default:
-		c.errorText(fmt.Sprintf("ERR Unrecognized option '%s'", attr))
-		return
+		c.error(errSyntax)
 	}
-	if !printable(v) {
-		c.errorText(fmt.Sprintf("ERR %s cannot contain spaces, newlines or special characters.", attr))
-		return
-	}
-	c.cl.mu.Lock()
-	*dst = string(v)
-	c.cl.mu.Unlock()
-	c.ok()
 }
 
 func clientInfo(c *call) {
-	c.bulk(c.cl.appendInfo(nil, c.now, c.cmd))
+	c.verbatim(c.cl.appendInfo(nil, c.now, c.cmd))
 }
 
 // clientList is CLIENT LIST [TYPE type] [ID id ...].
 func clientList(c *call) {
 	var ids []uint64
-	var none bool // a TYPE no client here has
+	typ := -1 // any; else 0 for normal clients, 1 for pub/sub ones, 2 for a type no client here has
 	for i := 2; i < len(c.args); i++ {
 		opt := c.args[i]
 		switch {
@@ -205,8 +300,11 @@ func clientList(c *call) {
 			i++
 			switch t := c.args[i]; {
 			case eqFold(t, "normal"):
-			case eqFold(t, "master"), eqFold(t, "replica"), eqFold(t, "slave"), eqFold(t, "pubsub"):
-				none = true
+				typ = 0
+			case eqFold(t, "pubsub"):
+				typ = 1
+			case eqFold(t, "master"), eqFold(t, "replica"), eqFold(t, "slave"):
+				typ = 2
 			default:
 				c.errorText(fmt.Sprintf("ERR Unknown client type '%s'", t))
 				return
@@ -227,12 +325,20 @@ func clientList(c *call) {
 	}
 	var b []byte
 	for _, cl := range c.srv.clients.list() {
-		if none || (ids != nil && !slices.Contains(ids, cl.id)) {
+		pubsub := cl.state.Load()&inPubSubState != 0
+		if (typ >= 0 && typ != b2i(pubsub)) || (ids != nil && !slices.Contains(ids, cl.id)) {
 			continue
 		}
 		b = cl.appendInfo(b, c.now, c.lastCmdOf(cl))
 	}
-	c.bulk(b)
+	c.verbatim(b)
+}
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // lastCmdOf returns the last command cl ran: for the client asking, the
@@ -328,7 +434,7 @@ func (c *call) kill(f *killFilter) int64 {
 				c.quit = true
 				n++
 			}
-		case c.srv.eng.Kill(cl.id) == nil:
+		case c.srv.eng.Kill(cl.conn.ID()) == nil:
 			// Kill succeeds once per client, however many ask at once.
 			cl.killed.Store(true)
 			n++

@@ -37,13 +37,13 @@ func (sh *shard) dropEmpty(e *entry) {
 // For a key of another type it replies WRONGTYPE, unlocks and reports
 // false; otherwise the caller unlocks the shard.
 func openKey[T any](c *call) (sh *shard, e *entry, v T, ok bool) {
-	sh, _ = c.srv.db.lock(c.args[1])
+	sh, _ = c.lock(c.args[1])
 	e = sh.read(c.args[1], c.now)
 	if e == nil {
 		return sh, nil, v, true
 	}
 	if v, ok = e.obj.(T); !ok {
-		sh.mu.Unlock()
+		c.unlock(sh)
 		c.error(errWrongType)
 		return nil, nil, v, false
 	}
@@ -53,14 +53,14 @@ func openKey[T any](c *call) (sh *shard, e *entry, v T, ok bool) {
 // openOrAdd is openKey for writing: an absent key is created holding
 // newValue().
 func openOrAdd[T any](c *call, newValue func() T) (sh *shard, v T, ok bool) {
-	sh, h := c.srv.db.lock(c.args[1])
+	sh, h := c.lock(c.args[1])
 	e := sh.find(c.args[1], c.now)
 	if e == nil {
 		e = sh.add(c.args[1], h)
 		e.obj = newValue()
 	}
 	if v, ok = e.obj.(T); !ok {
-		sh.mu.Unlock()
+		c.unlock(sh)
 		c.error(errWrongType)
 		return nil, v, false
 	}
@@ -69,10 +69,10 @@ func openOrAdd[T any](c *call, newValue func() T) (sh *shard, v T, ok bool) {
 
 // openString is openKey for a string.
 func openString(c *call) (sh *shard, e *entry, ok bool) {
-	sh, _ = c.srv.db.lock(c.args[1])
+	sh, _ = c.lock(c.args[1])
 	e, err := sh.lookupString(c.args[1], c.now)
 	if err != nil {
-		sh.mu.Unlock()
+		c.unlock(sh)
 		c.error(err)
 		return nil, nil, false
 	}
@@ -86,7 +86,7 @@ func replyLen[T collection](c *call) {
 	if !ok {
 		return
 	}
-	defer sh.mu.Unlock()
+	defer c.unlock(sh)
 	c.integer(int64(v.len()))
 }
 
@@ -98,7 +98,7 @@ func removeMembers[T collection](c *call, remove func(v T, member []byte) bool) 
 	if !ok {
 		return
 	}
-	defer sh.mu.Unlock()
+	defer c.unlock(sh)
 	if e == nil {
 		c.integer(0)
 		return
@@ -110,6 +110,9 @@ func removeMembers[T collection](c *call, remove func(v T, member []byte) bool) 
 		}
 	}
 	c.integer(int64(n))
+	if n > 0 {
+		sh.touch(e.key)
+	}
 	sh.dropEmpty(e)
 }
 
@@ -129,7 +132,7 @@ func openRange[T collection](c *call) (sh *shard, v T, lo, hi int, ok bool) {
 	}
 	first, last, ok := clampRange(start, stop, int64(v.len()))
 	if !ok {
-		sh.mu.Unlock()
+		c.unlock(sh)
 		c.array(0)
 		return nil, v, 0, 0, false
 	}

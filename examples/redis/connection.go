@@ -6,8 +6,9 @@ import (
 )
 
 // redisVersion is the Redis release whose behaviour the server follows,
-// which it reports to clients that gate features on the version.
-const redisVersion = "7.2.0"
+// which it reports to clients that gate features on the version: every
+// command it serves is in Redis 7.0, and it writes scores as 7.0 does.
+const redisVersion = "7.0.15"
 
 var (
 	errNoProto      = errors.New("NOPROTO unsupported protocol version")
@@ -17,16 +18,48 @@ var (
 	errDBIndex   = errors.New("ERR DB index is out of range")
 )
 
-// ping is PING [message].
+// ping is PING [message]. A RESP2 client with subscriptions, which
+// cannot tell a reply from a message, gets it as a message: ["pong",
+// message].
 func ping(c *call) {
-	switch len(c.args) {
-	case 1:
-		c.simple("PONG")
-	case 2:
-		c.bulk(c.args[1])
-	default:
+	if len(c.args) > 2 {
 		c.errorText(c.cmd.arityErr)
+		return
 	}
+	if !c.resp3 && c.cl.inPubSub() {
+		c.array(2)
+		c.bulkString("pong")
+		if len(c.args) == 2 {
+			c.bulk(c.args[1])
+		} else {
+			c.bulkString("")
+		}
+		return
+	}
+	if len(c.args) == 2 {
+		c.bulk(c.args[1])
+	} else {
+		c.simple("PONG")
+	}
+}
+
+// reset is RESET: the connection as it was when it opened, but for its
+// ID and address. Its subscriptions end, it speaks RESP2, it has no name,
+// and its replies are on.
+func reset(c *call) {
+	cl := c.cl
+	cl.discard()
+	for kind := range numSubKinds {
+		cl.unsubscribeAll(kind, nil)
+	}
+	cl.setState(inPubSubState, false)
+	cl.proto.Store(2)
+	c.resp3 = false
+	cl.mu.Lock()
+	cl.name = ""
+	cl.mu.Unlock()
+	cl.replyOff, cl.skipOne = false, false
+	c.simple("RESET")
 }
 
 func echo(c *call) { c.bulk(c.args[1]) }

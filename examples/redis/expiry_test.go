@@ -55,7 +55,8 @@ func TestActiveExpiry(t *testing.T) {
 func TestFindExpires(t *testing.T) {
 	var ks keyspace
 	ks.init()
-	sh, h := ks.lock([]byte("k"))
+	sh, h := ks.shardOf([]byte("k"))
+	sh.mu.Lock()
 	defer sh.mu.Unlock()
 	sh.setExpire(sh.add([]byte("k"), h), 1000)
 
@@ -75,17 +76,18 @@ func TestSweepIsBounded(t *testing.T) {
 	ks.init()
 	for i := range n {
 		key := []byte("key:" + strconv.Itoa(i))
-		sh, h := ks.lock(key)
+		sh, h := ks.shardOf(key)
+		sh.mu.Lock()
 		sh.setExpire(sh.add(key, h), 1)
 		sh.mu.Unlock()
 	}
 	from := ks.sweep(0, 2)
-	left := ks.stats().keys
+	left := ks.stats(0).keys
 	assert.Positive(t, left, "one sweep removed them all")
 	assert.Less(t, left, int64(n), "one sweep removed none")
-	for i := 0; ks.stats().keys > 0; i++ {
+	for i := 0; ks.stats(0).keys > 0; i++ {
 		require.Less(t, i, 1000, "sweeps do not finish")
 		from = ks.sweep(from, 2)
 	}
-	assert.Equal(t, int64(n), ks.stats().expired)
+	assert.Equal(t, int64(n), ks.stats(0).expired)
 }

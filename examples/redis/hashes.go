@@ -2,6 +2,7 @@ package main
 
 import (
 	"errors"
+	"math"
 	"strconv"
 )
 
@@ -23,11 +24,12 @@ func hset(c *call) {
 	if !ok {
 		return
 	}
-	defer sh.mu.Unlock()
+	defer c.unlock(sh)
 	had := len(m)
 	for i := 2; i < len(c.args); i += 2 {
 		m[string(c.args[i])] = string(c.args[i+1])
 	}
+	sh.touch(string(c.args[1]))
 	c.integer(int64(len(m) - had))
 }
 
@@ -36,7 +38,7 @@ func hget(c *call) {
 	if !ok {
 		return
 	}
-	defer sh.mu.Unlock()
+	defer c.unlock(sh)
 	if v, ok := m[string(c.args[2])]; ok {
 		c.bulkString(v)
 	} else {
@@ -59,7 +61,7 @@ func hgetall(c *call) {
 	if !ok {
 		return
 	}
-	defer sh.mu.Unlock()
+	defer c.unlock(sh)
 	c.mapOf(len(m))
 	for f, v := range m {
 		c.bulkString(f)
@@ -80,7 +82,7 @@ func hincrby(c *call) {
 	if !ok {
 		return
 	}
-	defer sh.mu.Unlock()
+	defer c.unlock(sh)
 	n := int64(0)
 	if v, ok := m[string(c.args[2])]; ok {
 		if n, err = parseInt([]byte(v)); err != nil {
@@ -94,5 +96,201 @@ func hincrby(c *call) {
 		return
 	}
 	m[string(c.args[2])] = strconv.FormatInt(sum, 10)
+	sh.touch(string(c.args[1]))
 	c.integer(sum)
+}
+
+var errHashNotFloat = errors.New("ERR hash value is not a float")
+
+// hkeys is HKEYS key, and hvals HVALS.
+func hkeys(c *call) { c.hashList(true) }
+func hvals(c *call) { c.hashList(false) }
+
+func (c *call) hashList(fields bool) {
+	sh, _, m, ok := openKey[hash](c)
+	if !ok {
+		return
+	}
+	defer c.unlock(sh)
+	c.array(len(m))
+	for f, v := range m {
+		if fields {
+			c.bulkString(f)
+		} else {
+			c.bulkString(v)
+		}
+	}
+}
+
+// hmget is HMGET key field [field ...]: each value, or a null.
+func hmget(c *call) {
+	sh, _, m, ok := openKey[hash](c)
+	if !ok {
+		return
+	}
+	defer c.unlock(sh)
+	c.array(len(c.args) - 2)
+	for _, f := range c.args[2:] {
+		if v, ok := m[string(f)]; ok {
+			c.bulkString(v)
+		} else {
+			c.null()
+		}
+	}
+}
+
+// hmset is HMSET key field value [field value ...]: HSET replying OK.
+func hmset(c *call) {
+	if len(c.args)%2 != 0 {
+		c.errorText(c.cmd.arityErr)
+		return
+	}
+	sh, m, ok := openOrAdd(c, newHash)
+	if !ok {
+		return
+	}
+	defer c.unlock(sh)
+	for i := 2; i < len(c.args); i += 2 {
+		m[string(c.args[i])] = string(c.args[i+1])
+	}
+	sh.touch(string(c.args[1]))
+	c.ok()
+}
+
+// hsetnx is HSETNX key field value: 1 if it set the field, 0 if the field
+// was there.
+func hsetnx(c *call) {
+	sh, m, ok := openOrAdd(c, newHash)
+	if !ok {
+		return
+	}
+	defer c.unlock(sh)
+	f := string(c.args[2])
+	if _, ok := m[f]; ok {
+		c.integer(0)
+		return
+	}
+	m[f] = string(c.args[3])
+	sh.touch(string(c.args[1]))
+	c.integer(1)
+}
+
+func hexists(c *call) {
+	sh, _, m, ok := openKey[hash](c)
+	if !ok {
+		return
+	}
+	defer c.unlock(sh)
+	_, in := m[string(c.args[2])]
+	c.boolean(in)
+}
+
+// hstrlen is HSTRLEN key field: the length of the value, 0 if none.
+func hstrlen(c *call) {
+	sh, _, m, ok := openKey[hash](c)
+	if !ok {
+		return
+	}
+	defer c.unlock(sh)
+	c.integer(int64(len(m[string(c.args[2])])))
+}
+
+// hincrbyfloat is HINCRBYFLOAT key field increment, added as INCRBYFLOAT
+// adds.
+func hincrbyfloat(c *call) {
+	by, err := parseLongDouble(c.args[3])
+	if err != nil {
+		c.error(err)
+		return
+	}
+	sh, m, ok := openOrAdd(c, newHash)
+	if !ok {
+		return
+	}
+	defer c.unlock(sh)
+	var old []byte
+	if v, ok := m[string(c.args[2])]; ok {
+		old = []byte(v)
+	}
+	sum, err := addLongDouble(old, by)
+	switch {
+	case errors.Is(err, errNotFloat):
+		c.error(errHashNotFloat)
+	case err != nil:
+		c.error(err)
+	default:
+		m[string(c.args[2])] = string(sum)
+		sh.touch(string(c.args[1]))
+		c.bulk(sum)
+	}
+	if len(m) == 0 {
+		sh.dropEmpty(sh.find(c.args[1], c.now))
+	}
+}
+
+// hrandfield is HRANDFIELD key [count [WITHVALUES]].
+func hrandfield(c *call) {
+	count, hasCount, withValues, err := c.randomArgs("withvalues")
+	if err != nil {
+		c.error(err)
+		return
+	}
+	sh, _, m, ok := openKey[hash](c)
+	if !ok {
+		return
+	}
+	defer c.unlock(sh)
+	fields := make([]string, 0, len(m))
+	for f := range m {
+		fields = append(fields, f)
+	}
+	var writeVal func(int)
+	if withValues {
+		writeVal = func(i int) { c.bulkString(m[fields[i]]) }
+	}
+	c.randomReply(fields, writeVal, hasCount, count)
+}
+
+// randomArgs parses the [count [WITH...]] of HRANDFIELD and ZRANDMEMBER,
+// with refuses a count so negative its reply could not be counted.
+func (c *call) randomArgs(with string) (count int64, hasCount, withVals bool, err error) {
+	switch len(c.args) {
+	case 2:
+		return 0, false, false, nil
+	case 4:
+		if !eqFold(c.args[3], with) {
+			return 0, false, false, errSyntax
+		}
+		withVals = true
+	case 3:
+	default:
+		return 0, false, false, errSyntax
+	}
+	count, err = parseInt(c.args[2])
+	if err != nil {
+		return 0, false, false, err
+	}
+	if withVals && count < -math.MaxInt64/2 {
+		return 0, false, false, errors.New("ERR value is out of range, value must between -9223372036854775807 and 9223372036854775807")
+	}
+	return count, true, withVals, nil
+}
+
+// hscan is HSCAN key cursor [MATCH pattern] [COUNT count].
+func hscan(c *call) {
+	o, err := parseScanOptions(c.args[2:], false)
+	if err != nil {
+		c.error(err)
+		return
+	}
+	sh, _, m, ok := openKey[hash](c)
+	if !ok {
+		return
+	}
+	defer c.unlock(sh)
+	fields := make([]string, 0, len(m))
+	for f := range m {
+		fields = append(fields, f)
+	}
+	c.scanReply(o, fields, func(f string) { c.bulkString(m[f]) })
 }

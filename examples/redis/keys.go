@@ -3,8 +3,12 @@ package main
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"math"
+	"math/rand/v2"
+	"slices"
 	"strconv"
+	"time"
 )
 
 var (
@@ -30,9 +34,7 @@ func exists(c *call) {
 func (c *call) eachKey(fn func(sh *shard, e *entry)) int64 {
 	db := &c.srv.db
 	keys := c.args[1:]
-	m := db.mask(keys, 1)
-	db.lockMask(m)
-	defer db.unlockMask(m)
+	defer c.unlockKeys(c.lockKeys(keys, 1))
 	n := int64(0)
 	for _, k := range keys {
 		sh, _ := db.shardOf(k)
@@ -45,8 +47,8 @@ func (c *call) eachKey(fn func(sh *shard, e *entry)) int64 {
 }
 
 func typeOf(c *call) {
-	sh, _ := c.srv.db.lock(c.args[1])
-	defer sh.mu.Unlock()
+	sh, _ := c.lock(c.args[1])
+	defer c.unlock(sh)
 	if e := sh.find(c.args[1], c.now); e != nil {
 		c.simple(e.typeName())
 	} else {
@@ -96,8 +98,9 @@ func (f expireFlags) allows(old, at int64) bool {
 	return true
 }
 
-// expire is EXPIRE and PEXPIRE key time [NX|XX|GT|LT]. A time in the past
-// deletes the key.
+// expire is EXPIRE, PEXPIRE, EXPIREAT and PEXPIREAT key time
+// [NX|XX|GT|LT]: a time to live in seconds or milliseconds, or a Unix time
+// in either. A time in the past deletes the key.
 func expire(c *call) {
 	n, err := parseInt(c.args[2])
 	if err != nil {
@@ -109,13 +112,17 @@ func expire(c *call) {
 		c.error(err)
 		return
 	}
-	at, ok := expireAt(n, c.cmd.name == "expire", c.now)
+	base := c.now
+	if c.cmd.name == "expireat" || c.cmd.name == "pexpireat" {
+		base = 0
+	}
+	at, ok := expireAt(n, c.cmd.name == "expire" || c.cmd.name == "expireat", base)
 	if !ok {
 		c.error(c.invalidExpire())
 		return
 	}
-	sh, _ := c.srv.db.lock(c.args[1])
-	defer sh.mu.Unlock()
+	sh, _ := c.lock(c.args[1])
+	defer c.unlock(sh)
 	e := sh.find(c.args[1], c.now)
 	if e == nil || !flags.allows(e.expire, at) {
 		c.integer(0)
@@ -125,8 +132,28 @@ func expire(c *call) {
 		sh.remove(e)
 	} else {
 		sh.setExpire(e, at)
+		sh.touch(e.key)
 	}
 	c.integer(1)
+}
+
+// expiretime is EXPIRETIME and PEXPIRETIME key: the Unix time, in seconds
+// or milliseconds, at which the key expires; -1 for one that does not,
+// -2 for a missing key.
+func expiretime(c *call) {
+	sh, _ := c.lock(c.args[1])
+	defer c.unlock(sh)
+	e := sh.find(c.args[1], c.now)
+	switch {
+	case e == nil:
+		c.integer(-2)
+	case e.expire == 0:
+		c.integer(-1)
+	case c.cmd.name == "expiretime":
+		c.integer((e.expire + 500) / 1000)
+	default:
+		c.integer(e.expire)
+	}
 }
 
 // expireAt returns the Unix millisecond n seconds, or milliseconds, after
@@ -144,8 +171,8 @@ func expireAt(n int64, seconds bool, now int64) (int64, bool) {
 // ttl is TTL and PTTL: -2 for a missing key, -1 for one that does not
 // expire.
 func ttl(c *call) {
-	sh, _ := c.srv.db.lock(c.args[1])
-	defer sh.mu.Unlock()
+	sh, _ := c.lock(c.args[1])
+	defer c.unlock(sh)
 	e := sh.find(c.args[1], c.now)
 	switch {
 	case e == nil:
@@ -160,47 +187,172 @@ func ttl(c *call) {
 }
 
 func persist(c *call) {
-	sh, _ := c.srv.db.lock(c.args[1])
-	defer sh.mu.Unlock()
+	sh, _ := c.lock(c.args[1])
+	defer c.unlock(sh)
 	e := sh.find(c.args[1], c.now)
 	if e == nil || e.expire == 0 {
 		c.integer(0)
 		return
 	}
 	sh.setExpire(e, 0)
+	sh.touch(e.key)
 	c.integer(1)
 }
 
-// rename is RENAME key newkey. The value keeps its time to live.
+// rename is RENAME key newkey, and RENAMENX, which renames only to a key
+// that does not exist. The value keeps its time to live.
 func rename(c *call) {
 	db := &c.srv.db
 	from, to := c.args[1], c.args[2]
-	m := db.mask(c.args[1:3], 1)
-	db.lockMask(m)
-	defer db.unlockMask(m)
+	nx := c.cmd.name == "renamenx"
+	defer c.unlockKeys(c.lockKeys(c.args[1:3], 1))
 	src, _ := db.shardOf(from)
 	e := src.find(from, c.now)
 	if e == nil {
 		c.error(errNoSuchKey)
 		return
 	}
+	dst, h := db.shardOf(to)
+	old := dst.find(to, c.now)
+	if nx && old != nil {
+		c.integer(0)
+		return
+	}
 	if string(from) != string(to) {
-		dst, h := db.shardOf(to)
-		if old := dst.find(to, c.now); old != nil {
+		if old != nil {
 			dst.remove(old)
 		}
 		moved := dst.add(to, h)
 		moved.str, moved.obj = e.str, e.obj
 		dst.setExpire(moved, e.expire)
 		src.remove(e)
+		c.ready(dst, to)
 	}
-	c.ok()
+	if nx {
+		c.integer(1)
+	} else {
+		c.ok()
+	}
+}
+
+// copyCmd is COPY source destination [DB destination-db] [REPLACE]: 1 if
+// it copied, 0 if the source is missing or the destination exists. There
+// is one database, 0.
+func copyCmd(c *call) {
+	var replace bool
+	for i := 3; i < len(c.args); i++ {
+		switch a := c.args[i]; {
+		case eqFold(a, "replace"):
+			replace = true
+		case eqFold(a, "db") && i+1 < len(c.args):
+			i++
+			n, err := parseInt(c.args[i])
+			if err != nil {
+				c.error(err)
+				return
+			}
+			if n != 0 {
+				c.error(errDBIndex)
+				return
+			}
+		default:
+			c.error(errSyntax)
+			return
+		}
+	}
+	from, to := c.args[1], c.args[2]
+	if string(from) == string(to) {
+		c.errorText("ERR source and destination objects are the same")
+		return
+	}
+	db := &c.srv.db
+	defer c.unlockKeys(c.lockKeys(c.args[1:3], 1))
+	src, _ := db.shardOf(from)
+	e := src.find(from, c.now)
+	if e == nil {
+		c.integer(0)
+		return
+	}
+	dst, h := db.shardOf(to)
+	if old := dst.find(to, c.now); old != nil {
+		if !replace {
+			c.integer(0)
+			return
+		}
+		dst.remove(old)
+	}
+	cp := dst.add(to, h)
+	cp.str, cp.obj = slices.Clone(e.str), copyValue(e.obj)
+	dst.setExpire(cp, e.expire)
+	c.ready(dst, to)
+	c.integer(1)
+}
+
+// copyValue returns a copy of a collection, sharing nothing that changes.
+func copyValue(v any) any {
+	switch v := v.(type) {
+	case *list:
+		l := newList()
+		for i := range v.n {
+			l.pushBack(v.at(i))
+		}
+		return l
+	case set:
+		return maps.Clone(v)
+	case hash:
+		return maps.Clone(v)
+	case *zset:
+		z := newZset()
+		for x := v.order.first(); x != nil; x = x.links[0].next {
+			z.set([]byte(x.member), x.score)
+		}
+		return z
+	}
+	return nil
+}
+
+// touchCmd is TOUCH key [key ...]: how many exist. There is no idle time
+// kept to update.
+func touchCmd(c *call) {
+	c.integer(c.eachKey(func(*shard, *entry) {}))
+}
+
+// randomkey is RANDOMKEY: a key picked at random, or a null when there
+// are none. It looks at the shards from a random one on, so a call locks
+// one shard at a time.
+func randomkey(c *call) {
+	from := rand.IntN(numShards)
+	for n := range numShards {
+		sh := c.lockShard((from + n) % numShards)
+		// Ranging over a map starts at a random place; keys that have
+		// expired are deleted on the way.
+		for _, e := range sh.keys {
+			if e.expire != 0 && e.expire <= c.now {
+				sh.expired++
+				sh.remove(e)
+				continue
+			}
+			c.bulkString(e.key)
+			c.unlock(sh)
+			return
+		}
+		c.unlock(sh)
+	}
+	c.null()
+}
+
+// timeCmd is TIME: the Unix time in seconds and the microseconds past it.
+func timeCmd(c *call) {
+	now := time.Now()
+	c.array(2)
+	c.bulk(strconv.AppendInt(nil, now.Unix(), 10))
+	c.bulk(strconv.AppendInt(nil, int64(now.Nanosecond()/1000), 10))
 }
 
 // keys is KEYS pattern.
 func keys(c *call) {
 	var found []string
-	c.srv.db.each(c.now, func(e *entry) {
+	c.each(func(e *entry) {
 		if globMatch(c.args[1], []byte(e.key), false) {
 			found = append(found, e.key)
 		}
@@ -215,49 +367,20 @@ func keys(c *call) {
 // Redis, MATCH and TYPE filter the keys a step visits, so a step may
 // return none and still not be the last.
 func scan(c *call) {
-	cursor, err := strconv.ParseUint(string(c.args[1]), 10, 64)
+	o, err := parseScanOptions(c.args[1:], true)
 	if err != nil {
-		c.error(errCursor)
+		c.error(err)
 		return
 	}
-	var pattern, typ []byte
-	count := 10
-	for i := 2; i < len(c.args); i += 2 {
-		if i+1 == len(c.args) {
-			c.error(errSyntax)
-			return
-		}
-		opt, v := c.args[i], c.args[i+1]
-		switch {
-		case eqFold(opt, "match"):
-			pattern = v
-		case eqFold(opt, "type"):
-			typ = v
-		case eqFold(opt, "count"):
-			n, err := parseInt(v)
-			if err != nil {
-				c.error(err)
-				return
-			}
-			if n < 1 {
-				c.error(errSyntax)
-				return
-			}
-			count = int(min(n, math.MaxInt32))
-		default:
-			c.error(errSyntax)
-			return
-		}
-	}
-	found, next := c.srv.db.scan(cursor, count, c.now)
+	found, next := c.srv.db.scan(o.cursor, o.count, c.now, c.held)
 	keep := found[:0]
 	for _, k := range found {
-		if pattern == nil || globMatch(pattern, []byte(k), false) {
+		if o.match == nil || globMatch(o.match, []byte(k), false) {
 			keep = append(keep, k)
 		}
 	}
-	if typ != nil {
-		keep = c.ofType(keep, typ)
+	if o.typ != nil {
+		keep = c.ofType(keep, o.typ)
 	}
 	c.array(2)
 	c.bulk(strconv.AppendUint(nil, next, 10))
@@ -271,11 +394,11 @@ func scan(c *call) {
 func (c *call) ofType(keys []string, typ []byte) []string {
 	keep := keys[:0]
 	for _, k := range keys {
-		sh, _ := c.srv.db.lock([]byte(k))
+		sh, _ := c.lock([]byte(k))
 		if e := sh.find([]byte(k), c.now); e != nil && eqFold(typ, e.typeName()) {
 			keep = append(keep, k)
 		}
-		sh.mu.Unlock()
+		c.unlock(sh)
 	}
 	return keep
 }

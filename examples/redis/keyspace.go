@@ -3,6 +3,7 @@ package main
 import (
 	"cmp"
 	"hash/maphash"
+	"math/bits"
 	"math/rand/v2"
 	"slices"
 	"sync"
@@ -34,14 +35,20 @@ type keyspace struct {
 	shards [numShards]shard
 }
 
-// shard is a part of the keyspace behind its own lock.
+// shard is a part of the keyspace behind its own lock. Besides its keys
+// it holds who waits on them: the clients watching a key (WATCH), and
+// those blocked on one (BLPOP and the like), so that a write, from any
+// loop, finds them under the lock it holds.
 type shard struct {
 	mu       sync.Mutex
+	idx      int
 	keys     map[string]*entry
 	volatile []*entry // the entries with a time to live, for sampling
 	hits     int64
 	misses   int64
 	expired  int64
+	watchers map[string][]*client
+	waiters  map[string][]*waiter
 	_        [64]byte // keeps neighbouring shards' locks off one cache line
 }
 
@@ -59,6 +66,7 @@ type entry struct {
 func (ks *keyspace) init() {
 	ks.seed = maphash.MakeSeed()
 	for i := range ks.shards {
+		ks.shards[i].idx = i
 		ks.shards[i].keys = make(map[string]*entry)
 	}
 }
@@ -67,14 +75,6 @@ func (ks *keyspace) init() {
 func (ks *keyspace) locate(key []byte) (int, uint64) {
 	h := maphash.Bytes(ks.seed, key)
 	return int(h >> (64 - shardBits)), h
-}
-
-// lock locks key's shard and returns it, with key's hash.
-func (ks *keyspace) lock(key []byte) (*shard, uint64) {
-	i, h := ks.locate(key)
-	sh := &ks.shards[i]
-	sh.mu.Lock()
-	return sh, h
 }
 
 // mask returns the set of shards holding every stride-th of keys.
@@ -87,21 +87,26 @@ func (ks *keyspace) mask(keys [][]byte, stride int) uint64 {
 	return m
 }
 
-// lockMask locks the shards in m in ascending order, the order that keeps
-// commands locking several from deadlocking.
-func (ks *keyspace) lockMask(m uint64) {
-	for i := range ks.shards {
-		if m&(1<<i) != 0 {
-			ks.shards[i].mu.Lock()
-		}
+// lockMask locks the shards in m but those in held, which the caller has
+// locked already, in ascending order: the order that keeps commands
+// locking several from deadlocking. A transaction holds the shards of all
+// its commands' keys while they run, one after another (EXEC), and each
+// command locks only what it does not hold.
+func (ks *keyspace) lockMask(m, held uint64) {
+	m &^= held
+	for m != 0 {
+		i := bits.TrailingZeros64(m)
+		ks.shards[i].mu.Lock()
+		m &^= 1 << i
 	}
 }
 
-func (ks *keyspace) unlockMask(m uint64) {
-	for i := range ks.shards {
-		if m&(1<<i) != 0 {
-			ks.shards[i].mu.Unlock()
-		}
+func (ks *keyspace) unlockMask(m, held uint64) {
+	m &^= held
+	for m != 0 {
+		i := bits.TrailingZeros64(m)
+		ks.shards[i].mu.Unlock()
+		m &^= 1 << i
 	}
 }
 
@@ -110,6 +115,41 @@ func (ks *keyspace) unlockMask(m uint64) {
 func (ks *keyspace) shardOf(key []byte) (*shard, uint64) {
 	i, h := ks.locate(key)
 	return &ks.shards[i], h
+}
+
+// lock locks key's shard, unless the call's transaction holds it, and
+// returns it with key's hash.
+func (c *call) lock(key []byte) (*shard, uint64) {
+	i, h := c.srv.db.locate(key)
+	sh := &c.srv.db.shards[i]
+	if c.held&(1<<i) == 0 {
+		sh.mu.Lock()
+	}
+	return sh, h
+}
+
+// unlock unlocks what lock locked.
+func (c *call) unlock(sh *shard) {
+	if c.held&(1<<sh.idx) == 0 {
+		sh.mu.Unlock()
+	}
+}
+
+// lockKeys locks the shards of every stride-th of keys and returns them,
+// for unlockKeys.
+func (c *call) lockKeys(keys [][]byte, stride int) uint64 {
+	m := c.srv.db.mask(keys, stride)
+	c.srv.db.lockMask(m, c.held)
+	return m
+}
+
+func (c *call) unlockKeys(m uint64) { c.srv.db.unlockMask(m, c.held) }
+
+// lockShard locks shard i, for a command that goes through the keyspace
+// shard by shard.
+func (c *call) lockShard(i int) *shard {
+	c.srv.db.lockMask(1<<i, c.held)
+	return &c.srv.db.shards[i]
 }
 
 // find returns key's entry, or nil when key is absent or has expired, in
@@ -150,13 +190,26 @@ func (sh *shard) lookupString(key []byte, now int64) (*entry, error) {
 func (sh *shard) add(key []byte, hash uint64) *entry {
 	e := &entry{key: string(key), hash: hash}
 	sh.keys[e.key] = e
+	sh.touch(e.key)
 	return e
 }
 
-// remove deletes e.
+// remove deletes e, which watchers of its key see.
 func (sh *shard) remove(e *entry) {
 	sh.setExpire(e, 0)
 	delete(sh.keys, e.key)
+	sh.touch(e.key)
+}
+
+// touch tells the clients watching key that it changed, so that their
+// transactions fail (WATCH). Every write calls it, under the shard's lock.
+func (sh *shard) touch(key string) {
+	if len(sh.watchers) == 0 {
+		return
+	}
+	for _, cl := range sh.watchers[key] {
+		cl.dirty.Store(true)
+	}
 }
 
 // setExpire sets when e expires, 0 for never, and keeps volatile in step.
@@ -255,16 +308,15 @@ func (sh *shard) expireIfDue(e *entry, now int64) bool {
 
 // each calls fn with every key that has not expired, shard by shard, each
 // locked while fn runs on its keys.
-func (ks *keyspace) each(now int64, fn func(e *entry)) {
-	for i := range ks.shards {
-		sh := &ks.shards[i]
-		sh.mu.Lock()
+func (c *call) each(fn func(e *entry)) {
+	for i := range numShards {
+		sh := c.lockShard(i)
 		for _, e := range sh.keys {
-			if e.expire == 0 || e.expire > now {
+			if e.expire == 0 || e.expire > c.now {
 				fn(e)
 			}
 		}
-		sh.mu.Unlock()
+		c.unlock(sh)
 	}
 }
 
@@ -273,19 +325,19 @@ func (ks *keyspace) each(now int64, fn func(e *entry)) {
 // or fewer at the end. It also returns the cursor to continue from, 0 when
 // there is nothing more. Keys present for a whole scan are returned once,
 // whatever else changes, as SCAN promises.
-func (ks *keyspace) scan(cursor uint64, count int, now int64) ([]string, uint64) {
+func (ks *keyspace) scan(cursor uint64, count int, now int64, held uint64) ([]string, uint64) {
 	var found []*entry
 	var keys []string
 	for i := int(cursor >> (64 - shardBits)); i < numShards; i++ {
 		sh := &ks.shards[i]
 		found = found[:0]
-		sh.mu.Lock()
+		ks.lockMask(1<<i, held)
 		for _, e := range sh.keys {
 			if e.hash >= cursor && (e.expire == 0 || e.expire > now) {
 				found = append(found, e)
 			}
 		}
-		sh.mu.Unlock()
+		ks.unlockMask(1<<i, held)
 		slices.SortFunc(found, func(a, b *entry) int { return cmp.Compare(a.hash, b.hash) })
 		want := count - len(keys)
 		if len(found) > want {
@@ -317,14 +369,18 @@ func (ks *keyspace) scan(cursor uint64, count int, now int64) ([]string, uint64)
 	return keys, 0
 }
 
-// flush deletes every key.
-func (ks *keyspace) flush() {
-	for i := range ks.shards {
-		sh := &ks.shards[i]
-		sh.mu.Lock()
+// flush deletes every key, which those watching them see.
+func (c *call) flush() {
+	for i := range numShards {
+		sh := c.lockShard(i)
+		for key := range sh.watchers {
+			if sh.keys[key] != nil {
+				sh.touch(key)
+			}
+		}
 		sh.keys = make(map[string]*entry)
 		sh.volatile = nil
-		sh.mu.Unlock()
+		c.unlock(sh)
 	}
 }
 
@@ -333,17 +389,17 @@ type keyspaceStats struct {
 	keys, expires, hits, misses, expired int64
 }
 
-func (ks *keyspace) stats() keyspaceStats {
+func (ks *keyspace) stats(held uint64) keyspaceStats {
 	var st keyspaceStats
 	for i := range ks.shards {
 		sh := &ks.shards[i]
-		sh.mu.Lock()
+		ks.lockMask(1<<i, held)
 		st.keys += int64(len(sh.keys))
 		st.expires += int64(len(sh.volatile))
 		st.hits += sh.hits
 		st.misses += sh.misses
 		st.expired += sh.expired
-		sh.mu.Unlock()
+		ks.unlockMask(1<<i, held)
 	}
 	return st
 }

@@ -14,14 +14,16 @@ func TestScan(t *testing.T) {
 	var ks keyspace
 	ks.init()
 	set := func(key string) {
-		sh, h := ks.lock([]byte(key))
+		sh, h := ks.shardOf([]byte(key))
+		sh.mu.Lock()
 		if sh.find([]byte(key), 0) == nil {
 			sh.add([]byte(key), h)
 		}
 		sh.mu.Unlock()
 	}
 	del := func(key string) {
-		sh, _ := ks.lock([]byte(key))
+		sh, _ := ks.shardOf([]byte(key))
+		sh.mu.Lock()
 		if e := sh.find([]byte(key), 0); e != nil {
 			sh.remove(e)
 		}
@@ -35,7 +37,7 @@ func TestScan(t *testing.T) {
 	seen := make(map[string]int)
 	cursor, step := uint64(0), 0
 	for {
-		keys, next := ks.scan(cursor, 7, 0)
+		keys, next := ks.scan(cursor, 7, 0, 0)
 		for _, k := range keys {
 			seen[k]++
 		}
@@ -60,7 +62,7 @@ func TestScan(t *testing.T) {
 func TestScanEmpty(t *testing.T) {
 	var ks keyspace
 	ks.init()
-	keys, next := ks.scan(0, 10, 0)
+	keys, next := ks.scan(0, 10, 0, 0)
 	assert.Empty(t, keys)
 	assert.Zero(t, next)
 }

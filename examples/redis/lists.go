@@ -1,5 +1,7 @@
 package main
 
+import "errors"
+
 // list is a double-ended queue of strings in a ring buffer whose length is
 // a power of two, so that both ends push and pop in constant time and any
 // index is found at once.
@@ -74,20 +76,22 @@ func (c *call) push(add func(*list, string)) {
 	if !ok {
 		return
 	}
-	defer sh.mu.Unlock()
+	defer c.unlock(sh)
 	for _, v := range c.args[2:] {
 		add(l, string(v))
 	}
 	c.integer(int64(l.n))
+	sh.touch(string(c.args[1]))
+	c.ready(sh, c.args[1])
 }
 
-func lpop(c *call) { c.pop((*list).popFront) }
+func lpop(c *call) { c.popList((*list).popFront) }
 
-func rpop(c *call) { c.pop((*list).popBack) }
+func rpop(c *call) { c.popList((*list).popBack) }
 
-// pop is LPOP and RPOP key [count]: one element, or an array of up to
+// popList is LPOP and RPOP key [count]: one element, or an array of up to
 // count. The list goes when its last element does.
-func (c *call) pop(take func(*list) string) {
+func (c *call) popList(take func(*list) string) {
 	if len(c.args) > 3 {
 		c.errorText(c.cmd.arityErr)
 		return
@@ -101,7 +105,7 @@ func (c *call) pop(take func(*list) string) {
 	if !ok {
 		return
 	}
-	defer sh.mu.Unlock()
+	defer c.unlock(sh)
 	switch {
 	case e == nil && count < 0:
 		c.null()
@@ -118,6 +122,7 @@ func (c *call) pop(take func(*list) string) {
 			c.bulkString(take(l))
 		}
 	}
+	sh.touch(e.key)
 	sh.dropEmpty(e)
 }
 
@@ -129,7 +134,7 @@ func lrange(c *call) {
 	if !ok {
 		return
 	}
-	defer sh.mu.Unlock()
+	defer c.unlock(sh)
 	c.array(hi - lo + 1)
 	for i := lo; i <= hi; i++ {
 		c.bulkString(l.at(i))
@@ -147,7 +152,7 @@ func lindex(c *call) {
 	if !ok {
 		return
 	}
-	defer sh.mu.Unlock()
+	defer c.unlock(sh)
 	if i < 0 {
 		i += int64(l.len())
 	}
@@ -156,4 +161,281 @@ func lindex(c *call) {
 		return
 	}
 	c.bulkString(l.at(int(i)))
+}
+
+// set replaces the i-th element.
+func (l *list) set(i int, v string) { l.ring[(l.head+i)&(len(l.ring)-1)] = v }
+
+// keep replaces the list's elements with those keep returns true for,
+// in order, and returns how many it dropped.
+func (l *list) keep(keep func(i int, v string) bool) int {
+	kept := 0
+	for i := range l.n {
+		v := l.at(i)
+		if keep(i, v) {
+			l.set(kept, v)
+			kept++
+		}
+	}
+	dropped := l.n - kept
+	for range dropped {
+		l.popBack()
+	}
+	return dropped
+}
+
+// insert puts v before the i-th element, moving those after it.
+func (l *list) insert(i int, v string) {
+	l.pushBack(v)
+	for j := l.n - 1; j > i; j-- {
+		l.set(j, l.at(j-1))
+	}
+	l.set(i, v)
+}
+
+func lpushx(c *call) { c.pushExisting((*list).pushFront) }
+
+func rpushx(c *call) { c.pushExisting((*list).pushBack) }
+
+// pushExisting is LPUSHX and RPUSHX key element [element ...]: they push
+// only to a list that exists, and reply its length, 0 when it does not.
+func (c *call) pushExisting(add func(*list, string)) {
+	sh, e, l, ok := openKey[*list](c)
+	if !ok {
+		return
+	}
+	defer c.unlock(sh)
+	if e == nil {
+		c.integer(0)
+		return
+	}
+	for _, v := range c.args[2:] {
+		add(l, string(v))
+	}
+	c.integer(int64(l.n))
+	sh.touch(e.key)
+}
+
+// linsert is LINSERT key BEFORE|AFTER pivot element: the length after, -1
+// when the pivot is not there, 0 when the list is not.
+func linsert(c *call) {
+	var after bool
+	switch where := c.args[2]; {
+	case eqFold(where, "after"):
+		after = true
+	case !eqFold(where, "before"):
+		c.error(errSyntax)
+		return
+	}
+	sh, e, l, ok := openKey[*list](c)
+	if !ok {
+		return
+	}
+	defer c.unlock(sh)
+	if e == nil {
+		c.integer(0)
+		return
+	}
+	pivot := string(c.args[3])
+	for i := range l.n {
+		if l.at(i) == pivot {
+			if after {
+				i++
+			}
+			l.insert(i, string(c.args[4]))
+			sh.touch(e.key)
+			c.integer(int64(l.n))
+			return
+		}
+	}
+	c.integer(-1)
+}
+
+var (
+	errLposRank   = errors.New("ERR RANK can't be zero: use 1 to start from the first match, 2 from the second ... or use negative to start from the end of the list")
+	errLposCount  = errors.New("ERR COUNT can't be negative")
+	errLposMaxlen = errors.New("ERR MAXLEN can't be negative")
+	errIndexRange = errors.New("ERR index out of range")
+)
+
+// lpos is LPOS key element [RANK rank] [COUNT num-matches] [MAXLEN len]:
+// the index of the rank-th match, from the end for a negative rank, or
+// with COUNT an array of up to num of them (0: all), looking at no more
+// than len elements (0: all).
+func lpos(c *call) {
+	rank, count, maxlen := int64(1), int64(-1), int64(0)
+	for i := 3; i < len(c.args); i += 2 {
+		if i+1 == len(c.args) {
+			c.error(errSyntax)
+			return
+		}
+		n, err := parseInt(c.args[i+1])
+		if err != nil {
+			c.error(err)
+			return
+		}
+		switch a := c.args[i]; {
+		case eqFold(a, "rank"):
+			if n == 0 {
+				c.error(errLposRank)
+				return
+			}
+			rank = n
+		case eqFold(a, "count"):
+			if n < 0 {
+				c.error(errLposCount)
+				return
+			}
+			count = n
+		case eqFold(a, "maxlen"):
+			if n < 0 {
+				c.error(errLposMaxlen)
+				return
+			}
+			maxlen = n
+		default:
+			c.error(errSyntax)
+			return
+		}
+	}
+	sh, _, l, ok := openKey[*list](c)
+	if !ok {
+		return
+	}
+	defer c.unlock(sh)
+	var found []int64
+	want := string(c.args[2])
+	skip := rank - 1 // matches to pass over before the first that counts
+	if rank < 0 {
+		skip = -rank - 1
+	}
+	for j := 0; j < l.len() && (maxlen == 0 || int64(j) < maxlen); j++ {
+		i := j
+		if rank < 0 {
+			i = l.len() - 1 - j
+		}
+		if l.at(i) != want {
+			continue
+		}
+		if skip > 0 {
+			skip--
+			continue
+		}
+		found = append(found, int64(i))
+		if count < 0 || (count > 0 && int64(len(found)) == count) {
+			break // one match without COUNT, or as many as COUNT asks
+		}
+	}
+	if count < 0 {
+		if len(found) == 0 {
+			c.null()
+		} else {
+			c.integer(found[0])
+		}
+		return
+	}
+	c.array(len(found))
+	for _, i := range found {
+		c.integer(i)
+	}
+}
+
+// lrem is LREM key count element: it removes the first count elements
+// equal to element, the last -count for a negative count, all of them for
+// 0, and replies how many.
+func lrem(c *call) {
+	count, err := parseInt(c.args[2])
+	if err != nil {
+		c.error(err)
+		return
+	}
+	sh, e, l, ok := openKey[*list](c)
+	if !ok {
+		return
+	}
+	defer c.unlock(sh)
+	if e == nil {
+		c.integer(0)
+		return
+	}
+	want := string(c.args[3])
+	drop := make(map[int]bool)
+	for j := range l.len() {
+		if count != 0 && int64(len(drop)) == max(count, -count) {
+			break
+		}
+		i := j
+		if count < 0 {
+			i = l.len() - 1 - j
+		}
+		if l.at(i) == want {
+			drop[i] = true
+		}
+	}
+	if len(drop) > 0 {
+		l.keep(func(i int, _ string) bool { return !drop[i] })
+		sh.touch(e.key)
+		sh.dropEmpty(e)
+	}
+	c.integer(int64(len(drop)))
+}
+
+// lset is LSET key index element.
+func lset(c *call) {
+	i, err := parseInt(c.args[2])
+	if err != nil {
+		c.error(err)
+		return
+	}
+	sh, e, l, ok := openKey[*list](c)
+	if !ok {
+		return
+	}
+	defer c.unlock(sh)
+	switch {
+	case e == nil:
+		c.error(errNoSuchKey)
+		return
+	case i < 0:
+		i += int64(l.len())
+	}
+	if i < 0 || i >= int64(l.len()) {
+		c.error(errIndexRange)
+		return
+	}
+	l.set(int(i), string(c.args[3]))
+	sh.touch(e.key)
+	c.ok()
+}
+
+// ltrim is LTRIM key start stop: the list keeps only that range, and goes
+// when it is empty.
+func ltrim(c *call) {
+	start, stop, err := parseRange(c.args[2], c.args[3])
+	if err != nil {
+		c.error(err)
+		return
+	}
+	sh, e, l, ok := openKey[*list](c)
+	if !ok {
+		return
+	}
+	defer c.unlock(sh)
+	if e == nil {
+		c.ok()
+		return
+	}
+	lo, hi, ok := clampRange(start, stop, int64(l.len()))
+	if !ok {
+		lo, hi = 0, -1
+	}
+	for range lo {
+		l.popFront()
+	}
+	for l.len() > int(hi-lo+1) {
+		l.popBack()
+	}
+	sh.touch(e.key)
+	sh.dropEmpty(e)
+	c.ok()
 }

@@ -10,48 +10,98 @@ import (
 	"github.com/sluicenet/sluice"
 )
 
-// outputLimit is Redis's client-output-buffer-limit for normal clients:
-// a hard bound on the replies a client may have queued, and a soft one it
-// may stay over for a time. Past either the engine resets the client
-// (sluice.WithMaxOutbound, sluice.WithOutboundSoftLimit), freeing what it
-// held. The zero value is the engine's defaults.
-type outputLimit struct {
-	hard, soft int // bytes; a hard bound of zero, set, means none
+// classLimit is Redis's client-output-buffer-limit for one class of
+// clients: a hard bound on the replies a client may have queued, and a
+// soft one it may stay over for a time. A bound of zero is none.
+type classLimit struct {
+	hard, soft int // bytes
 	softFor    time.Duration
-	set        bool
 }
 
-// hardBytes returns the hard bound for sluice.WithMaxOutbound: zero for
-// none, and the engine's default when none was set.
-func (o outputLimit) hardBytes() int {
-	if !o.set {
-		return sluice.DefaultMaxOutbound
+func (l classLimit) String() string {
+	return fmt.Sprintf("%d %d %d", l.hard, l.soft, int(l.softFor/time.Second))
+}
+
+// outputLimit is client-output-buffer-limit for the two classes of
+// clients there are here: normal clients, and pub/sub clients, those
+// subscribed to a channel or a pattern. The zero value is the defaults:
+// for normal clients, the engine's (a 32 MB hard bound, no soft one),
+// where Redis has none, so that one client cannot take the server's
+// memory; for pub/sub clients, Redis's "pubsub 32mb 8mb 60".
+type outputLimit struct {
+	normal, pubsub       classLimit
+	normalSet, pubsubSet bool
+}
+
+// The defaults of the classes no flag sets.
+var (
+	defaultNormalLimit = classLimit{hard: sluice.DefaultMaxOutbound}
+	defaultPubsubLimit = classLimit{hard: 32 << 20, soft: 8 << 20, softFor: 60 * time.Second}
+)
+
+// normalLimit and pubsubLimit return each class's limit, set or default.
+func (o outputLimit) normalLimit() classLimit {
+	if o.normalSet {
+		return o.normal
 	}
-	return o.hard
+	return defaultNormalLimit
 }
 
-// String returns the limit as CONFIG GET reports it and the flag takes it.
+func (o outputLimit) pubsubLimit() classLimit {
+	if o.pubsubSet {
+		return o.pubsub
+	}
+	return defaultPubsubLimit
+}
+
+// engineBound returns the bound for sluice.WithMaxOutbound, which holds
+// every connection: the looser of the classes' hard bounds, zero (none)
+// if either has none. The server holds each class to its own bound; the
+// engine's is the backstop no client passes.
+func (o outputLimit) engineBound() int {
+	n, p := o.normalLimit().hard, o.pubsubLimit().hard
+	if n == 0 || p == 0 {
+		return 0
+	}
+	return max(n, p)
+}
+
+// String returns the limits as CONFIG GET reports them and the flag takes
+// them.
 func (o outputLimit) String() string {
-	return fmt.Sprintf("normal %d %d %d", o.hardBytes(), o.soft, int(o.softFor/time.Second))
+	return "normal " + o.normalLimit().String() + " pubsub " + o.pubsubLimit().String()
 }
 
-var errOutputLimit = errors.New(`want "normal <hard> <soft> <soft seconds>", as Redis's client-output-buffer-limit`)
+var errOutputLimit = errors.New(`want "<class> <hard> <soft> <soft seconds>" for each class, normal or pubsub, as Redis's client-output-buffer-limit`)
 
-// Set parses Redis's form, "normal <hard> <soft> <soft seconds>", with
-// the sizes in bytes or with Redis's units (32mb, 512kb, 1gb; k, m and g
-// are powers of 1000).
+// Set parses Redis's form, "<class> <hard> <soft> <soft seconds>" for one
+// class or more, normal or pubsub, with the sizes in bytes or with Redis's
+// units (32mb, 512kb, 1gb; k, m and g are powers of 1000). Each call sets
+// the classes it names, so the flag may be given once for each.
 func (o *outputLimit) Set(s string) error {
 	f := strings.Fields(s)
-	if len(f) != 4 || !strings.EqualFold(f[0], "normal") {
+	if len(f) == 0 || len(f)%4 != 0 {
 		return errOutputLimit
 	}
-	hard, err1 := parseMemory(f[1])
-	soft, err2 := parseMemory(f[2])
-	secs, err3 := strconv.Atoi(f[3])
-	if err := errors.Join(err1, err2, err3); err != nil || secs < 0 {
-		return errOutputLimit
+	next := *o
+	for ; len(f) > 0; f = f[4:] {
+		hard, err1 := parseMemory(f[1])
+		soft, err2 := parseMemory(f[2])
+		secs, err3 := strconv.Atoi(f[3])
+		if err := errors.Join(err1, err2, err3); err != nil || secs < 0 {
+			return errOutputLimit
+		}
+		l := classLimit{hard: hard, soft: soft, softFor: time.Duration(secs) * time.Second}
+		switch strings.ToLower(f[0]) {
+		case "normal":
+			next.normal, next.normalSet = l, true
+		case "pubsub":
+			next.pubsub, next.pubsubSet = l, true
+		default:
+			return errOutputLimit
+		}
 	}
-	*o = outputLimit{hard: hard, soft: soft, softFor: time.Duration(secs) * time.Second, set: true}
+	*o = next
 	return nil
 }
 

@@ -26,7 +26,7 @@ type config struct {
 
 	readTimeout  time.Duration // zero means none
 	writeTimeout time.Duration // zero means sluice.DefaultWriteTimeout; below zero, none
-	output       outputLimit   // the zero limit means the engine's defaults
+	output       outputLimit   // the zero limit means the defaults
 }
 
 // requestLimit returns the largest command accepted, in bytes.
@@ -56,8 +56,8 @@ func (c *config) options() []sluice.Option {
 		sluice.WithPoller(c.poller),
 		sluice.WithReadTimeout(c.readTimeout),
 		sluice.WithWriteTimeout(c.writeLimit()),
-		sluice.WithMaxOutbound(c.output.hardBytes()),
-		sluice.WithOutboundSoftLimit(c.output.soft, c.output.softFor),
+		sluice.WithMaxOutbound(c.output.engineBound()),
+		sluice.WithOutboundSoftLimit(c.output.normalLimit().soft, c.output.normalLimit().softFor),
 		sluice.WithTLS(c.tls),
 	}
 }
@@ -70,8 +70,9 @@ func (c *config) writeLimit() time.Duration {
 	return max(c.writeTimeout, 0)
 }
 
-// sweepEvery is how often active expiry runs, as Redis does at hz 10.
-const sweepEvery = 100 * time.Millisecond
+// defaultHz is how often a second active expiry runs, as Redis's hz,
+// which CONFIG SET changes.
+const defaultHz = 10
 
 // flushAt is how much reply a batch of commands gathers before handing it
 // to the connection, so that one huge batch does not grow the buffer.
@@ -84,20 +85,42 @@ type server struct {
 	sluice.BuiltinEventEngine
 	cfg     config
 	db      keyspace
+	pubsub  pubsub
 	clients registry
 	started time.Time
 	booted  chan struct{} // closed by OnBoot, once eng is set
 	eng     sluice.Engine
+	loops   []*loopState // by index, set by OnBoot
 
-	commands    atomic.Int64 // commands processed, added once per batch
-	connections atomic.Int64 // connections accepted
-	sweepFrom   int          // the shard active expiry starts at; OnTick's alone
+	// checkNormal says whether normal clients need holding to their class's
+	// hard bound, which is tighter than the engine's when the pub/sub
+	// class's is looser.
+	checkNormal bool
+	outputDrops atomic.Int64 // clients disconnected for their output limit
+
+	// What CONFIG SET changes while the server runs.
+	output      atomic.Pointer[outputLimit]
+	idleTimeout atomic.Int64 // nanoseconds
+	hz          atomic.Int64
+	blocked     atomic.Int64 // clients blocked in a command
+
+	lastID      atomic.Uint64 // the last client's ID
+	commands    atomic.Int64  // commands processed, added once per batch
+	connections atomic.Int64  // connections accepted
+	sweepFrom   int           // the shard active expiry starts at; OnTick's alone
 }
 
 func newServer(cfg config) *server {
+	cfg.poller = settlePoller(cfg.poller)
 	s := &server{cfg: cfg, started: time.Now(), booted: make(chan struct{})}
 	s.db.init()
+	s.pubsub.init()
 	s.clients.init()
+	s.output.Store(&cfg.output)
+	s.idleTimeout.Store(int64(cfg.idleTimeout))
+	s.hz.Store(defaultHz)
+	normal := cfg.output.normalLimit().hard
+	s.checkNormal = normal > 0 && normal != cfg.output.engineBound()
 	return s
 }
 
@@ -106,8 +129,15 @@ func (s *server) run() error {
 	return sluice.Run(s, s.cfg.addr, s.cfg.options()...)
 }
 
+// multiplexingAPI names the poller serving the loops, as INFO reports it.
+func (s *server) multiplexingAPI() string { return multiplexingAPI(s.cfg.poller) }
+
 func (s *server) OnBoot(eng sluice.Engine) sluice.Action {
 	s.eng = eng
+	s.loops = make([]*loopState, eng.NumLoops())
+	for i := range s.loops {
+		s.loops[i] = newLoopState(s, eng.Loop(i))
+	}
 	close(s.booted)
 	return sluice.None
 }
@@ -115,6 +145,9 @@ func (s *server) OnBoot(eng sluice.Engine) sluice.Action {
 func (s *server) OnOpen(c sluice.Conn) ([]byte, sluice.Action) {
 	cl := newClient(s, c)
 	c.SetContext(cl)
+	if d, set := s.idleTimeoutSet(); set {
+		c.SetIdleTimeout(d)
+	}
 	s.clients.add(cl)
 	s.connections.Add(1)
 	return nil, sluice.None
@@ -123,6 +156,12 @@ func (s *server) OnOpen(c sluice.Conn) ([]byte, sluice.Action) {
 func (s *server) OnClose(c sluice.Conn, _ error) sluice.Action {
 	if cl, ok := c.Context().(*client); ok {
 		s.clients.remove(cl)
+		cl.closed = true
+		for kind := range numSubKinds {
+			cl.unsubscribeAll(kind, nil)
+		}
+		cl.closeBlocked()
+		cl.discard()
 	}
 	return sluice.None
 }
@@ -144,44 +183,75 @@ func (s *server) OnRefuse(_ net.Addr, reason error) []byte {
 // are gathered and written once; the engine sends them in one write.
 func (s *server) OnTraffic(c sluice.Conn) sluice.Action {
 	cl := c.Context().(*client)
+	if cl.block != nil {
+		return sluice.None // its commands wait until it is unblocked
+	}
 	k := &cl.call
 	k.begin()
 	defer k.end()
 	n := int64(0)
 	for !k.quit {
-		_, err := cl.resp.Decode(c)
-		if errors.Is(err, codec.ErrIncomplete) {
+		if c.OutboundBuffered() >= maxPendingReplies {
+			// Leave the rest of the pipeline unread: the engine calls
+			// again once the socket has taken this much, so a pipeline
+			// of GETs of a large value cannot take unbounded memory.
 			break
 		}
+		buf, _ := c.Peek(0)
+		used, ok, err := cl.req.parse(buf)
 		if err != nil {
 			k.protocolError(c, err)
 			break
 		}
-		k.exec(cl.resp.Args())
+		if used == 0 {
+			break
+		}
+		c.Discard(used) // the arguments stay valid until the callback returns
+		if !ok {
+			continue // an empty command
+		}
+		k.exec(cl.req.args)
 		n++
+		if cl.block != nil {
+			break
+		}
 		if len(k.out) >= flushAt {
-			c.Write(k.out)
+			s.reply(cl, k.out)
 			k.out = k.out[:0]
-			if c.OutboundBuffered() >= maxPendingReplies {
-				// Leave the rest of the pipeline unread: the engine calls
-				// again once the socket has taken this much, so a pipeline
-				// of GETs of a large value cannot take unbounded memory.
-				break
-			}
 		}
 	}
-	c.Write(k.out)
+	s.reply(cl, k.out)
 	s.commands.Add(n)
+	cl.qbuf.Store(int64(c.InboundBuffered()))
 	if k.quit {
 		return sluice.Close
 	}
 	return sluice.None
 }
 
+// reply writes replies to cl, and disconnects it, as Redis does, once
+// they take it past its class's hard bound.
+func (s *server) reply(cl *client, b []byte) {
+	_, err := cl.conn.Write(b)
+	switch {
+	case errors.Is(err, sluice.ErrOutboundFull):
+		s.drop(cl)
+	case s.checkNormal && !cl.inPubSub() && cl.conn.OutboundBuffered() > s.cfg.output.normalLimit().hard:
+		s.drop(cl)
+	}
+}
+
+// OnShutdown stops the loops' timers.
+func (s *server) OnShutdown(sluice.Engine) {
+	for _, ls := range s.loops {
+		ls.stop()
+	}
+}
+
 // OnTick expires keys nobody reads.
 func (s *server) OnTick() (time.Duration, sluice.Action) {
 	s.sweepFrom = s.db.sweep(s.sweepFrom, time.Now().UnixMilli())
-	return sweepEvery, sluice.None
+	return time.Second / time.Duration(s.hz.Load()), sluice.None
 }
 
 // replyBufs holds the buffers batches gather replies in, so an idle

@@ -19,7 +19,21 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sluicenet/sluice"
+	"github.com/sluicenet/sluice/poller"
 )
+
+// testPoller is the poller test servers run on unless the test chooses
+// one: epoll, or what SLUICE_TEST_POLLER names, so that the tests run
+// again on io_uring with SLUICE_TEST_POLLER=uring.
+var testPoller = func() poller.Kind {
+	var k poller.Kind
+	if name := os.Getenv("SLUICE_TEST_POLLER"); name != "" {
+		if err := k.UnmarshalText([]byte(name)); err != nil {
+			panic(err)
+		}
+	}
+	return k
+}()
 
 // testServer is a server running in-process on a free port.
 type testServer struct {
@@ -30,6 +44,16 @@ type testServer struct {
 // startServer runs a server with cfg, on a free port of 127.0.0.1 and two
 // loops unless cfg says otherwise, until the test ends.
 func startServer(t testing.TB, cfg config) *testServer {
+	t.Helper()
+	if cfg.poller == poller.Epoll {
+		cfg.poller = testPoller
+	}
+	return startServerOn(t, cfg)
+}
+
+// startServerOn is startServer on the poller cfg names, whatever
+// SLUICE_TEST_POLLER says.
+func startServerOn(t testing.TB, cfg config) *testServer {
 	t.Helper()
 	if cfg.addr == "" {
 		cfg.addr = "tcp://127.0.0.1:0"
@@ -59,6 +83,12 @@ func startServer(t testing.TB, cfg config) *testServer {
 }
 
 func (ts *testServer) addr() string { return net.JoinHostPort(ts.host, ts.port) }
+
+// hasTool reports whether one of the Redis programs is installed.
+func hasTool(name string) bool {
+	_, err := exec.LookPath(name)
+	return err == nil || os.Getenv("CI") != ""
+}
 
 // tool returns the path of one of the Redis tools, redis-cli or
 // redis-benchmark (Debian package redis-tools). Without it the test is
@@ -143,16 +173,22 @@ func (c *rawConn) line(t testing.TB) string {
 	return strings.TrimSuffix(s, "\r\n")
 }
 
-// bulk reads a bulk string reply.
+// bulk reads a bulk string reply, or a RESP3 verbatim string's text.
 func (c *rawConn) bulk(t testing.TB) string {
 	t.Helper()
 	header := c.line(t)
-	n, err := strconv.Atoi(strings.TrimPrefix(header, "$"))
-	require.NoError(t, err, "bulk string header %q", header)
+	require.NotEmpty(t, header)
+	n, err := strconv.Atoi(header[1:])
+	require.True(t, err == nil && (header[0] == '$' || header[0] == '='), "bulk string header %q", header)
 	b := make([]byte, n+2)
 	_, err = io.ReadFull(c.r, b)
 	require.NoError(t, err)
 	require.Equal(t, "\r\n", string(b[n:]))
+	if header[0] == '=' {
+		format, text, ok := strings.Cut(string(b[:n]), ":")
+		require.True(t, ok && format == "txt", "verbatim string %q", b[:n])
+		return text
+	}
 	return string(b[:n])
 }
 
@@ -168,6 +204,14 @@ func (c *rawConn) expectClosed(t testing.TB) {
 func (c *rawConn) expectReset(t testing.TB) {
 	t.Helper()
 	_, err := c.r.ReadByte()
+	require.ErrorIs(t, err, syscall.ECONNRESET)
+}
+
+// expectResetAfterAll reads what the server sent until it resets the
+// connection.
+func (c *rawConn) expectResetAfterAll(t testing.TB) {
+	t.Helper()
+	_, err := io.Copy(io.Discard, c.r)
 	require.ErrorIs(t, err, syscall.ECONNRESET)
 }
 
@@ -233,4 +277,59 @@ func TestInboundLimit(t *testing.T) {
 		cfg := config{maxRequest: tt.maxRequest}
 		assert.Equal(t, tt.want, cfg.inboundLimit(), "max-request %d", tt.maxRequest)
 	}
+}
+
+// reply reads one whole reply, of any RESP2 or RESP3 type, and returns
+// it as it arrived.
+func (c *rawConn) reply(t testing.TB) string {
+	t.Helper()
+	var b strings.Builder
+	c.readValue(t, &b)
+	return b.String()
+}
+
+func (c *rawConn) readValue(t testing.TB, b *strings.Builder) {
+	t.Helper()
+	line := c.line(t)
+	b.WriteString(line + "\r\n")
+	require.NotEmpty(t, line)
+	n, _ := strconv.Atoi(line[1:])
+	switch line[0] {
+	case '$', '=', '!':
+		if n < 0 {
+			return
+		}
+		body := make([]byte, n+2)
+		_, err := io.ReadFull(c.r, body)
+		require.NoError(t, err)
+		b.Write(body)
+	case '*', '~', '>':
+		for range n {
+			c.readValue(t, b)
+		}
+	case '%':
+		for range 2 * n {
+			c.readValue(t, b)
+		}
+	}
+}
+
+// resp encodes a command as a multibulk, as client libraries send them.
+func resp(args ...string) string {
+	var b strings.Builder
+	b.WriteString("*" + strconv.Itoa(len(args)) + "\r\n")
+	for _, a := range args {
+		b.WriteString("$" + strconv.Itoa(len(a)) + "\r\n" + a + "\r\n")
+	}
+	return b.String()
+}
+
+// bulkArray encodes the array of bulk strings a RESP2 client reads, or a
+// RESP3 push when push is true.
+func bulkArray(push bool, elems ...string) string {
+	s := resp(elems...)
+	if push {
+		s = ">" + s[1:]
+	}
+	return s
 }

@@ -1,5 +1,11 @@
 package main
 
+import (
+	"errors"
+	"math/rand/v2"
+	"slices"
+)
+
 // set is an unordered set of strings.
 type set map[string]struct{}
 
@@ -11,10 +17,13 @@ func sadd(c *call) {
 	if !ok {
 		return
 	}
-	defer sh.mu.Unlock()
+	defer c.unlock(sh)
 	had := len(s)
 	for _, m := range c.args[2:] {
 		s[string(m)] = struct{}{}
+	}
+	if len(s) > had {
+		sh.touch(string(c.args[1]))
 	}
 	c.integer(int64(len(s) - had))
 }
@@ -40,7 +49,7 @@ func spop(c *call) {
 	if !ok {
 		return
 	}
-	defer sh.mu.Unlock()
+	defer c.unlock(sh)
 	switch {
 	case e == nil && count < 0:
 		c.null()
@@ -61,6 +70,7 @@ func spop(c *call) {
 		count--
 	}
 	if e != nil {
+		sh.touch(e.key)
 		sh.dropEmpty(e)
 	}
 }
@@ -70,7 +80,7 @@ func smembers(c *call) {
 	if !ok {
 		return
 	}
-	defer sh.mu.Unlock()
+	defer c.unlock(sh)
 	c.setOf(len(s))
 	for m := range s {
 		c.bulkString(m)
@@ -82,9 +92,280 @@ func sismember(c *call) {
 	if !ok {
 		return
 	}
-	defer sh.mu.Unlock()
+	defer c.unlock(sh)
 	_, member := s[string(c.args[2])]
 	c.boolean(member)
 }
 
 func scard(c *call) { replyLen[set](c) }
+
+var (
+	errNumkeysArgs = errors.New("ERR Number of keys can't be greater than number of args")
+	errLimitNeg    = errors.New("ERR LIMIT can't be negative")
+)
+
+// setsOf returns the sets at keys, whose shards are locked: nil for a
+// missing key. It replies WRONGTYPE and reports false if a key holds
+// another type.
+func (c *call) setsOf(keys [][]byte) ([]set, bool) {
+	sets := make([]set, len(keys))
+	for i, k := range keys {
+		sh, _ := c.srv.db.shardOf(k)
+		e := sh.read(k, c.now)
+		if e == nil {
+			continue
+		}
+		s, ok := e.obj.(set)
+		if !ok {
+			c.error(errWrongType)
+			return nil, false
+		}
+		sets[i] = s
+	}
+	return sets, true
+}
+
+// setOp computes the intersection, union or difference of sets.
+func setOp(op string, sets []set) set {
+	out := set{}
+	switch op {
+	case "inter":
+		smallest := slices.MinFunc(sets, func(a, b set) int { return len(a) - len(b) })
+	next:
+		for m := range smallest {
+			for _, s := range sets {
+				if _, ok := s[m]; !ok {
+					continue next
+				}
+			}
+			out[m] = struct{}{}
+		}
+	case "union":
+		for _, s := range sets {
+			for m := range s {
+				out[m] = struct{}{}
+			}
+		}
+	case "diff":
+		for m := range sets[0] {
+			in := false
+			for _, s := range sets[1:] {
+				if _, ok := s[m]; ok {
+					in = true
+					break
+				}
+			}
+			if !in {
+				out[m] = struct{}{}
+			}
+		}
+	}
+	return out
+}
+
+func sinter(c *call) { c.setAlgebra("inter", c.args[1:], nil) }
+func sunion(c *call) { c.setAlgebra("union", c.args[1:], nil) }
+func sdiff(c *call)  { c.setAlgebra("diff", c.args[1:], nil) }
+
+func sinterstore(c *call) { c.setAlgebra("inter", c.args[2:], c.args[1]) }
+func sunionstore(c *call) { c.setAlgebra("union", c.args[2:], c.args[1]) }
+func sdiffstore(c *call)  { c.setAlgebra("diff", c.args[2:], c.args[1]) }
+
+// setAlgebra is SINTER, SUNION and SDIFF key [key ...], and their STORE
+// forms with dst: the result, or its size, stored in dst, which goes when
+// the result is empty.
+func (c *call) setAlgebra(op string, keys [][]byte, dst []byte) {
+	all := keys
+	if dst != nil {
+		all = append([][]byte{dst}, keys...)
+	}
+	defer c.unlockKeys(c.lockKeys(all, 1))
+	sets, ok := c.setsOf(keys)
+	if !ok {
+		return
+	}
+	out := setOp(op, sets)
+	if dst == nil {
+		c.setOf(len(out))
+		for m := range out {
+			c.bulkString(m)
+		}
+		return
+	}
+	sh, h := c.srv.db.shardOf(dst)
+	if e := sh.find(dst, c.now); e != nil {
+		sh.remove(e)
+	}
+	if len(out) > 0 {
+		sh.add(dst, h).obj = out
+	}
+	c.integer(int64(len(out)))
+}
+
+// sintercard is SINTERCARD numkeys key [key ...] [LIMIT limit]: the size
+// of the intersection, counting up to limit (0: all).
+func sintercard(c *call) {
+	n, err := parseInt(c.args[1])
+	if err != nil || n <= 0 {
+		c.error(errNumkeys)
+		return
+	}
+	if n > int64(len(c.args)-2) {
+		c.error(errNumkeysArgs)
+		return
+	}
+	keys, rest := c.args[2:2+n], c.args[2+n:]
+	limit := int64(0)
+	for len(rest) > 0 {
+		if len(rest) < 2 || !eqFold(rest[0], "limit") {
+			c.error(errSyntax)
+			return
+		}
+		limit, err = parseInt(rest[1])
+		if err != nil || limit < 0 {
+			c.error(errLimitNeg)
+			return
+		}
+		rest = rest[2:]
+	}
+	defer c.unlockKeys(c.lockKeys(keys, 1))
+	sets, ok := c.setsOf(keys)
+	if !ok {
+		return
+	}
+	count := int64(len(setOp("inter", sets)))
+	if limit > 0 {
+		count = min(count, limit)
+	}
+	c.integer(count)
+}
+
+// smismember is SMISMEMBER key member [member ...]: 1 or 0 for each.
+func smismember(c *call) {
+	sh, _, s, ok := openKey[set](c)
+	if !ok {
+		return
+	}
+	defer c.unlock(sh)
+	c.array(len(c.args) - 2)
+	for _, m := range c.args[2:] {
+		_, in := s[string(m)]
+		c.boolean(in)
+	}
+}
+
+// smove is SMOVE source destination member: 1 if it moved it.
+func smove(c *call) {
+	defer c.unlockKeys(c.lockKeys(c.args[1:3], 1))
+	sets, ok := c.setsOf(c.args[1:3])
+	if !ok {
+		return
+	}
+	src, dst := sets[0], sets[1]
+	m := string(c.args[3])
+	if _, in := src[m]; !in {
+		c.integer(0)
+		return
+	}
+	if string(c.args[1]) == string(c.args[2]) {
+		c.integer(1)
+		return
+	}
+	ssh, _ := c.srv.db.shardOf(c.args[1])
+	e := ssh.find(c.args[1], c.now)
+	delete(src, m)
+	ssh.touch(e.key)
+	ssh.dropEmpty(e)
+	dsh, h := c.srv.db.shardOf(c.args[2])
+	if dst == nil {
+		dst = newSet()
+		dsh.add(c.args[2], h).obj = dst
+	}
+	dst[m] = struct{}{}
+	dsh.touch(string(c.args[2]))
+	c.integer(1)
+}
+
+// srandmember is SRANDMEMBER key [count]: a random member, or count
+// distinct ones, or for a negative count that many, perhaps repeated.
+func srandmember(c *call) {
+	count, hasCount := int64(0), len(c.args) == 3
+	if len(c.args) > 3 {
+		c.error(errSyntax)
+		return
+	}
+	if hasCount {
+		n, err := parseInt(c.args[2])
+		if err != nil {
+			c.error(err)
+			return
+		}
+		count = n
+	}
+	sh, _, s, ok := openKey[set](c)
+	if !ok {
+		return
+	}
+	defer c.unlock(sh)
+	members := make([]string, 0, len(s))
+	for m := range s {
+		members = append(members, m)
+	}
+	c.randomReply(members, nil, hasCount, count)
+}
+
+// randomReply replies random elements of items, each followed by its
+// value when writeVal is given: one, or a null, without a count; count
+// distinct ones; or -count perhaps repeated, of which it takes at most
+// 1<<20, so that one call's reply stays bounded. SRANDMEMBER, HRANDFIELD
+// and ZRANDMEMBER share it.
+func (c *call) randomReply(items []string, writeVal func(i int), hasCount bool, count int64) {
+	if !hasCount {
+		if len(items) == 0 {
+			c.null()
+			return
+		}
+		c.bulkString(items[rand.IntN(len(items))])
+		return
+	}
+	var picks []int
+	switch {
+	case len(items) == 0 || count == 0:
+	case count < 0:
+		picks = make([]int, min(-count, 1<<20))
+		for i := range picks {
+			picks[i] = rand.IntN(len(items))
+		}
+	default:
+		picks = rand.Perm(len(items))[:min(count, int64(len(items)))]
+	}
+	c.scoredArray(len(picks), writeVal != nil)
+	for _, i := range picks {
+		if writeVal != nil && c.resp3 {
+			c.array(2)
+		}
+		c.bulkString(items[i])
+		if writeVal != nil {
+			writeVal(i)
+		}
+	}
+}
+
+// sscan is SSCAN key cursor [MATCH pattern] [COUNT count].
+func sscan(c *call) {
+	o, err := parseScanOptions(c.args[2:], false)
+	if err != nil {
+		c.error(err)
+		return
+	}
+	sh, _, s, ok := openKey[set](c)
+	if !ok {
+		return
+	}
+	defer c.unlock(sh)
+	members := make([]string, 0, len(s))
+	for m := range s {
+		members = append(members, m)
+	}
+	c.scanReply(o, members, nil)
+}

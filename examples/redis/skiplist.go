@@ -140,3 +140,21 @@ func (sl *skiplist) at(r int) *znode {
 
 // first returns the lowest element, nil when there is none.
 func (sl *skiplist) first() *znode { return sl.head.links[0].next }
+
+// seek returns the first element for which before is false; before must
+// be true of a prefix of the elements and false of the rest.
+func (sl *skiplist) seek(before func(x *znode) bool) *znode {
+	x := sl.head
+	for i := sl.level - 1; i >= 0; i-- {
+		for x.links[i].next != nil && before(x.links[i].next) {
+			x = x.links[i].next
+		}
+	}
+	return x.links[0].next
+}
+
+// rank returns x's rank, counting from 0.
+func (sl *skiplist) rank(x *znode) int {
+	_, rank := sl.path(x.score, x.member)
+	return rank[0]
+}

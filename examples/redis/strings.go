@@ -1,8 +1,11 @@
 package main
 
 import (
+	"bytes"
+	"errors"
 	"fmt"
 	"math"
+	"math/big"
 	"strconv"
 )
 
@@ -17,7 +20,7 @@ func (c *call) getString(remove bool) {
 	if !ok {
 		return
 	}
-	defer sh.mu.Unlock()
+	defer c.unlock(sh)
 	switch {
 	case e == nil:
 		c.null()
@@ -103,8 +106,8 @@ func (c *call) invalidExpire() error {
 
 // setString sets key to a copy of v, as o says, and replies.
 func (c *call) setString(key, v []byte, o setOptions) {
-	sh, h := c.srv.db.lock(key)
-	defer sh.mu.Unlock()
+	sh, h := c.lock(key)
+	defer c.unlock(sh)
 	e := sh.find(key, c.now)
 	if o.get {
 		switch {
@@ -127,6 +130,7 @@ func (c *call) setString(key, v []byte, o setOptions) {
 		e = sh.add(key, h)
 	}
 	e.setString(v)
+	sh.touch(e.key)
 	switch {
 	case o.expire != 0 && o.expire <= c.now:
 		sh.remove(e)
@@ -140,8 +144,8 @@ func (c *call) setString(key, v []byte, o setOptions) {
 
 // setnx is SETNX key value: 1 if it set key, 0 if key existed.
 func setnx(c *call) {
-	sh, h := c.srv.db.lock(c.args[1])
-	defer sh.mu.Unlock()
+	sh, h := c.lock(c.args[1])
+	defer c.unlock(sh)
 	if sh.find(c.args[1], c.now) != nil {
 		c.integer(0)
 		return
@@ -170,9 +174,7 @@ func setex(c *call) {
 func mget(c *call) {
 	db := &c.srv.db
 	keys := c.args[1:]
-	m := db.mask(keys, 1)
-	db.lockMask(m)
-	defer db.unlockMask(m)
+	defer c.unlockKeys(c.lockKeys(keys, 1))
 	c.array(len(keys))
 	for _, k := range keys {
 		sh, _ := db.shardOf(k)
@@ -193,9 +195,7 @@ func mset(c *call) {
 	}
 	db := &c.srv.db
 	pairs := c.args[1:]
-	m := db.mask(pairs, 2)
-	db.lockMask(m)
-	defer db.unlockMask(m)
+	defer c.unlockKeys(c.lockKeys(pairs, 2))
 	for i := 0; i < len(pairs); i += 2 {
 		sh, h := db.shardOf(pairs[i])
 		e := sh.find(pairs[i], c.now)
@@ -204,6 +204,7 @@ func mset(c *call) {
 		}
 		e.setString(pairs[i+1])
 		sh.setExpire(e, 0)
+		sh.touch(e.key)
 	}
 	c.ok()
 }
@@ -235,8 +236,8 @@ func decrby(c *call) {
 // incrBy adds by to the integer at key, 0 when key is absent, and replies
 // the sum. The digits are rewritten in place: nobody reads them unlocked.
 func (c *call) incrBy(by int64) {
-	sh, h := c.srv.db.lock(c.args[1])
-	defer sh.mu.Unlock()
+	sh, h := c.lock(c.args[1])
+	defer c.unlock(sh)
 	e := sh.find(c.args[1], c.now)
 	n := int64(0)
 	if e != nil {
@@ -259,13 +260,14 @@ func (c *call) incrBy(by int64) {
 		e = sh.add(c.args[1], h)
 	}
 	e.str = strconv.AppendInt(e.str[:0], sum, 10)
+	sh.touch(e.key)
 	c.integer(sum)
 }
 
 // appendString is APPEND key value: it replies the new length.
 func appendString(c *call) {
-	sh, h := c.srv.db.lock(c.args[1])
-	defer sh.mu.Unlock()
+	sh, h := c.lock(c.args[1])
+	defer c.unlock(sh)
 	e := sh.find(c.args[1], c.now)
 	switch {
 	case e == nil:
@@ -276,6 +278,7 @@ func appendString(c *call) {
 		return
 	default:
 		e.str = append(e.str, c.args[2]...)
+		sh.touch(e.key)
 	}
 	c.integer(int64(len(e.str)))
 }
@@ -285,7 +288,7 @@ func strlen(c *call) {
 	if !ok {
 		return
 	}
-	defer sh.mu.Unlock()
+	defer c.unlock(sh)
 	if e == nil {
 		c.integer(0)
 	} else {
@@ -305,7 +308,7 @@ func getrange(c *call) {
 	if !ok {
 		return
 	}
-	defer sh.mu.Unlock()
+	defer c.unlock(sh)
 	if e == nil || (start < 0 && end < 0 && start > end) {
 		c.bulk(nil)
 		return
@@ -337,4 +340,245 @@ func clampRange(start, end, n int64) (lo, hi int64, ok bool) {
 		return 0, 0, false
 	}
 	return start, end, true
+}
+
+// getset is GETSET key value: SET key value GET.
+func getset(c *call) { c.setString(c.args[1], c.args[2], setOptions{get: true}) }
+
+// psetex is PSETEX key milliseconds value.
+func psetex(c *call) {
+	n, err := parseInt(c.args[2])
+	if err != nil {
+		c.error(err)
+		return
+	}
+	at, err := c.expiry(n, false, false)
+	if err != nil {
+		c.error(err)
+		return
+	}
+	c.setString(c.args[1], c.args[3], setOptions{expire: at})
+}
+
+// getex is GETEX key [EX s|PX ms|EXAT s|PXAT ms|PERSIST]: the value, and
+// a new time to live, or none.
+func getex(c *call) {
+	var opt, n []byte
+	for i := 2; i < len(c.args); i++ {
+		a := c.args[i]
+		switch {
+		case opt != nil:
+			c.error(errSyntax)
+			return
+		case eqFold(a, "persist"):
+			opt = a
+		case (eqFold(a, "ex") || eqFold(a, "px") || eqFold(a, "exat") || eqFold(a, "pxat")) && i+1 < len(c.args):
+			opt, n = a, c.args[i+1]
+			i++
+		default:
+			c.error(errSyntax)
+			return
+		}
+	}
+	sh, e, ok := openString(c)
+	if !ok {
+		return
+	}
+	defer c.unlock(sh)
+	if e == nil {
+		c.null()
+		return
+	}
+	at := int64(0)
+	if n != nil {
+		v, err := parseInt(n)
+		if err != nil {
+			c.error(err)
+			return
+		}
+		seconds := eqFold(opt, "ex") || eqFold(opt, "exat")
+		if at, err = c.expiry(v, seconds, eqFold(opt, "exat") || eqFold(opt, "pxat")); err != nil {
+			c.error(err)
+			return
+		}
+	}
+	c.bulk(e.str)
+	switch {
+	case opt == nil:
+	case at != 0 && at <= c.now:
+		sh.remove(e)
+	case at != 0:
+		sh.setExpire(e, at)
+		sh.touch(e.key)
+	case e.expire != 0:
+		sh.setExpire(e, 0)
+		sh.touch(e.key)
+	}
+}
+
+var (
+	errOffset    = errors.New("ERR offset is out of range")
+	errStringMax = errors.New("ERR string exceeds maximum allowed size (proto-max-bulk-len)")
+)
+
+// maxString returns the longest string a command may make: -max-request,
+// which plays Redis's proto-max-bulk-len here.
+func (c *call) maxString() int64 { return int64(c.srv.cfg.requestLimit()) }
+
+// setrange is SETRANGE key offset value: it overwrites the string from
+// offset, padding it with zero bytes, and replies its length.
+func setrange(c *call) {
+	offset, err := parseInt(c.args[2])
+	if err != nil {
+		c.error(err)
+		return
+	}
+	if offset < 0 {
+		c.error(errOffset)
+		return
+	}
+	v := c.args[3]
+	sh, h := c.lock(c.args[1])
+	defer c.unlock(sh)
+	e := sh.find(c.args[1], c.now)
+	switch {
+	case e != nil && e.obj != nil:
+		c.error(errWrongType)
+		return
+	case len(v) == 0 && e == nil:
+		c.integer(0)
+		return
+	case len(v) == 0:
+		c.integer(int64(len(e.str)))
+		return
+	case offset+int64(len(v)) > c.maxString():
+		c.error(errStringMax)
+		return
+	case e == nil:
+		e = sh.add(c.args[1], h)
+	}
+	end := int(offset) + len(v)
+	if end > len(e.str) {
+		e.str = append(e.str, make([]byte, end-len(e.str))...)
+	}
+	copy(e.str[offset:], v)
+	sh.touch(e.key)
+	c.integer(int64(len(e.str)))
+}
+
+// msetnx is MSETNX key value [key value ...]: it sets them all, and
+// replies 1, only if none exists.
+func msetnx(c *call) {
+	if len(c.args)%2 == 0 {
+		c.errorText(c.cmd.arityErr)
+		return
+	}
+	db := &c.srv.db
+	pairs := c.args[1:]
+	defer c.unlockKeys(c.lockKeys(pairs, 2))
+	for i := 0; i < len(pairs); i += 2 {
+		sh, _ := db.shardOf(pairs[i])
+		if sh.find(pairs[i], c.now) != nil {
+			c.integer(0)
+			return
+		}
+	}
+	for i := 0; i < len(pairs); i += 2 {
+		sh, h := db.shardOf(pairs[i])
+		e := sh.find(pairs[i], c.now)
+		if e == nil {
+			e = sh.add(pairs[i], h)
+		}
+		e.setString(pairs[i+1])
+		sh.touch(e.key)
+	}
+	c.integer(1)
+}
+
+var errNaNOrInf = errors.New("ERR increment would produce NaN or Infinity")
+
+// incrbyfloat is INCRBYFLOAT key increment.
+func incrbyfloat(c *call) {
+	by, err := parseLongDouble(c.args[2])
+	if err != nil {
+		c.error(err)
+		return
+	}
+	sh, h := c.lock(c.args[1])
+	defer c.unlock(sh)
+	e := sh.find(c.args[1], c.now)
+	if e != nil && e.obj != nil {
+		c.error(errWrongType)
+		return
+	}
+	var sum []byte
+	if e == nil {
+		sum, err = addLongDouble(nil, by)
+	} else {
+		sum, err = addLongDouble(e.str, by)
+	}
+	if err != nil {
+		c.error(err)
+		return
+	}
+	if e == nil {
+		e = sh.add(c.args[1], h)
+	}
+	e.setString(sum)
+	sh.touch(e.key)
+	c.bulk(sum)
+}
+
+// Redis adds floats in C's long double, which on x86-64 has a 64-bit
+// mantissa and an exponent of 15 bits, and writes the sum with 17
+// decimals, trailing zeros dropped. A big.Float of 64 bits rounding to
+// nearest even adds as the x87 unit does; maxLongDoubleExp bounds its
+// exponent as the long double's range does.
+const (
+	longDoublePrec   = 64
+	maxLongDoubleExp = 16384
+)
+
+// parseLongDouble parses a float as Redis's string2ld does, into a
+// long double's precision: no spaces, no NaN.
+func parseLongDouble(b []byte) (*big.Float, error) {
+	if len(b) == 0 || isSpace(b[0]) {
+		return nil, errNotFloat
+	}
+	f, _, err := new(big.Float).SetPrec(longDoublePrec).Parse(string(b), 10)
+	if err != nil || (!f.IsInf() && f.MantExp(nil) > maxLongDoubleExp) {
+		return nil, errNotFloat
+	}
+	return f, nil
+}
+
+// addLongDouble adds by to the float written in v, nil for zero, and
+// returns the sum as Redis writes it.
+func addLongDouble(v []byte, by *big.Float) ([]byte, error) {
+	sum := new(big.Float).SetPrec(longDoublePrec)
+	if v != nil {
+		old, err := parseLongDouble(v)
+		if err != nil {
+			return nil, err
+		}
+		sum.Set(old)
+	}
+	if (sum.IsInf() || by.IsInf()) || sum.Add(sum, by).MantExp(nil) > maxLongDoubleExp {
+		return nil, errNaNOrInf
+	}
+	return formatLongDouble(sum), nil
+}
+
+// formatLongDouble writes f as Redis's ld2string does for people: with
+// 17 decimals, then without the trailing zeros, and "0" for minus zero.
+func formatLongDouble(f *big.Float) []byte {
+	b := f.Append(nil, 'f', 17)
+	if bytes.IndexByte(b, '.') >= 0 {
+		b = bytes.TrimRight(b, "0")
+		b = bytes.TrimSuffix(b, []byte("."))
+	}
+	if string(b) == "-0" {
+		b = b[1:]
+	}
+	return b
 }

@@ -111,11 +111,12 @@ func zadd(c *call) {
 	if !ok {
 		return
 	}
-	defer sh.mu.Unlock()
+	defer c.unlock(sh)
 	added, changed := 0, 0
 	score := math.NaN() // with INCR, the member's new score; NaN when not updated
 	for i := 0; i < len(pairs) && z != nil; i += 2 {
 		s, _ := parseFloat(pairs[i])
+		s += 0 // no minus zero, as Redis stores none
 		member := pairs[i+1]
 		old, exists := z.scores[string(member)]
 		if o.incr && exists {
@@ -138,6 +139,12 @@ func zadd(c *call) {
 			score = s
 		}
 	}
+	if added+changed > 0 {
+		sh.touch(string(c.args[1]))
+	}
+	if added > 0 {
+		c.ready(sh, c.args[1])
+	}
 	switch {
 	case o.incr && math.IsNaN(score):
 		c.null()
@@ -155,7 +162,7 @@ func zscore(c *call) {
 	if !ok {
 		return
 	}
-	defer sh.mu.Unlock()
+	defer c.unlock(sh)
 	if e == nil {
 		c.null()
 		return
@@ -164,42 +171,6 @@ func zscore(c *call) {
 		c.double(s)
 	} else {
 		c.null()
-	}
-}
-
-// zrange is ZRANGE key start stop [REV] [WITHSCORES], by rank. The BYSCORE,
-// BYLEX and LIMIT forms are not supported.
-func zrange(c *call) {
-	var rev, withScores bool
-	for _, a := range c.args[4:] {
-		switch {
-		case eqFold(a, "rev"):
-			rev = true
-		case eqFold(a, "withscores"):
-			withScores = true
-		default:
-			c.error(errSyntax)
-			return
-		}
-	}
-	sh, z, lo, hi, ok := openRange[*zset](c)
-	if !ok {
-		return
-	}
-	defer sh.mu.Unlock()
-	n := hi - lo + 1
-	x := z.order.at(lo)
-	if rev {
-		x = z.order.at(z.order.n - 1 - lo)
-	}
-	c.scoredArray(n, withScores)
-	for range n {
-		c.scored(x, withScores)
-		if rev {
-			x = x.prev
-		} else {
-			x = x.links[0].next
-		}
 	}
 }
 
@@ -226,9 +197,12 @@ func (c *call) scored(x *znode, withScores bool) {
 	c.double(x.score)
 }
 
-// zpopmin is ZPOPMIN key [count]: the lowest members and their scores,
-// removed from the set.
-func zpopmin(c *call) {
+// zpopmin is ZPOPMIN key [count], and zpopmax ZPOPMAX: the lowest, or
+// highest, members and their scores, removed from the set.
+func zpopmin(c *call) { c.zpop(true) }
+func zpopmax(c *call) { c.zpop(false) }
+
+func (c *call) zpop(lowest bool) {
 	count, err := c.countArg()
 	if err != nil {
 		c.error(err)
@@ -238,15 +212,21 @@ func zpopmin(c *call) {
 	if !ok {
 		return
 	}
-	defer sh.mu.Unlock()
+	defer c.unlock(sh)
 	if e == nil {
 		c.array(0)
 		return
 	}
+	next := func() *znode {
+		if lowest {
+			return z.order.first()
+		}
+		return z.order.tail
+	}
 	if count < 0 {
 		// A single pair, flat even in RESP3.
 		c.array(2)
-		x := z.order.first()
+		x := next()
 		c.bulkString(x.member)
 		c.double(x.score)
 		z.remove(x.member)
@@ -254,11 +234,12 @@ func zpopmin(c *call) {
 		n := min(count, z.order.n)
 		c.scoredArray(n, true)
 		for range n {
-			x := z.order.first()
+			x := next()
 			c.scored(x, true)
 			z.remove(x.member)
 		}
 	}
+	sh.touch(e.key)
 	sh.dropEmpty(e)
 }
 

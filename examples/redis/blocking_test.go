@@ -1,0 +1,227 @@
+package main
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// blockingScripts run on one connection, against this server and Redis:
+// blocking commands that find something at once, errors, and timeouts.
+var blockingScripts = []string{
+	"RPUSH l a b c\r\nZADD z 1 a 2 b 3 c\r\nBLPOP nothing l 0\r\nBRPOP l 0\r\nBZPOPMIN z 0\r\nBZPOPMAX z 0\r\n" +
+		"BLMPOP 0 2 x l RIGHT COUNT 5\r\nBZMPOP 0 1 z MIN COUNT 9\r\nEXISTS l z\r\n",
+	"RPUSH src a b\r\nBLMOVE src dst LEFT RIGHT 0\r\nBRPOPLPUSH src dst 0\r\nLRANGE dst 0 -1\r\nEXISTS src\r\n" +
+		"LMOVE dst dst LEFT RIGHT\r\nLRANGE dst 0 -1\r\nRPOPLPUSH nothing dst\r\nLMOVE nothing dst LEFT LEFT\r\n",
+	"BLPOP nothing 0.01\r\nBRPOPLPUSH nothing x 0.01\r\nBZPOPMAX nothing 0.01\r\nBLMPOP 0.01 1 nothing LEFT\r\n" +
+		"BZMPOP 0.01 1 nothing MIN\r\nBLMOVE nothing x LEFT LEFT 0.01\r\n",
+	"HELLO 3\r\nRPUSH l a b c\r\nZADD z 1 a 2 b\r\nBZPOPMIN z 0\r\nBZMPOP 0 1 z MAX COUNT 1\r\nBLMPOP 0 1 l LEFT\r\n" +
+		"BLPOP nothing 0.01\r\nZMPOP 1 nothing MIN\r\nLMPOP 1 nothing LEFT\r\n",
+	"BLPOP k -1\r\nBLPOP k abc\r\nBLPOP k 1e400\r\nBLPOP k inf\r\nBLPOP k nan\r\nBLPOP k 0.5x\r\nBLMOVE s d UP LEFT 0\r\n" +
+		"BLMOVE s d LEFT LEFT x\r\nBLPOP k\r\n",
+	"BLMPOP 0 0 l LEFT\r\nBLMPOP 0 -1 l LEFT\r\nBLMPOP 0 x l LEFT\r\nBLMPOP 0 2 l LEFT\r\nBLMPOP 0 1 l MIDDLE\r\n" +
+		"BLMPOP 0 1 l LEFT COUNT 0\r\nBLMPOP 0 1 l LEFT COUNT -1\r\nBLMPOP 0 1 l LEFT COUNT 1 COUNT 2\r\n" +
+		"BLMPOP 0 1 l LEFT FOO\r\nLMPOP 1 l\r\nBZMPOP 0 1 z\r\nBLMPOP x 1 l LEFT\r\nLMPOP 0 l LEFT\r\nZMPOP 1 z LEFT\r\n",
+	"SET s v\r\nBLPOP s 0\r\nBZPOPMIN s 0\r\nBLMOVE s d LEFT LEFT 0\r\nRPUSH src x\r\nBLMOVE src s LEFT LEFT 0\r\n" +
+		"LMOVE src s LEFT LEFT\r\nRPOPLPUSH src s\r\nLMPOP 1 s LEFT\r\nZMPOP 1 s MIN\r\nBLPOP nothing s 0\r\n",
+	"CLIENT UNBLOCK 99999\r\nCLIENT UNBLOCK x\r\nCLIENT UNBLOCK 1 MAYBE\r\nCLIENT UNBLOCK 1 TIMEOUT\r\n",
+}
+
+func TestBlockingAsRedis(t *testing.T) {
+	ts := startServer(t, config{})
+	r := startRedis(t)
+	for _, script := range blockingScripts {
+		sameAsRedis(t, ts, r, "FLUSHALL\r\n"+script)
+	}
+}
+
+// blockedOn sends a blocking command on c and waits until the server has
+// the client blocked.
+func (ts *testServer) blockedOn(t testing.TB, c *rawConn, command string) *client {
+	t.Helper()
+	cl := ts.client(t, c)
+	c.send(t, command)
+	require.Eventually(t, func() bool { return cl.blockRef.Load() != nil }, 5*time.Second, time.Millisecond)
+	return cl
+}
+
+// TestBlockedWokenFromAnotherLoop blocks a client on one loop and pushes
+// on another: the push wakes it, and the commands it sent while blocked
+// run after.
+func TestBlockedWokenFromAnotherLoop(t *testing.T) {
+	ts := startServer(t, config{loops: 2})
+	w := ts.dialOnLoop(t, 0)
+	p := ts.dialOnLoop(t, 1)
+	ts.blockedOn(t, w, "BLPOP k 0\r\nPING\r\n")
+	p.send(t, "RPUSH k v\r\nINFO clients\r\n")
+	p.expect(t, ":1\r\n")
+	assert.Equal(t, "1", infoFields(p.bulk(t))["blocked_clients"], "the push serves it on its own loop, after")
+	w.expect(t, "*2\r\n$1\r\nk\r\n$1\r\nv\r\n+PONG\r\n")
+	p.send(t, "EXISTS k\r\n")
+	p.expect(t, ":0\r\n")
+	require.Eventually(t, func() bool {
+		p.send(t, "INFO clients\r\n")
+		return infoFields(p.bulk(t))["blocked_clients"] == "0"
+	}, 5*time.Second, time.Millisecond)
+}
+
+// TestBlockedServedInArrivalOrder blocks clients on three loops, one after
+// another, and pushes from a fourth: each gets an element in the order
+// they blocked, whatever the loops.
+func TestBlockedServedInArrivalOrder(t *testing.T) {
+	ts := startServer(t, config{loops: 4})
+	order := []int{2, 0, 1}
+	waiters := make([]*rawConn, len(order))
+	for i, loop := range order {
+		waiters[i] = ts.dialOnLoop(t, loop)
+		ts.blockedOn(t, waiters[i], "BRPOP k other 0\r\n")
+	}
+	p := ts.dialOnLoop(t, 3)
+	p.send(t, "LPUSH k first\r\n")
+	p.expect(t, ":1\r\n")
+	waiters[0].expect(t, "*2\r\n$1\r\nk\r\n$5\r\nfirst\r\n")
+	p.send(t, "LPUSH k second third\r\n")
+	p.expect(t, ":2\r\n")
+	waiters[1].expect(t, "*2\r\n$1\r\nk\r\n$6\r\nsecond\r\n")
+	waiters[2].expect(t, "*2\r\n$1\r\nk\r\n$5\r\nthird\r\n")
+}
+
+// TestBlockingTimeout checks a fractional timeout on the loop's wheel: the
+// client waits at least that long, and then not much longer.
+func TestBlockingTimeout(t *testing.T) {
+	ts := startServer(t, config{loops: 2})
+	c := ts.dial(t)
+	for _, command := range []string{"BLPOP k 0.15", "BLMOVE k d LEFT LEFT 0.15", "BZMPOP 0.15 1 k MIN"} {
+		start := time.Now()
+		c.send(t, command+"\r\n")
+		c.expect(t, "*-1\r\n")
+		took := time.Since(start)
+		assert.GreaterOrEqual(t, took, 150*time.Millisecond, command)
+		assert.Less(t, took, 2*time.Second, command)
+	}
+}
+
+// TestClientUnblock ends waits from another loop, as a timeout and as an
+// error, and says 0 for a client that is not blocked.
+func TestClientUnblock(t *testing.T) {
+	ts := startServer(t, config{loops: 2})
+	w := ts.dialOnLoop(t, 0)
+	id := w.clientID(t)
+	admin := ts.dialOnLoop(t, 1)
+	admin.send(t, "CLIENT UNBLOCK "+id+"\r\n")
+	admin.expect(t, ":0\r\n")
+
+	ts.blockedOn(t, w, "BLPOP k 0\r\nPING\r\n")
+	admin.send(t, "CLIENT LIST ID "+id+"\r\n")
+	m := infoLine.FindStringSubmatch(strings.TrimSuffix(admin.bulk(t), "\n"))
+	require.NotNil(t, m)
+	assert.Equal(t, "b", m[fieldFlags])
+	admin.send(t, "CLIENT UNBLOCK "+id+" TIMEOUT\r\n")
+	admin.expect(t, ":1\r\n")
+	w.expect(t, "*-1\r\n+PONG\r\n")
+
+	ts.blockedOn(t, w, "BZPOPMIN k 0\r\n")
+	admin.send(t, "CLIENT UNBLOCK "+id+" ERROR\r\nCLIENT UNBLOCK "+id+" ERROR\r\n")
+	admin.expect(t, ":1\r\n:0\r\n")
+	w.expect(t, "-UNBLOCKED client unblocked via CLIENT UNBLOCK\r\n")
+	admin.send(t, "RPUSH k v\r\n")
+	admin.expect(t, ":1\r\n")
+}
+
+// TestBlockedClientCloses checks a closed client waits no more: a push
+// after it closed stays in the list.
+func TestBlockedClientCloses(t *testing.T) {
+	ts := startServer(t, config{loops: 2})
+	w := ts.dialOnLoop(t, 0)
+	cl := ts.blockedOn(t, w, "BLPOP k 0\r\n")
+	require.NoError(t, w.Close())
+	require.Eventually(t, func() bool { return cl.blockRef.Load() == nil }, 5*time.Second, time.Millisecond)
+	p := ts.dialOnLoop(t, 1)
+	p.send(t, "RPUSH k v\r\nLLEN k\r\n")
+	p.expect(t, ":1\r\n:1\r\n")
+}
+
+// TestServedClientClosesFirst has a push serve a client whose connection
+// closes before its loop could tell it: what the push took for it goes
+// back to the list, and to the next client waiting.
+func TestServedClientClosesFirst(t *testing.T) {
+	ts := startServer(t, config{loops: 2})
+	gone := ts.dialOnLoop(t, 0)
+	goneClient := ts.blockedOn(t, gone, "BLPOP k 0\r\n")
+	next := ts.dialOnLoop(t, 0)
+	ts.blockedOn(t, next, "BLPOP k 0\r\n")
+	p := ts.dialOnLoop(t, 1)
+
+	// Hold loop 0, so that it takes up the close before the reply the push
+	// posts it.
+	release := make(chan struct{})
+	holding := make(chan struct{})
+	require.NoError(t, ts.loops[0].loop.Execute(func() {
+		close(holding)
+		<-release
+	}))
+	<-holding
+	require.NoError(t, ts.eng.Kill(goneClient.conn.ID()))
+	p.send(t, "RPUSH k v\r\n")
+	p.expect(t, ":1\r\n")
+	close(release)
+
+	next.expect(t, "*2\r\n$1\r\nk\r\n$1\r\nv\r\n")
+	gone.expectReset(t)
+}
+
+// TestBlockingMoveAcrossLoops blocks BLMOVE on one loop and pushes on
+// another: the element lands in the destination, and a client blocked on
+// the destination, on a third loop, is served from it in turn.
+func TestBlockingMoveAcrossLoops(t *testing.T) {
+	ts := startServer(t, config{loops: 3})
+	mover := ts.dialOnLoop(t, 0)
+	ts.blockedOn(t, mover, "BLMOVE src dst RIGHT LEFT 0\r\n")
+	taker := ts.dialOnLoop(t, 2)
+	ts.blockedOn(t, taker, "BLPOP dst 0\r\n")
+	p := ts.dialOnLoop(t, 1)
+	p.send(t, "RPUSH src a\r\n")
+	p.expect(t, ":1\r\n")
+	mover.expect(t, "$1\r\na\r\n")
+	taker.expect(t, "*2\r\n$3\r\ndst\r\n$1\r\na\r\n")
+}
+
+// TestBlockingMoveToWrongType serves a BLMOVE whose destination came to
+// hold another type while it waited: as in Redis 7.0, it replies
+// WRONGTYPE and the element stays where it was.
+func TestBlockingMoveToWrongType(t *testing.T) {
+	ts := startServer(t, config{loops: 2})
+	mover := ts.dialOnLoop(t, 0)
+	ts.blockedOn(t, mover, "BLMOVE src dst LEFT RIGHT 0\r\n")
+	p := ts.dialOnLoop(t, 1)
+	p.send(t, "SET dst string\r\nRPUSH src e\r\n")
+	p.expect(t, "+OK\r\n:1\r\n")
+	mover.expect(t, "-WRONGTYPE Operation against a key holding the wrong kind of value\r\n")
+	p.send(t, "LRANGE src 0 -1\r\n")
+	p.expect(t, "*1\r\n$1\r\ne\r\n")
+}
+
+// TestBlockingPopsOfSortedSets blocks BZPOPMIN and BZMPOP on one loop, fed
+// by ZADD on another.
+func TestBlockingPopsOfSortedSets(t *testing.T) {
+	ts := startServer(t, config{loops: 2})
+	a, b := ts.dialOnLoop(t, 0), ts.dialOnLoop(t, 0)
+	ts.blockedOn(t, a, "BZPOPMIN z 0\r\n")
+	ts.blockedOn(t, b, "BZMPOP 0 1 z MAX COUNT 5\r\n")
+	p := ts.dialOnLoop(t, 1)
+	p.send(t, "ZADD z 1 one 2 two 3 three\r\n")
+	p.expect(t, ":3\r\n")
+	a.expect(t, "*3\r\n$1\r\nz\r\n$3\r\none\r\n$1\r\n1\r\n")
+	b.expect(t, "*2\r\n$1\r\nz\r\n*2\r\n*2\r\n$5\r\nthree\r\n$1\r\n3\r\n*2\r\n$3\r\ntwo\r\n$1\r\n2\r\n")
+}
+
+// TestBlockedWhileEngineStops stops the server with clients blocked, with
+// and without timeouts: nothing hangs.
+func TestBlockedWhileEngineStops(t *testing.T) {
+	ts := startServer(t, config{loops: 2})
+	ts.blockedOn(t, ts.dialOnLoop(t, 0), "BLPOP k 0\r\n")
+	ts.blockedOn(t, ts.dialOnLoop(t, 1), "BLPOP k 100\r\n")
+}
