@@ -4,9 +4,16 @@ import (
 	"bufio"
 	"bytes"
 	"io"
+	"log"
+	"math"
+	"net"
 	"net/http"
+	"strings"
+	"sync"
 	"testing"
+	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/sluicenet/sluice"
@@ -34,5 +41,132 @@ func TestInlineAnswerPastMaxOutbound(t *testing.T) {
 	n, err := io.Copy(io.Discard, resp.Body)
 	if err == nil {
 		require.Equal(t, int64(size), n, "a body that ends cleanly has every byte")
+	}
+}
+
+// TestDifferentialPipelined sends every vector of the corpus, and the
+// unkind ones of pipelinedVectors, each followed by one more request in the
+// same write, to net/http's server and to this one (pool and inline), and
+// checks that both answer every request alike: the same answers, in the
+// same order, and the same requests left unanswered. What a server takes
+// for the end of one request and the start of the next is where smuggling
+// lives, so the answers after the first matter as much as the first.
+func TestDifferentialPipelined(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	std := &http.Server{Handler: describeHandler, ErrorLog: log.New(io.Discard, "", 0), ReadTimeout: deadline}
+	go std.Serve(ln)
+	t.Cleanup(func() { std.Close() })
+	quiet := log.New(io.Discard, "", 0)
+	pooled := serve(t, &Server{Handler: describeHandler, ErrorLog: quiet, ReadTimeout: deadline})
+	inline := serve(t, &Server{Handler: describeHandler, ErrorLog: quiet, ReadTimeout: deadline,
+		Inline: true, MaxBodyBytes: math.MaxInt64})
+
+	const next = "GET /next HTTP/1.1\r\nHost: example.com\r\n\r\n"
+	vs := append(vectors(), pipelinedVectors()...)
+	type result struct{ std, pooled, inline string }
+	results := make([]result, len(vs))
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, 16)
+	for i, v := range vs {
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			raw := v.raw + next
+			results[i] = result{
+				std:    allAnswersOver(ln.Addr().String(), raw),
+				pooled: allAnswersOver(pooled, raw),
+				inline: allAnswersOver(inline, raw),
+			}
+		})
+	}
+	wg.Wait()
+	for i, v := range vs {
+		r := results[i]
+		want := r.std
+		if framedByBoth(v.raw) {
+			// This server closes the connection after such a request's
+			// answer (see the package's doc); net/http goes on.
+			first, _, _ := strings.Cut(want, "\n--\n")
+			want = first + "\n--\nclosed"
+		}
+		assert.Equal(t, want, r.pooled, "vector %q (pool): %.300q", v.name, v.raw+next)
+		assert.Equal(t, want, r.inline, "vector %q (inline): %.300q", v.name, v.raw+next)
+	}
+}
+
+// framedByBoth reports whether raw's first request is framed by
+// Transfer-Encoding despite a Content-Length.
+func framedByBoth(raw string) bool {
+	end := headEnd([]byte(raw), 0)
+	if end < 0 {
+		return false
+	}
+	var h head
+	return parseHead([]byte(raw[:end]), new(http.Request), &h) == nil && h.both
+}
+
+// pipelinedVectors are requests whose framing decides what the bytes after
+// them are: bodies, odd lengths and encodings, and requests after which no
+// other may be served.
+func pipelinedVectors() []vector {
+	const host = "Host: example.com\r\n"
+	const smuggled = "GET /smuggled HTTP/1.1\r\n" + host + "\r\n"
+	return []vector{
+		{"pipelined get get", "GET /1 HTTP/1.1\r\n" + host + "\r\n" + smuggled},
+		{"pipelined after length body", "POST /1 HTTP/1.1\r\n" + host + "Content-Length: 5\r\n\r\nhello" + smuggled},
+		{"pipelined after chunked body", "POST /1 HTTP/1.1\r\n" + host + "Transfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n" + smuggled},
+		{"pipelined after post crlf", "POST /1 HTTP/1.1\r\n" + host + "Content-Length: 2\r\n\r\nhi\r\n\r\n" + smuggled},
+		{"pipelined after post crlf x5", "POST /1 HTTP/1.1\r\n" + host + "Content-Length: 2\r\n\r\nhi\r\n\r\n\r\n" + smuggled},
+		{"pipelined after get crlf", "GET /1 HTTP/1.1\r\n" + host + "\r\n\r\n" + smuggled},
+		{"after connection close", "GET /1 HTTP/1.1\r\n" + host + "Connection: close\r\n\r\n" + smuggled},
+		{"after http10", "GET /1 HTTP/1.0\r\n\r\n" + smuggled},
+		{"after http10 keep-alive", "GET /1 HTTP/1.0\r\nConnection: keep-alive\r\n\r\n" + smuggled},
+		{"http10 te then next", "POST /1 HTTP/1.0\r\nConnection: keep-alive\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n" + smuggled},
+		{"CL.TE then next", "POST /1 HTTP/1.1\r\n" + host + "Content-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n" + smuggled},
+		{"length plus then next", "POST /1 HTTP/1.1\r\n" + host + "Content-Length: +5\r\n\r\nhello" + smuggled},
+		{"length leading space then next", "POST /1 HTTP/1.1\r\n" + host + "Content-Length:  5\r\n\r\nhello" + smuggled},
+		{"length list then next", "POST /1 HTTP/1.1\r\n" + host + "Content-Length: 5, 5\r\n\r\nhello" + smuggled},
+		{"length comma then next", "POST /1 HTTP/1.1\r\n" + host + "Content-Length: 5,\r\n\r\nhello" + smuggled},
+		{"length huge then next", "POST /1 HTTP/1.1\r\n" + host + "Content-Length: 18446744073709551621\r\n\r\nhello" + smuggled},
+		{"te chunked identity then next", "POST /1 HTTP/1.1\r\n" + host + "Transfer-Encoding: chunked, identity\r\n\r\n0\r\n\r\n" + smuggled},
+		{"quoted ext crlf", "POST /1 HTTP/1.1\r\n" + host + "Transfer-Encoding: chunked\r\n\r\n5;a=\"x\r\n\"\r\nhello\r\n0\r\n\r\n" + smuggled},
+		{"quoted ext semicolon", "POST /1 HTTP/1.1\r\n" + host + "Transfer-Encoding: chunked\r\n\r\n5;a=\"x;y\\\"z\"\r\nhello\r\n0\r\n\r\n" + smuggled},
+		{"trailer content-length", "POST /1 HTTP/1.1\r\n" + host + "Transfer-Encoding: chunked\r\n\r\n0\r\nContent-Length: 50\r\n\r\n" + smuggled},
+		{"trailer transfer-encoding", "POST /1 HTTP/1.1\r\n" + host + "Transfer-Encoding: chunked\r\n\r\n0\r\nTransfer-Encoding: chunked\r\n\r\n" + smuggled},
+		{"trailer host", "POST /1 HTTP/1.1\r\n" + host + "Transfer-Encoding: chunked\r\nTrailer: Host\r\n\r\n0\r\nHost: evil\r\n\r\n" + smuggled},
+		{"trailer bare lf blank", "POST /1 HTTP/1.1\r\n" + host + "Transfer-Encoding: chunked\r\n\r\n0\r\nX: 1\n\n" + smuggled + "\r\n\r\n"},
+		{"absolute form other host", "GET http://other.example/1 HTTP/1.1\r\n" + host + "\r\n" + smuggled},
+		{"connect then next", "CONNECT example.com:443 HTTP/1.1\r\n" + host + "\r\n" + smuggled},
+		{"upgrade not hijacked", "GET /ws HTTP/1.1\r\n" + host + "Connection: Upgrade\r\nUpgrade: websocket\r\n\r\n" + smuggled},
+		{"expect then body then next", "POST /1 HTTP/1.1\r\n" + host + "Expect: 100-continue\r\nContent-Length: 5\r\n\r\nhello" + smuggled},
+		{"get body then next", "GET /1 HTTP/1.1\r\n" + host + "Content-Length: 5\r\n\r\nhello" + smuggled},
+		{"head then next", "HEAD /1 HTTP/1.1\r\n" + host + "\r\n" + smuggled},
+		{"options star body then next", "OPTIONS * HTTP/1.1\r\n" + host + "Content-Length: 5\r\n\r\nhello" + smuggled},
+		{"refused then next", "GET /1 HTTP/1.1\r\n\r\n" + smuggled},
+	}
+}
+
+// allAnswersOver sends raw to addr, finishes sending, and describes every
+// final answer it gets until the connection ends.
+func allAnswersOver(addr, raw string) string {
+	c, err := net.DialTimeout("tcp", addr, deadline)
+	if err != nil {
+		return "dial: " + err.Error()
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(deadline))
+	go func() {
+		io.WriteString(c, raw)
+		c.(*net.TCPConn).CloseWrite()
+	}()
+	br := bufio.NewReader(c)
+	var all []string
+	for {
+		a := answerFrom(br)
+		all = append(all, a)
+		if a == "closed" {
+			return strings.Join(all, "\n--\n")
+		}
 	}
 }
