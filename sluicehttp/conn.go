@@ -71,6 +71,11 @@ const (
 	readBody                    // the rest of a request's body (ReadTimeout)
 )
 
+// maxRun is how many requests one run hands to the pool: a parsed request
+// costs tens of times its bytes, so those pipelined beyond it wait as
+// bytes (up to heldMark) rather than as requests.
+const maxRun = 64
+
 // heldMark is how many bytes of requests that follow may wait unread
 // behind those out on the pool before the connection stops being read.
 const heldMark = 64 << 10
@@ -131,6 +136,9 @@ func (hc *hconn) parse() {
 	s, c := hc.s, hc.c
 	var x *exchange
 	for hc.flags&fClosing == 0 && hc.hj == nil && hc.body == nil {
+		if x != nil && len(x.reqs) >= maxRun {
+			break // the rest wait, as bytes, for this run's answers
+		}
 		p, _ := c.Peek(-1)
 		if len(p) == 0 {
 			break

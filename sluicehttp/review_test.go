@@ -8,8 +8,10 @@ import (
 	"math"
 	"net"
 	"net/http"
+	"runtime"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -169,4 +171,49 @@ func allAnswersOver(addr, raw string) string {
 			return strings.Join(all, "\n--\n")
 		}
 	}
+}
+
+// TestPipelinedRequestsBounded checks what a client that pipelines
+// requests faster than its handler answers them costs the server: the
+// requests waiting behind a handler are bounded in bytes (heldMark), and
+// the requests parsed from them, handed to the pool together, must be
+// bounded in memory too, not cost many times those bytes.
+func TestPipelinedRequestsBounded(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector changes what the heap holds")
+	}
+	release := make(chan struct{})
+	var blocked atomic.Int64
+	addr := serve(t, &Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/block" {
+			blocked.Add(1)
+			<-release
+		}
+	})})
+	c := dial(t, addr)
+	const tiny = "GET / HTTP/1.1\r\nHost: x\r\n\r\n"
+	_, err := io.WriteString(c, "GET /block HTTP/1.1\r\nHost: x\r\n\r\n")
+	require.NoError(t, err)
+	waitFor(t, func() bool { return blocked.Load() == 1 }, func() string { return "the handler never ran" })
+	// Requests behind the blocked one, under heldMark, so that the server
+	// reads them all, and one more that blocks.
+	batch := strings.Repeat(tiny, (heldMark-1024)/len(tiny)) + "GET /block HTTP/1.1\r\nHost: x\r\n\r\n"
+	_, err = io.WriteString(c, batch)
+	require.NoError(t, err)
+	heap := func() uint64 {
+		runtime.GC()
+		var m runtime.MemStats
+		runtime.ReadMemStats(&m)
+		return m.HeapInuse
+	}
+	before := heap()
+	release <- struct{}{}
+	// The next run's requests are parsed and its first handler blocks.
+	waitFor(t, func() bool { return blocked.Load() == 2 }, func() string { return "the second run never came" })
+	after := heap()
+	grew := int64(after) - int64(before)
+	t.Logf("heap grew by %d KiB for the requests read while the handler blocked (%d KiB of them)",
+		grew>>10, len(batch)>>10)
+	close(release)
+	assert.Less(t, grew, int64(16*heldMark), "a run of pipelined requests costs many times their bytes")
 }
