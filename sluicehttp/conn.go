@@ -224,6 +224,12 @@ func (hc *hconn) parse() {
 			continue
 		}
 		x.reqs = append(x.reqs, w)
+		if r := &w.req; r.Method == http.MethodConnect || r.Header.Get("Upgrade") != "" {
+			// Its handler may take the connection over (Hijack): what
+			// follows stays unread, for the hijacked connection, until
+			// the run is done.
+			break
+		}
 	}
 	hc.flush(x)
 }

@@ -217,3 +217,32 @@ func TestPipelinedRequestsBounded(t *testing.T) {
 	close(release)
 	assert.Less(t, grew, int64(16*heldMark), "a run of pipelined requests costs many times their bytes")
 }
+
+// TestHijackGetsPipelinedRequest checks that what a client sends after a
+// request whose handler takes the connection over reaches the hijacked
+// connection whole, even when it looks like HTTP requests: a CONNECT
+// tunnel's client sends the tunnelled request at once, and an upgraded
+// protocol's first bytes may come with the upgrade. net/http hands them
+// over in Hijack's bufio.Reader.
+func TestHijackGetsPipelinedRequest(t *testing.T) {
+	modes(t, func(t *testing.T, inline bool) {
+		addr := serve(t, &Server{Inline: inline, Handler: hijackEcho(t)})
+		for _, first := range []string{
+			"CONNECT example.com:80 HTTP/1.1\r\nHost: example.com:80\r\n\r\n",
+			"GET /up HTTP/1.1\r\nHost: x\r\nUpgrade: echo\r\nConnection: Upgrade\r\n\r\n",
+		} {
+			c := dial(t, addr)
+			const tunnelled = "GET /tunnelled HTTP/1.1\r\nHost: example.com\r\n\r\nPOST /second HTTP/1.1\r\nHost: example.com\r\nContent-Length: 2\r\n\r\nhi"
+			_, err := io.WriteString(c, first+tunnelled)
+			require.NoError(t, err)
+			br := bufio.NewReader(c)
+			resp, err := http.ReadResponse(br, nil)
+			require.NoError(t, err)
+			require.Equal(t, http.StatusSwitchingProtocols, resp.StatusCode)
+			c.(*net.TCPConn).CloseWrite()
+			got, err := io.ReadAll(br)
+			require.NoError(t, err)
+			assert.Equal(t, tunnelled, string(got), "after %q", first)
+		}
+	})
+}
