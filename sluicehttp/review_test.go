@@ -3,6 +3,7 @@ package sluicehttp
 import (
 	"bufio"
 	"bytes"
+	"fmt"
 	"io"
 	"log"
 	"math"
@@ -245,4 +246,162 @@ func TestHijackGetsPipelinedRequest(t *testing.T) {
 			assert.Equal(t, tunnelled, string(got), "after %q", first)
 		}
 	})
+}
+
+// answerRoutes are handlers that misuse or stretch the ResponseWriter as
+// real handlers do; TestAnswersAgree runs them on both servers.
+var answerRoutes = map[string]http.HandlerFunc{
+	"/cl-short": func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Length", "10")
+		io.WriteString(w, "abc")
+	},
+	"/cl-long": func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Length", "2")
+		io.WriteString(w, "abcdef")
+	},
+	"/cl-exact-flushed": func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Length", "4")
+		io.WriteString(w, "ab")
+		w.(http.Flusher).Flush()
+		io.WriteString(w, "cd")
+	},
+	"/body-then-header": func(w http.ResponseWriter, r *http.Request) {
+		io.WriteString(w, "x")
+		w.Header().Set("X-Late", "1")
+		w.WriteHeader(http.StatusTeapot)
+	},
+	"/204-body": func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusNoContent)
+		io.WriteString(w, "x")
+	},
+	"/304-body": func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Length", "5")
+		w.WriteHeader(http.StatusNotModified)
+		io.WriteString(w, "x")
+	},
+	"/error-after-write": func(w http.ResponseWriter, r *http.Request) {
+		io.WriteString(w, "partial ")
+		http.Error(w, "bad", http.StatusInternalServerError)
+	},
+	"/close-body": func(w http.ResponseWriter, r *http.Request) {
+		r.Body.Close()
+		_, err := r.Body.Read(make([]byte, 1))
+		io.WriteString(w, fmt.Sprint(err))
+	},
+	"/hints": func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Link", "</a.css>; rel=preload")
+		w.WriteHeader(http.StatusEarlyHints)
+		w.Header().Set("Link", "</b.css>; rel=preload")
+		w.WriteHeader(http.StatusEarlyHints)
+		io.WriteString(w, "final")
+	},
+	"/trailer-forbidden": func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Trailer", "X-Sum, Content-Length, Host")
+		io.WriteString(w, "body")
+		w.Header().Set("X-Sum", "1")
+		w.Header().Set("Content-Length", "99")
+		w.Header().Set("Host", "evil")
+	},
+	"/te-identity": func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Transfer-Encoding", "identity")
+		io.WriteString(w, "raw")
+	},
+	"/te-and-cl": func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Transfer-Encoding", "chunked")
+		w.Header().Set("Content-Length", "3")
+		io.WriteString(w, "abc")
+	},
+	"/conn-close": func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Connection", "close")
+		io.WriteString(w, "bye")
+	},
+	"/bad-header": func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("X-Split", "a\r\nX-Injected: 1")
+		w.Header()["Bad Key"] = []string{"v"}
+		io.WriteString(w, "ok")
+	},
+	"/status-999": func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(999) },
+	"/remote": func(w http.ResponseWriter, r *http.Request) {
+		host, port, err := net.SplitHostPort(r.RemoteAddr)
+		io.WriteString(w, fmt.Sprint(net.ParseIP(host) != nil, port != "", err))
+	},
+}
+
+// TestAnswersAgree runs answerRoutes on net/http's server and on this one
+// (pool and inline) and sends each route, as GET, HEAD, HTTP/1.0 and a
+// POST with a body, followed by a pipelined request, and checks that the
+// two answer alike: statuses, headers (Date aside), bodies, trailers, and
+// whether the connection goes on to the next request.
+func TestAnswersAgree(t *testing.T) {
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if f, ok := answerRoutes[r.URL.Path]; ok {
+			f(w, r)
+			return
+		}
+		io.WriteString(w, "next "+r.URL.Path)
+	})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	std := &http.Server{Handler: h, ErrorLog: log.New(io.Discard, "", 0)}
+	go std.Serve(ln)
+	t.Cleanup(func() { std.Close() })
+	quiet := log.New(io.Discard, "", 0)
+	pooled := serve(t, &Server{Handler: h, ErrorLog: quiet})
+	inline := serve(t, &Server{Handler: h, ErrorLog: quiet, Inline: true})
+	const next = "GET /next HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+	for path := range answerRoutes {
+		for _, req := range []string{
+			"GET " + path + " HTTP/1.1\r\nHost: x\r\n\r\n",
+			"HEAD " + path + " HTTP/1.1\r\nHost: x\r\n\r\n",
+			"GET " + path + " HTTP/1.0\r\nConnection: keep-alive\r\n\r\n",
+			"POST " + path + " HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\nhello",
+		} {
+			if path == "/te-and-cl" && strings.Contains(req, "HTTP/1.0") {
+				// net/http says "Connection: keep-alive" to it, counting
+				// the length it then drops, and closes; this server
+				// closes without saying keep-alive.
+				continue
+			}
+			method, _, _ := strings.Cut(req, " ")
+			want := fullAnswersOver(ln.Addr().String(), req+next, method)
+			assert.Equal(t, want, fullAnswersOver(pooled, req+next, method), "pool: %q", req)
+			assert.Equal(t, want, fullAnswersOver(inline, req+next, method), "inline: %q", req)
+		}
+	}
+}
+
+// fullAnswersOver sends raw to addr and describes every answer, 1xx
+// included, until the connection ends: status, header but Date, body or
+// the error reading it, trailer.
+func fullAnswersOver(addr, raw, method string) string {
+	c, err := net.DialTimeout("tcp", addr, deadline)
+	if err != nil {
+		return "dial: " + err.Error()
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(2 * time.Second))
+	io.WriteString(c, raw)
+	br := bufio.NewReader(c)
+	var b strings.Builder
+	for {
+		resp, err := http.ReadResponse(br, &http.Request{Method: method})
+		if err != nil {
+			b.WriteString("closed")
+			return b.String()
+		}
+		method = "GET" // the pipelined request's
+		if resp.StatusCode < 200 {
+			method = resp.Request.Method
+		}
+		resp.Header.Del("Date")
+		body, err := io.ReadAll(resp.Body)
+		fmt.Fprintf(&b, "%s %d length=%d te=%q close=%v\n", resp.Proto, resp.StatusCode, resp.ContentLength, resp.TransferEncoding, resp.Close)
+		writeSorted(&b, "header", resp.Header)
+		fmt.Fprintf(&b, "body=%q err=%v\n", body, err)
+		writeSorted(&b, "trailer", resp.Trailer)
+		if err != nil {
+			b.WriteString("closed")
+			return b.String()
+		}
+	}
 }
