@@ -3,6 +3,7 @@ package sluicehttp
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"fmt"
 	"io"
 	"log"
@@ -13,6 +14,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -404,4 +406,84 @@ func fullAnswersOver(addr, raw, method string) string {
 			return b.String()
 		}
 	}
+}
+
+// TestClientGoesMidExchange checks that a handler on the pool returns,
+// and leaves nothing behind (serve's cleanup counts goroutines), when its
+// client goes while the handler waits for more of the body, while it
+// streams an answer the client does not read, and while it waits on its
+// context; and that Shutdown with a short context does the same for a
+// body that trickles.
+func TestClientGoesMidExchange(t *testing.T) {
+	returned := make(chan string, 8)
+	addr := serve(t, &Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var err error
+		switch r.URL.Path {
+		case "/body":
+			_, err = io.Copy(io.Discard, r.Body)
+		case "/stream":
+			chunk := make([]byte, 32<<10)
+			for err == nil {
+				_, err = w.Write(chunk)
+			}
+		case "/ctx":
+			<-r.Context().Done()
+			err = r.Context().Err()
+		}
+		returned <- fmt.Sprint(r.URL.Path, " ", err != nil)
+	})})
+	for _, req := range []string{
+		"POST /body HTTP/1.1\r\nHost: x\r\nContent-Length: 1000000\r\n\r\nsome",
+		"POST /body HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n4\r\nsome\r\n",
+		"GET /stream HTTP/1.1\r\nHost: x\r\n\r\n",
+		"GET /ctx HTTP/1.1\r\nHost: x\r\n\r\n",
+	} {
+		c := dial(t, addr)
+		_, err := io.WriteString(c, req)
+		require.NoError(t, err)
+		if strings.Contains(req, "/stream") {
+			_, err := c.Read(make([]byte, 1))
+			require.NoError(t, err)
+		}
+		c.(*net.TCPConn).SetLinger(0)
+		c.Close()
+		select {
+		case got := <-returned:
+			_, path, _ := strings.Cut(req, " ")
+			path, _, _ = strings.Cut(path, " ")
+			assert.Equal(t, path+" true", got)
+		case <-time.After(deadline):
+			t.Fatalf("the handler of %q never returned", req)
+		}
+	}
+}
+
+// TestShutdownCutsTricklingBody checks that Shutdown whose context ends
+// while a handler waits for a body that trickles returns the context's
+// error, resets the connection, and that the handler's Read fails so it
+// returns (serve's cleanup counts goroutines).
+func TestShutdownCutsTricklingBody(t *testing.T) {
+	started := make(chan struct{})
+	readErr := make(chan error, 1)
+	s := &Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		close(started)
+		_, err := io.Copy(io.Discard, r.Body)
+		readErr <- err
+	})}
+	addr := serve(t, s)
+	c := dial(t, addr)
+	_, err := io.WriteString(c, "POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\nab")
+	require.NoError(t, err)
+	<-started
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	assert.ErrorIs(t, s.Shutdown(ctx), context.DeadlineExceeded)
+	select {
+	case err := <-readErr:
+		assert.Error(t, err)
+	case <-time.After(deadline):
+		t.Fatal("the handler's Read never returned")
+	}
+	got, err := io.ReadAll(c)
+	assert.ErrorIs(t, err, syscall.ECONNRESET, "the connection is reset; got %q", got)
 }

@@ -171,6 +171,14 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		_ = ls.loop.Execute(ls.closeIdle)
 	}
 	err := eng.StopAccepting(ctx)
+	if err != nil {
+		// ctx ended with requests in flight: they are reset, not closed
+		// as if answered (Stop's first step, a graceful close, would
+		// send their clients an end of stream).
+		for id := range eng.ConnIDs() {
+			_ = eng.Kill(id)
+		}
+	}
 	if err2 := eng.Stop(ctx); err == nil {
 		err = err2
 	}
