@@ -487,3 +487,42 @@ func TestShutdownCutsTricklingBody(t *testing.T) {
 	got, err := io.ReadAll(c)
 	assert.ErrorIs(t, err, syscall.ECONNRESET, "the connection is reset; got %q", got)
 }
+
+// TestBodyWindowBounded checks that the window a body is received into
+// stays bounded while its handler reads it in pieces that never empty it:
+// a 64 MiB upload must not hold many times the window in memory.
+func TestBodyWindowBounded(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector changes what the heap holds")
+	}
+	const size = 64 << 20
+	heap := func() int64 {
+		runtime.GC()
+		var m runtime.MemStats
+		runtime.ReadMemStats(&m)
+		return int64(m.HeapInuse)
+	}
+	var grew atomic.Int64
+	addr := serve(t, &Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		before := heap()
+		buf := make([]byte, 48<<10) // less than the window: some is always left
+		var n int64
+		for {
+			k, err := r.Body.Read(buf)
+			n += int64(k)
+			if err != nil {
+				break
+			}
+		}
+		grew.Store(heap() - before)
+		fmt.Fprint(w, n)
+	})})
+	resp, err := client(t).Post("http://"+addr+"/", "application/octet-stream",
+		io.LimitReader(zeros{}, size))
+	require.NoError(t, err)
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	require.Equal(t, fmt.Sprint(size), string(b))
+	t.Logf("the heap grew by %d KiB while the body was read", grew.Load()>>10)
+	assert.Less(t, grew.Load(), int64(4*bodyWindow), "the body's window grew with the body")
+}
