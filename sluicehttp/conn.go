@@ -490,6 +490,9 @@ func (hc *hconn) peerDone() {
 func (hc *hconn) closed(err error) {
 	hc.flags |= fClosed
 	hc.ls.remove(hc)
+	if hc.hj == nil {
+		hc.s.served.Add(-1)
+	}
 	if x := hc.x; x != nil {
 		hc.x = nil
 		for _, w := range x.reqs {
@@ -548,6 +551,7 @@ func (hc *hconn) hijack(hj *hijackConn) {
 		return
 	}
 	hc.hj = hj
+	hc.s.served.Add(-1)
 	hc.stopReadTimer()
 	hc.ls.disarm(&hc.wtimer)
 	if b := hc.body; b != nil {

@@ -526,3 +526,31 @@ func TestBodyWindowBounded(t *testing.T) {
 	t.Logf("the heap grew by %d KiB while the body was read", grew.Load()>>10)
 	assert.Less(t, grew.Load(), int64(4*bodyWindow), "the body's window grew with the body")
 }
+
+// TestShutdownDoesNotWaitForHijacked checks Shutdown's promise that
+// hijacked connections are not waited for: with every request answered
+// and one connection hijacked and kept open by its owner, Shutdown
+// returns nil at once, as net/http's does, rather than when its context
+// ends; the hijacked connection is reset then, since the engine stops.
+func TestShutdownDoesNotWaitForHijacked(t *testing.T) {
+	hijacked := make(chan net.Conn, 1)
+	s := &Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		conn, _, err := w.(http.Hijacker).Hijack()
+		if assert.NoError(t, err) {
+			hijacked <- conn // kept open by its owner
+		}
+	})}
+	addr := serve(t, s)
+	c := dial(t, addr)
+	_, err := io.WriteString(c, "GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+	require.NoError(t, err)
+	conn := <-hijacked
+	defer conn.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), deadline)
+	defer cancel()
+	start := time.Now()
+	assert.NoError(t, s.Shutdown(ctx))
+	assert.Less(t, time.Since(start), deadline/2, "Shutdown waited for the hijacked connection")
+	_, err = c.Read(make([]byte, 1))
+	assert.Error(t, err, "the hijacked connection ends with the engine")
+}
