@@ -58,6 +58,7 @@ const (
 	pauseHeld   pauses = 1 << iota // requests wait behind those out on the pool
 	pauseWindow                    // a body's reader has not taken what came
 	pauseHijack                    // a hijacked connection's reader has not taken what came
+	pauseOut                       // answers wait for the client to read them
 )
 
 // readWait is what the read timer of a connection waits for.
@@ -121,13 +122,31 @@ func (hc *hconn) serve() {
 		case hc.flags&fClosing != 0:
 			hc.settle()
 			return
+		case hc.outFull():
+			// Requests that follow wait until the client reads the
+			// answers before them (OnDrain).
+			hc.pause(pauseOut)
+			return
 		}
 		hc.parse()
-		if hc.x == nil && hc.body == nil && hc.hj == nil {
+		if hc.x == nil && hc.body == nil && hc.hj == nil && !hc.outFull() {
 			break
 		}
 	}
 	hc.settle()
+}
+
+// outFull reports whether the connection holds more unsent output than
+// Server.WriteBufferSize.
+func (hc *hconn) outFull() bool { return hc.c.OutboundBuffered() > hc.s.writeMark() }
+
+// drained takes requests again once the answers that stopped it have
+// drained (OnDrain).
+func (hc *hconn) drained() {
+	if hc.paused&pauseOut != 0 {
+		hc.unpause(pauseOut)
+		hc.serve()
+	}
 }
 
 // parse reads the requests buffered, and runs them inline or hands them
@@ -138,6 +157,9 @@ func (hc *hconn) parse() {
 	for hc.flags&fClosing == 0 && hc.hj == nil && hc.body == nil {
 		if x != nil && len(x.reqs) >= maxRun {
 			break // the rest wait, as bytes, for this run's answers
+		}
+		if s.Inline && hc.outFull() {
+			break // the rest wait for the client to read (serve)
 		}
 		p, _ := c.Peek(-1)
 		if len(p) == 0 {

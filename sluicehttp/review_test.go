@@ -554,3 +554,34 @@ func TestShutdownDoesNotWaitForHijacked(t *testing.T) {
 	_, err = c.Read(make([]byte, 1))
 	assert.Error(t, err, "the hijacked connection ends with the engine")
 }
+
+// TestPipelinedAnswersBounded checks that a client that pipelines
+// requests and reads no answer holds at most about WriteBufferSize of
+// answers in the server (and what the sockets hold), not the engine's
+// backpressure mark's 16 MiB: the server stops taking its requests while
+// their answers wait, with handlers on the pool and inline.
+func TestPipelinedAnswersBounded(t *testing.T) {
+	modes(t, func(t *testing.T, inline bool) {
+		var handled atomic.Int64
+		answer := strings.Repeat("a", 200)
+		addr := serve(t, &Server{Inline: inline, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			handled.Add(1)
+			io.WriteString(w, answer)
+		})}, sluice.WithSocketSendBuffer(64<<10))
+		c := dial(t, addr)
+		c.(*net.TCPConn).SetReadBuffer(64 << 10)
+		go func() {
+			req := strings.Repeat("GET / HTTP/1.1\r\nHost: x\r\n\r\n", 1000)
+			for {
+				if _, err := io.WriteString(c, req); err != nil {
+					return
+				}
+			}
+		}()
+		const perAnswer = 330 // its head and body
+		bound := int64(4 << 20)
+		assert.True(t, holdsFor(time.Second, func() bool { return handled.Load()*perAnswer < bound }),
+			"%d answers (%d KiB) made for a client that reads none", handled.Load(), handled.Load()*perAnswer>>10)
+		c.Close()
+	})
+}

@@ -341,11 +341,15 @@ func (e *engineHandler) OnHalfClose(c sluice.Conn) sluice.Action {
 }
 
 func (e *engineHandler) OnDrain(c sluice.Conn) sluice.Action {
-	if hc, ok := c.Context().(*hconn); ok && hc.drainWait != nil {
-		p := hc.drainWait
+	hc, ok := c.Context().(*hconn)
+	if !ok {
+		return sluice.None
+	}
+	if p := hc.drainWait; p != nil {
 		hc.drainWait = nil
 		p.drained()
 	}
+	hc.drained()
 	return sluice.None
 }
 
