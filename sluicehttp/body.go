@@ -97,8 +97,12 @@ func (b *body) feed(hc *hconn, p []byte) (n int, finished, full bool) {
 	if b.buf == nil {
 		b.buf = outPool.Get()
 	}
-	if b.r > 0 && b.r == len(b.buf.B) {
-		b.buf.B, b.r = b.buf.B[:0], 0
+	if b.r > 0 {
+		// What was read goes, so that the buffer holds the window and no
+		// more: a reader that never empties it would otherwise grow it
+		// with the whole body.
+		k := copy(b.buf.B, b.buf.B[b.r:])
+		b.buf.B, b.r = b.buf.B[:k], 0
 	}
 	room := bodyWindow - (len(b.buf.B) - b.r)
 	whole := hc.s.Inline // the handler runs once it has all come

@@ -58,6 +58,7 @@ const (
 	pauseHeld   pauses = 1 << iota // requests wait behind those out on the pool
 	pauseWindow                    // a body's reader has not taken what came
 	pauseHijack                    // a hijacked connection's reader has not taken what came
+	pauseOut                       // answers wait for the client to read them
 )
 
 // readWait is what the read timer of a connection waits for.
@@ -70,6 +71,11 @@ const (
 	readHead                    // the rest of a request's head
 	readBody                    // the rest of a request's body (ReadTimeout)
 )
+
+// maxRun is how many requests one run hands to the pool: a parsed request
+// costs tens of times its bytes, so those pipelined beyond it wait as
+// bytes (up to heldMark) rather than as requests.
+const maxRun = 64
 
 // heldMark is how many bytes of requests that follow may wait unread
 // behind those out on the pool before the connection stops being read.
@@ -116,13 +122,31 @@ func (hc *hconn) serve() {
 		case hc.flags&fClosing != 0:
 			hc.settle()
 			return
+		case hc.outFull():
+			// Requests that follow wait until the client reads the
+			// answers before them (OnDrain).
+			hc.pause(pauseOut)
+			return
 		}
 		hc.parse()
-		if hc.x == nil && hc.body == nil && hc.hj == nil {
+		if hc.x == nil && hc.body == nil && hc.hj == nil && !hc.outFull() {
 			break
 		}
 	}
 	hc.settle()
+}
+
+// outFull reports whether the connection holds more unsent output than
+// Server.WriteBufferSize.
+func (hc *hconn) outFull() bool { return hc.c.OutboundBuffered() > hc.s.writeMark() }
+
+// drained takes requests again once the answers that stopped it have
+// drained (OnDrain).
+func (hc *hconn) drained() {
+	if hc.paused&pauseOut != 0 {
+		hc.unpause(pauseOut)
+		hc.serve()
+	}
 }
 
 // parse reads the requests buffered, and runs them inline or hands them
@@ -131,6 +155,12 @@ func (hc *hconn) parse() {
 	s, c := hc.s, hc.c
 	var x *exchange
 	for hc.flags&fClosing == 0 && hc.hj == nil && hc.body == nil {
+		if x != nil && len(x.reqs) >= maxRun {
+			break // the rest wait, as bytes, for this run's answers
+		}
+		if s.Inline && hc.outFull() {
+			break // the rest wait for the client to read (serve)
+		}
 		p, _ := c.Peek(-1)
 		if len(p) == 0 {
 			break
@@ -216,6 +246,12 @@ func (hc *hconn) parse() {
 			continue
 		}
 		x.reqs = append(x.reqs, w)
+		if r := &w.req; r.Method == http.MethodConnect || r.Header.Get("Upgrade") != "" {
+			// Its handler may take the connection over (Hijack): what
+			// follows stays unread, for the hijacked connection, until
+			// the run is done.
+			break
+		}
 	}
 	hc.flush(x)
 }
@@ -476,6 +512,9 @@ func (hc *hconn) peerDone() {
 func (hc *hconn) closed(err error) {
 	hc.flags |= fClosed
 	hc.ls.remove(hc)
+	if hc.hj == nil {
+		hc.s.served.Add(-1)
+	}
 	if x := hc.x; x != nil {
 		hc.x = nil
 		for _, w := range x.reqs {
@@ -534,6 +573,7 @@ func (hc *hconn) hijack(hj *hijackConn) {
 		return
 	}
 	hc.hj = hj
+	hc.s.served.Add(-1)
 	hc.stopReadTimer()
 	hc.ls.disarm(&hc.wtimer)
 	if b := hc.body; b != nil {

@@ -184,7 +184,15 @@ func (x *exchange) post() error {
 		return x.p.failure()
 	}
 	if x.inline {
-		_, err := x.c.Write(x.out.B)
+		// A write refused (past sluice.WithMaxOutbound) fails every one
+		// after it, as the poster's do: an answer with a hole in it must
+		// not go on as if whole. finish then closes the connection.
+		err := x.p.failure()
+		if err == nil {
+			if _, err = x.c.Write(x.out.B); err != nil {
+				x.p.fail(err)
+			}
+		}
 		x.out.B = x.out.B[:0]
 		return err
 	}
@@ -308,7 +316,8 @@ func (p *poster) drained() {
 	p.signal()
 }
 
-// fail runs on the loop when the connection closes.
+// fail runs on the loop when the connection closes, or when an inline
+// answer's write is refused.
 func (p *poster) fail(err error) {
 	p.mu.Lock()
 	if p.err == nil {

@@ -504,7 +504,10 @@ func (w *response) SetWriteDeadline(t time.Time) error {
 // this request's head (those of its body the handler has not read
 // included) is the returned connection's to read. The server neither
 // answers the request nor reads the connection any more, and closes it
-// only with the engine.
+// only with the engine. With handlers on the pool, that holds for a
+// CONNECT request and one with an Upgrade header, behind which the server
+// reads no more requests until it is answered; requests pipelined behind
+// any other may have been read already, and are dropped unanswered.
 func (w *response) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 	x := w.x
 	x.mu.Lock()

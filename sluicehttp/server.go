@@ -99,6 +99,7 @@ type Server struct {
 	epoch    time.Time
 	date     atomic.Pointer[[]byte] // "Date: ...\r\n", refreshed each second
 	shutting atomic.Bool
+	served   atomic.Int64 // open connections not hijacked
 }
 
 // ErrServerStarted is returned by Start and Serve for a Server already
@@ -156,9 +157,9 @@ func (s *Server) Serve(addr string, opts ...sluice.Option) error {
 // Shutdown stops the server gracefully: it closes the listeners, closes
 // the connections waiting for a request, lets every request already
 // begun be answered (with "Connection: close") and its connection close,
-// and then stops the engine. When ctx ends first, what is left is reset
-// and ctx's error returned. Hijacked connections are not waited for:
-// they are reset when ctx ends, unless closed before.
+// and then stops the engine. Hijacked connections are not waited for:
+// once the others are done they are reset, since the engine stops. When
+// ctx ends first, what is left is reset and ctx's error returned.
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.mu.Lock()
 	eng, loops := s.eng, s.loops
@@ -170,11 +171,43 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	for _, ls := range loops {
 		_ = ls.loop.Execute(ls.closeIdle)
 	}
-	err := eng.StopAccepting(ctx)
+	now, cancel := context.WithCancel(ctx)
+	cancel()
+	_ = eng.StopAccepting(now) // closes the listeners, waits for nothing
+	err := s.waitServed(ctx)
+	if err == nil {
+		for _, ls := range loops {
+			_ = ls.loop.Execute(ls.killHijacked)
+		}
+		// What is left closes by itself: answers still being sent.
+		err = eng.StopAccepting(ctx)
+	}
+	if err != nil {
+		// ctx ended with requests in flight: they are reset, not closed
+		// as if answered (Stop's first step, a graceful close, would
+		// send their clients an end of stream).
+		for id := range eng.ConnIDs() {
+			_ = eng.Kill(id)
+		}
+	}
 	if err2 := eng.Stop(ctx); err == nil {
 		err = err2
 	}
 	return err
+}
+
+// waitServed waits until every connection left is hijacked, or ctx ends.
+func (s *Server) waitServed(ctx context.Context) error {
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	for s.served.Load() > 0 {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-tick.C:
+		}
+	}
+	return nil
 }
 
 func (s *Server) writeMark() int {
@@ -279,6 +312,7 @@ func (e *engineHandler) OnOpen(c sluice.Conn) ([]byte, sluice.Action) {
 	s := e.s
 	ls := s.loops[c.Loop().Index()]
 	hc := &hconn{s: s, ls: ls, c: c, start: ls.now()}
+	s.served.Add(1)
 	ls.add(hc)
 	c.SetContext(hc)
 	if s.shutting.Load() {
@@ -307,11 +341,15 @@ func (e *engineHandler) OnHalfClose(c sluice.Conn) sluice.Action {
 }
 
 func (e *engineHandler) OnDrain(c sluice.Conn) sluice.Action {
-	if hc, ok := c.Context().(*hconn); ok && hc.drainWait != nil {
-		p := hc.drainWait
+	hc, ok := c.Context().(*hconn)
+	if !ok {
+		return sluice.None
+	}
+	if p := hc.drainWait; p != nil {
 		hc.drainWait = nil
 		p.drained()
 	}
+	hc.drained()
 	return sluice.None
 }
 
@@ -422,6 +460,15 @@ func (ls *loopState) fire(handle uint64) {
 	}
 	hc.rtimer = wheel.Timer{}
 	hc.readTimedOut()
+}
+
+// killHijacked resets the loop's hijacked connections, as Shutdown ends.
+func (ls *loopState) killHijacked() {
+	for _, hc := range ls.conns {
+		if hc != nil && hc.hj != nil {
+			_ = ls.s.eng.Kill(hc.c.ID())
+		}
+	}
 }
 
 // closeIdle closes the loop's connections that wait for a request, as

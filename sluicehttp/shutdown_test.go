@@ -99,7 +99,7 @@ func TestStartServe(t *testing.T) {
 }
 
 // TestShutdownLeavesHijacked checks that Shutdown does not wait for a
-// hijacked connection past its context: the connection is reset then.
+// hijacked connection: the connection is reset once the rest are done.
 func TestShutdownLeavesHijacked(t *testing.T) {
 	hijacked := make(chan struct{})
 	s := &Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -114,7 +114,7 @@ func TestShutdownLeavesHijacked(t *testing.T) {
 	<-hijacked
 	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
 	defer cancel()
-	assert.ErrorIs(t, s.Shutdown(ctx), context.DeadlineExceeded)
+	assert.NoError(t, s.Shutdown(ctx))
 	_, err := c.Read(make([]byte, 1))
 	assert.Error(t, err, "the hijacked connection is cut")
 }
