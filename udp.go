@@ -43,7 +43,9 @@ var errPacketUnsupported = fmt.Errorf("sluice: not for a UDP socket: %w", errors
 // (Writev gathers its slices into one): at once, or on io_uring with the
 // loop's other submissions, where a failure the kernel reports later
 // closes a connected socket and is otherwise dropped, as the network
-// drops a datagram. What the handler leaves
+// drops a datagram; a datagram larger than its address family carries
+// (65,507 bytes over IPv4, 65,527 over IPv6) is refused with EMSGSIZE
+// everywhere. What the handler leaves
 // unread is dropped with the datagram. No OnOpen or OnClose runs for a
 // listener's socket, which is the engine's until it stops. The Conn is the
 // socket's, the same for every datagram: RemoteAddr, Next and Write speak
@@ -66,7 +68,9 @@ type PacketConn interface {
 	// AsyncWriteTo sends p as one datagram to addr (a *net.UDPAddr, or
 	// any net.Addr whose String is "host:port" with a literal IP) from
 	// this socket, from any goroutine, and calls cb on the loop once it
-	// is sent, with the send's error. p must not change until cb runs; cb
+	// is sent, with the send's error, on every backend (a datagram with a
+	// callback is sent with sendto(2) at once, io_uring's too). p must
+	// not change until cb runs; cb
 	// may be nil. What is posted and not yet sent counts against
 	// WithMaxOutbound, past which it returns ErrOutboundFull; it returns
 	// ErrEngineStopped when the engine no longer runs. On either error,
@@ -390,18 +394,30 @@ func (l *eventloop) packetDone(u *udpConn, a Action) {
 }
 
 // sendPacket sends p to to from u, or to u's peer when it is connected. A
-// connected socket that learns its peer is unreachable closes.
-func (l *eventloop) sendPacket(u *udpConn, p []byte, to netip.AddrPort) (int, error) {
+// connected socket that learns its peer is unreachable closes. now sends
+// it with sendto at once, whatever the driver, for a caller told the
+// send's result (AsyncWriteTo's callback): the ring reports only a
+// failure, and later.
+func (l *eventloop) sendPacket(u *udpConn, p []byte, to netip.AddrPort, now bool) (int, error) {
 	if u.state == stateClosed {
 		return 0, ErrConnClosed
 	}
+	dst := to
 	if u.connected {
-		to = netip.AddrPort{}
+		dst, to = u.peer, netip.AddrPort{}
 	}
-	if len(p) > maxDatagram {
+	if len(p) > maxDatagram || len(p) > maxDatagram4 && dst.Addr().Unmap().Is4() {
 		return 0, os.NewSyscallError("sendto", syscall.EMSGSIZE)
 	}
-	n, err := l.drv.sendDatagram(u, p, to)
+	var (
+		n   int
+		err error
+	)
+	if now {
+		n, err = socket.SendTo(u.fd, p, to, u.v6)
+	} else {
+		n, err = l.drv.sendDatagram(u, p, to)
+	}
 	if err != nil {
 		err = os.NewSyscallError("sendto", err)
 		l.sendFailed(u, err)
@@ -410,9 +426,14 @@ func (l *eventloop) sendPacket(u *udpConn, p []byte, to netip.AddrPort) (int, er
 	return n, nil
 }
 
-// maxDatagram is the largest datagram UDP carries: 65535 bytes less its
-// header's 8 (less IPv4's 20 more over IPv4, which the kernel tells).
-const maxDatagram = 65535 - 8
+// maxDatagram is the largest datagram UDP carries over IPv6: 65535 bytes
+// less its header's 8; maxDatagram4 over IPv4, less IPv4's 20 more. Both
+// are checked before sending, since the ring would learn of EMSGSIZE only
+// once Write had returned.
+const (
+	maxDatagram  = 65535 - 8
+	maxDatagram4 = maxDatagram - 20
+)
 
 // sendFailed closes u, connected, when err says its peer is unreachable
 // (ECONNREFUSED after an ICMP port unreachable) or its socket failed; a
@@ -497,9 +518,9 @@ func (l *eventloop) runPacketTask(t *task) {
 		switch t.kind {
 		case taskPacketWrite:
 			if len(t.bufs) > 0 {
-				_, err = u.sendv(t.bufs, t.to)
+				_, err = u.sendv(t.bufs, t.to, t.cb != nil)
 			} else {
-				_, err = l.sendPacket(u, t.buf, t.to)
+				_, err = l.sendPacket(u, t.buf, t.to, t.cb != nil)
 			}
 		case taskPacketWake:
 			u.busy = true
@@ -604,24 +625,24 @@ func (u *udpConn) Write(p []byte) (int, error) {
 	if !u.connected && !u.peer.IsValid() {
 		return 0, ErrNeedAddress
 	}
-	return u.loop.sendPacket(u, p, u.peer)
+	return u.loop.sendPacket(u, p, u.peer, false)
 }
 
 func (u *udpConn) Writev(bs [][]byte) (int, error) {
 	if !u.connected && !u.peer.IsValid() {
 		return 0, ErrNeedAddress
 	}
-	return u.sendv(bs, u.peer)
+	return u.sendv(bs, u.peer, false)
 }
 
-// sendv sends bs, gathered, as one datagram to to.
-func (u *udpConn) sendv(bs [][]byte, to netip.AddrPort) (int, error) {
+// sendv sends bs, gathered, as one datagram to to, as sendPacket does.
+func (u *udpConn) sendv(bs [][]byte, to netip.AddrPort, now bool) (int, error) {
 	ps := &u.loop.packets
 	ps.gather = ps.gather[:0]
 	for _, b := range bs {
 		ps.gather = append(ps.gather, b...)
 	}
-	return u.loop.sendPacket(u, ps.gather, to)
+	return u.loop.sendPacket(u, ps.gather, to, now)
 }
 
 func (u *udpConn) Flush() error {

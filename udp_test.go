@@ -179,6 +179,11 @@ func TestUDPIPv6(t *testing.T) {
 			assert.True(t, ua.IP.Equal(net.IPv6loopback))
 			c := udpDial(t, addr)
 			assert.Equal(t, []byte("over IPv6"), udpRoundTrip(t, c, []byte("over IPv6")))
+			// IPv6 carries 20 bytes more a datagram than IPv4.
+			require.NoError(t, c.SetWriteBuffer(1<<20))
+			require.NoError(t, c.SetReadBuffer(1<<20))
+			big := bytes.Repeat([]byte("6"), 65527)
+			assert.Equal(t, big, udpRoundTrip(t, c, big))
 		})
 	}
 }
@@ -706,5 +711,96 @@ func (h *udpDialedCount) OnTraffic(c Conn) Action {
 	if c.Origin() == Dialed {
 		h.n.Add(1)
 	}
+	return None
+}
+
+// A datagram of exactly the read buffer's size reaches OnTraffic whole;
+// one byte more is truncated, on every backend.
+func TestUDPTruncationBoundary(t *testing.T) {
+	const cap = 1024
+	h := &udpEcho{truncated: make(chan []byte, 1)}
+	eng, addr := serveAddr(t, "udp://127.0.0.1:0", h, WithNumEventLoop(1), WithReadBufferCap(cap))
+	c := udpDial(t, addr)
+	exact := bytes.Repeat([]byte("e"), cap)
+	assert.Equal(t, exact, udpRoundTrip(t, c, exact), "a datagram of the read buffer's size")
+	assert.Zero(t, eng.Stats().DatagramsTruncated)
+	over := append(bytes.Repeat([]byte("o"), cap), 'X')
+	_, err := c.Write(over)
+	require.NoError(t, err)
+	select {
+	case got := <-h.truncated:
+		_, part, _ := bytes.Cut(got, []byte("|"))
+		assert.Equal(t, over[:cap], part, "the part that fit")
+	case <-time.After(10 * time.Second):
+		t.Fatal("a datagram one byte over the read buffer was not reported")
+	}
+	assert.Equal(t, uint64(1), eng.Stats().DatagramsTruncated)
+}
+
+// What the kernel refuses to send reaches the caller on every backend:
+// Write's error inside OnTraffic, and AsyncWriteTo's callback. IPv4
+// carries at most 65,507 bytes a datagram, IPv6 65,527; port 0 is no
+// destination.
+func TestUDPSendErrorsReachTheCaller(t *testing.T) {
+	h := &udpSendErrors{results: make(chan string, 16)}
+	_, addr := serveAddr(t, "udp://127.0.0.1:0", h, WithNumEventLoop(1))
+	c := udpDial(t, addr)
+	_, err := c.Write([]byte("go"))
+	require.NoError(t, err)
+	want := []string{
+		"Write 65507: <nil>",
+		"Write 65508: message too long",
+		"AsyncWriteTo 65508: message too long",
+		"AsyncWriteTo port 0: invalid argument",
+	}
+	for _, w := range want {
+		select {
+		case got := <-h.results:
+			assert.Equal(t, w, got)
+		case <-time.After(10 * time.Second):
+			t.Fatalf("no result; want %q", w)
+		}
+	}
+}
+
+// udpSendErrors, on its first datagram, writes what the kernel refuses
+// and tells each result, in order.
+type udpSendErrors struct {
+	BuiltinEventEngine
+	results chan string
+	once    bool
+}
+
+func (h *udpSendErrors) OnTraffic(c Conn) Action {
+	c.Discard(-1)
+	if h.once {
+		return None
+	}
+	h.once = true
+	tell := func(what string, err error) {
+		s := "<nil>"
+		var errno syscall.Errno
+		if errors.As(err, &errno) {
+			s = errno.Error()
+		} else if err != nil {
+			s = err.Error()
+		}
+		h.results <- what + ": " + s
+	}
+	_, err := c.Write(make([]byte, 65507))
+	tell("Write 65507", err)
+	_, err = c.Write(make([]byte, 65508))
+	tell("Write 65508", err)
+	pc, to := c.(PacketConn), c.RemoteAddr().(*net.UDPAddr)
+	go func() {
+		cb := func(what string) AsyncCallback { return func(_ Conn, err error) { tell(what, err) } }
+		if err := pc.AsyncWriteTo(make([]byte, 65508), to, cb("AsyncWriteTo 65508")); err != nil {
+			tell("AsyncWriteTo 65508 posting", err)
+		}
+		port0 := &net.UDPAddr{IP: to.IP}
+		if err := pc.AsyncWriteTo([]byte("x"), port0, cb("AsyncWriteTo port 0")); err != nil {
+			tell("AsyncWriteTo port 0 posting", err)
+		}
+	}()
 	return None
 }
