@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -802,5 +803,135 @@ func (h *udpSendErrors) OnTraffic(c Conn) Action {
 			tell("AsyncWriteTo port 0 posting", err)
 		}
 	}()
+	return None
+}
+
+// A connected socket whose peer goes away after an exchange closes with
+// ECONNREFUSED once the kernel hears of it, on every backend; each
+// AsyncWrite's callback runs once, before or with the close.
+func TestUDPConnectedPeerGoesAway(t *testing.T) {
+	h := &udpPeerGone{opened: make(chan Conn, 1), closed: make(chan error, 1)}
+	eng, _ := serveAddr(t, "udp://127.0.0.1:0", h, WithNumEventLoop(1))
+	peer, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	require.NoError(t, err)
+	require.NoError(t, eng.Dial("udp://"+peer.LocalAddr().String(), nil))
+	c := <-h.opened
+	buf := make([]byte, 64)
+	peer.SetReadDeadline(time.Now().Add(10 * time.Second))
+	n, _, err := peer.ReadFromUDP(buf)
+	require.NoError(t, err)
+	assert.Equal(t, "hello", string(buf[:n]))
+	peer.Close()
+	var posted, called atomic.Int64
+	for {
+		select {
+		case err := <-h.closed:
+			assert.ErrorIs(t, err, syscall.ECONNREFUSED)
+			waitFor(t, 5*time.Second, func() bool { return called.Load() == posted.Load() }, func() string {
+				return fmt.Sprintf("%d of %d callbacks ran", called.Load(), posted.Load())
+			})
+			return
+		case <-time.After(10 * time.Millisecond):
+			if c.AsyncWrite([]byte("anyone?"), func(Conn, error) { called.Add(1) }) == nil {
+				posted.Add(1)
+			}
+		}
+	}
+}
+
+// udpPeerGone says hello from a dialed socket, hands its Conn over, and
+// tells how it closed.
+type udpPeerGone struct {
+	BuiltinEventEngine
+	opened chan Conn
+	closed chan error
+}
+
+func (h *udpPeerGone) OnOpen(c Conn) ([]byte, Action) {
+	if c.Origin() == Dialed {
+		h.opened <- c
+		return []byte("hello"), None
+	}
+	return nil, None
+}
+
+func (h *udpPeerGone) OnClose(c Conn, err error) Action {
+	h.closed <- err
+	return None
+}
+
+// Stop while goroutines post AsyncWriteTo: every datagram posted has its
+// callback run, once; what is posted after returns ErrEngineStopped.
+func TestUDPStopWithDatagramsInFlight(t *testing.T) {
+	h := &udpFlood{started: make(chan struct{})}
+	eng, addr := serveAddr(t, "udp://127.0.0.1:0", h, WithNumEventLoop(1), WithMaxOutbound(64<<10))
+	c := udpDial(t, addr)
+	_, err := c.Write([]byte("go"))
+	require.NoError(t, err)
+	<-h.started
+	waitFor(t, 10*time.Second, func() bool { return h.called.Load() > 100 }, func() string { return "no datagram sent" })
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	require.NoError(t, eng.Stop(ctx))
+	h.wg.Wait()
+	assert.Equal(t, h.posted.Load(), h.called.Load(), "callbacks run, of datagrams posted")
+	assert.Zero(t, h.twice.Load(), "callbacks run twice")
+	for _, err := range h.otherErrs() {
+		t.Error("posting:", err)
+	}
+}
+
+// udpFlood, on its first datagram, has 8 goroutines post datagrams back
+// to its sender until the engine stops.
+type udpFlood struct {
+	BuiltinEventEngine
+	started        chan struct{}
+	once           sync.Once
+	wg             sync.WaitGroup
+	posted, called atomic.Int64
+	twice          atomic.Int64
+	mu             sync.Mutex
+	errs           []error
+}
+
+func (h *udpFlood) otherErrs() []error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.errs
+}
+
+func (h *udpFlood) OnTraffic(c Conn) Action {
+	c.Discard(-1)
+	h.once.Do(func() {
+		pc, to := c.(PacketConn), c.RemoteAddr()
+		for range 8 {
+			h.wg.Go(func() {
+				p := make([]byte, 512)
+				for {
+					var ran atomic.Bool
+					err := pc.AsyncWriteTo(p, to, func(Conn, error) {
+						if ran.Swap(true) {
+							h.twice.Add(1)
+						}
+						h.called.Add(1)
+					})
+					switch {
+					case err == nil:
+						h.posted.Add(1)
+					case errors.Is(err, ErrOutboundFull):
+						runtime.Gosched()
+					case errors.Is(err, ErrEngineStopped):
+						return
+					default:
+						h.mu.Lock()
+						h.errs = append(h.errs, err)
+						h.mu.Unlock()
+						return
+					}
+				}
+			})
+		}
+		close(h.started)
+	})
 	return None
 }
