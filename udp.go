@@ -73,8 +73,10 @@ type PacketConn interface {
 	// not change until cb runs; cb
 	// may be nil. What is posted and not yet sent counts against
 	// WithMaxOutbound, past which it returns ErrOutboundFull; it returns
-	// ErrEngineStopped when the engine no longer runs. On either error,
-	// or an address it cannot read, cb never runs.
+	// ErrEngineStopped when the engine no longer runs. On a connected
+	// socket addr is its peer's or nil; another is refused with
+	// ErrInvalidAddr, as is an address it cannot read, and on any error
+	// cb never runs.
 	AsyncWriteTo(p []byte, addr net.Addr, cb AsyncCallback) error
 }
 
@@ -680,7 +682,7 @@ func (u *udpConn) RemoteAddr() net.Addr {
 	if !u.peer.IsValid() {
 		return nil
 	}
-	return net.UDPAddrFromAddrPort(netip.AddrPortFrom(u.peer.Addr().Unmap(), u.peer.Port()))
+	return net.UDPAddrFromAddrPort(unmapped(u.peer))
 }
 
 func (u *udpConn) ListenerAddr() net.Addr {
@@ -748,7 +750,15 @@ func (u *udpConn) AsyncWriteTo(p []byte, addr net.Addr, cb AsyncCallback) error 
 	if !to.IsValid() && !u.connected {
 		return ErrNeedAddress
 	}
+	if u.connected && to.IsValid() && unmapped(to) != unmapped(u.peer) {
+		return fmt.Errorf("%w: %s: a connected UDP socket sends only to its peer, %s", ErrInvalidAddr, to, u.peer)
+	}
 	return u.post(p, nil, to, cb)
+}
+
+// unmapped is ap with an IPv4-mapped address as IPv4.
+func unmapped(ap netip.AddrPort) netip.AddrPort {
+	return netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port())
 }
 
 // post posts a datagram for u to send, counted against WithMaxOutbound

@@ -935,3 +935,48 @@ func (h *udpFlood) OnTraffic(c Conn) Action {
 	})
 	return None
 }
+
+// AsyncWriteTo on a connected socket sends to its peer, named or nil; an
+// address other than its peer's, or one it cannot read, is refused and
+// its callback never runs: the datagram does not silently go elsewhere.
+func TestUDPConnectedAsyncWriteToAddress(t *testing.T) {
+	h := &udpPeerGone{opened: make(chan Conn, 1), closed: make(chan error, 1)}
+	eng, _ := serveAddr(t, "udp://127.0.0.1:0", h, WithNumEventLoop(1))
+	peer, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	require.NoError(t, err)
+	defer peer.Close()
+	other, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	require.NoError(t, err)
+	defer other.Close()
+	require.NoError(t, eng.Dial("udp://"+peer.LocalAddr().String(), nil))
+	pc := (<-h.opened).(PacketConn)
+	read := func() string {
+		buf := make([]byte, 64)
+		peer.SetReadDeadline(time.Now().Add(10 * time.Second))
+		n, _, err := peer.ReadFromUDP(buf)
+		require.NoError(t, err)
+		return string(buf[:n])
+	}
+	assert.Equal(t, "hello", read())
+
+	sent := make(chan error, 4)
+	cb := func(_ Conn, err error) { sent <- err }
+	require.NoError(t, pc.AsyncWriteTo([]byte("named"), peer.LocalAddr(), cb))
+	assert.NoError(t, <-sent)
+	assert.Equal(t, "named", read())
+	require.NoError(t, pc.AsyncWriteTo([]byte("nil"), nil, cb))
+	assert.NoError(t, <-sent)
+	assert.Equal(t, "nil", read())
+
+	assert.ErrorIs(t, pc.AsyncWriteTo([]byte("elsewhere"), other.LocalAddr(), cb), ErrInvalidAddr)
+	assert.ErrorIs(t, pc.AsyncWriteTo([]byte("a name"), udpName("localhost:9"), cb), ErrInvalidAddr)
+	require.NoError(t, pc.AsyncWriteTo([]byte("last"), nil, cb))
+	assert.NoError(t, <-sent, "the callback of a refused datagram ran")
+	assert.Equal(t, "last", read(), "a refused datagram reached the peer")
+}
+
+// udpName is a net.Addr that names a host.
+type udpName string
+
+func (a udpName) Network() string { return "udp" }
+func (a udpName) String() string  { return string(a) }
