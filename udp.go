@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+	"unsafe"
 
 	"github.com/sluicenet/sluice/internal/socket"
 	"github.com/sluicenet/sluice/kill"
@@ -72,7 +73,9 @@ type PacketConn interface {
 	// callback is sent with sendto(2) at once, io_uring's too). p must
 	// not change until cb runs; cb
 	// may be nil. What is posted and not yet sent counts against
-	// WithMaxOutbound, past which it returns ErrOutboundFull; it returns
+	// WithMaxOutbound (and in OutboundQueued), each datagram its bytes
+	// and the 144 or so its posting takes, so that many small or empty
+	// ones are bounded too; past it, it returns ErrOutboundFull; it returns
 	// ErrEngineStopped when the engine no longer runs. On a connected
 	// socket addr is its peer's or nil; another is refused with
 	// ErrInvalidAddr, as is an address it cannot read, and on any error
@@ -109,7 +112,7 @@ type udpConn struct {
 	busy      bool  // a callback for it runs
 	closeErr  error // closed while busy: closed with this once the callback returns
 	closing   bool
-	posted    atomic.Int64 // bytes AsyncWriteTo posted, not yet sent
+	posted    atomic.Int64 // bytes AsyncWriteTo posted, not yet sent, and their tasks
 }
 
 // packets are a loop's UDP sockets, by descriptor, and a buffer Writev
@@ -532,7 +535,7 @@ func (l *eventloop) runPacketTask(t *task) {
 		}
 	}
 	if t.kind == taskPacketWrite {
-		u.posted.Add(-int64(len(t.buf) + size(t.bufs)))
+		u.posted.Add(-int64(len(t.buf)+size(t.bufs)) - postedTask)
 	}
 	if t.cb != nil {
 		u.busy = u.state != stateClosed
@@ -761,14 +764,19 @@ func unmapped(ap netip.AddrPort) netip.AddrPort {
 	return netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port())
 }
 
+// postedTask is what a posted datagram holds besides its bytes: its
+// task. Counted with them, it keeps the memory of datagrams posted and not
+// yet sent within WithMaxOutbound, however small they are.
+const postedTask = int64(unsafe.Sizeof(task{}))
+
 // post posts a datagram for u to send, counted against WithMaxOutbound
 // until it is sent.
 func (u *udpConn) post(p []byte, bs [][]byte, to netip.AddrPort, cb AsyncCallback) error {
-	n := int64(len(p) + size(bs))
+	n := int64(len(p)+size(bs)) + postedTask
 	limit := int64(u.loop.eng.opts.maxOutbound)
 	for {
 		posted := u.posted.Load()
-		if limit > 0 && n > 0 && posted+n > limit {
+		if limit > 0 && posted+n > limit {
 			u.loop.counts.add(countOutboundRefused)
 			return ErrOutboundFull
 		}

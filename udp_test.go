@@ -16,6 +16,7 @@ import (
 	"syscall"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -980,3 +981,39 @@ type udpName string
 
 func (a udpName) Network() string { return "udp" }
 func (a udpName) String() string  { return string(a) }
+
+// WithMaxOutbound bounds the memory that datagrams posted and not yet
+// sent hold, however small they are: each holds a task as well as its
+// bytes, and an empty datagram is a datagram too.
+func TestUDPAsyncWriteToBoundsSmallDatagrams(t *testing.T) {
+	const bound = 64 << 10
+	h := &udpSmallPosts{done: make(chan int, 1)}
+	_, addr := serveAddr(t, "udp://127.0.0.1:0", h, WithNumEventLoop(1), WithMaxOutbound(bound))
+	c := udpDial(t, addr)
+	_, err := c.Write([]byte("go"))
+	require.NoError(t, err)
+	posted := <-h.done
+	held := posted * int(unsafe.Sizeof(task{}))
+	assert.LessOrEqual(t, held, bound, "%d empty datagrams posted, holding %d bytes of tasks against a bound of %d", posted, held, bound)
+	assert.Positive(t, posted)
+}
+
+// udpSmallPosts posts empty datagrams from the loop itself, where none
+// can be sent before it stops, until one is refused or 100,000 are in.
+type udpSmallPosts struct {
+	BuiltinEventEngine
+	done chan int
+}
+
+func (h *udpSmallPosts) OnTraffic(c Conn) Action {
+	c.Discard(-1)
+	pc, to := c.(PacketConn), c.RemoteAddr()
+	n := 0
+	for ; n < 100_000; n++ {
+		if pc.AsyncWriteTo(nil, to, nil) != nil {
+			break
+		}
+	}
+	h.done <- n
+	return None
+}
