@@ -547,6 +547,11 @@ func (h *udpConnected) OnOpen(c Conn) ([]byte, Action) {
 	check(c.ListenerAddr() == nil, "ListenerAddr %v of a dialed socket", c.ListenerAddr())
 	check(errors.Is(c.PauseRead(), errors.ErrUnsupported), "PauseRead: %v", c.PauseRead())
 	check(errors.Is(c.CloseWrite(), errors.ErrUnsupported), "CloseWrite: %v", c.CloseWrite())
+	check(errors.Is(c.ResumeRead(), errors.ErrUnsupported), "ResumeRead: %v", c.ResumeRead())
+	check(errors.Is(c.SetNoDelay(true), errors.ErrUnsupported), "SetNoDelay: %v", c.SetNoDelay(true))
+	check(errors.Is(c.SetKeepAlive(time.Second, time.Second, 1), errors.ErrUnsupported), "SetKeepAlive: %v", c.SetKeepAlive(time.Second, time.Second, 1))
+	check(errors.Is(c.SetLinger(0), errors.ErrUnsupported), "SetLinger: %v", c.SetLinger(0))
+	check(c.Flush() == nil && c.OutboundBuffered() == 0, "Flush: %v, OutboundBuffered %d", c.Flush(), c.OutboundBuffered())
 	h.checks <- errors.Join(errs...)
 	c.Writev([][]byte{[]byte("one "), []byte("datagram")})
 	go func() {
@@ -605,6 +610,12 @@ func (h *udpSocketConn) OnTraffic(c Conn) Action {
 	}
 	if err := c.AsyncWrite([]byte("x"), nil); !errors.Is(err, ErrNeedAddress) {
 		errs = append(errs, fmt.Errorf("AsyncWrite: %v", err))
+	}
+	if err := c.AsyncWritev([][]byte{[]byte("x")}, nil); !errors.Is(err, ErrNeedAddress) {
+		errs = append(errs, fmt.Errorf("AsyncWritev: %v", err))
+	}
+	if err := c.(PacketConn).AsyncWriteTo([]byte("x"), nil, nil); !errors.Is(err, ErrNeedAddress) {
+		errs = append(errs, fmt.Errorf("AsyncWriteTo with no address: %v", err))
 	}
 	if c.ID() != 0 {
 		errs = append(errs, fmt.Errorf("ID %d of a listener's socket", c.ID()))
@@ -1015,5 +1026,31 @@ func (h *udpSmallPosts) OnTraffic(c Conn) Action {
 		}
 	}
 	h.done <- n
+	return None
+}
+
+// No OnOpen or OnClose runs for a listener's socket, neither as it
+// serves nor as the engine stops.
+func TestUDPListenerSocketHasNoOpenOrClose(t *testing.T) {
+	h := &udpOpenClose{}
+	eng, addr := serveAddr(t, "udp://127.0.0.1:0", h, WithNumEventLoop(2), WithReusePort(true))
+	c := udpDial(t, addr)
+	assert.Equal(t, []byte("hi"), udpRoundTrip(t, c, []byte("hi")))
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	require.NoError(t, eng.StopAccepting(ctx))
+	require.NoError(t, eng.Stop(ctx))
+	assert.Zero(t, h.opens.Load(), "OnOpen ran for a listener's socket")
+	assert.Zero(t, h.closes.Load(), "OnClose ran for a listener's socket")
+}
+
+// udpOpenClose echoes and counts OnOpen and OnClose.
+type udpOpenClose struct {
+	udpEcho
+	closes atomic.Int32
+}
+
+func (h *udpOpenClose) OnClose(Conn, error) Action {
+	h.closes.Add(1)
 	return None
 }
