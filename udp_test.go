@@ -1054,3 +1054,43 @@ func (h *udpOpenClose) OnClose(Conn, error) Action {
 	h.closes.Add(1)
 	return None
 }
+
+// An IPv6 link-local sender is answered: its address keeps its zone (the
+// interface), without which a link-local address names no one.
+func TestUDPLinkLocalPeer(t *testing.T) {
+	ip, zone := linkLocal(t)
+	h := &udpEcho{truncated: make(chan []byte, 1)}
+	eng, _ := serveAddr(t, "udp6://[::]:0", h, WithNumEventLoop(1), WithReadBufferCap(1024))
+	port := eng.Addrs()[0].(*net.UDPAddr).Port
+	to := &net.UDPAddr{IP: ip, Port: port, Zone: zone}
+	c, err := net.DialUDP("udp6", &net.UDPAddr{IP: ip, Zone: zone}, to)
+	require.NoError(t, err)
+	defer c.Close()
+	assert.Equal(t, []byte("on the link"), udpRoundTrip(t, c, []byte("on the link")))
+	// RemoteAddr, as OnDatagramError shows it, names the zone.
+	_, err = c.Write(make([]byte, 1025))
+	require.NoError(t, err)
+	got := <-h.truncated
+	from, _, _ := bytes.Cut(got, []byte("|"))
+	assert.Equal(t, c.LocalAddr().String(), string(from), "the sender's address")
+}
+
+// linkLocal returns an IPv6 link-local address of one of the machine's
+// interfaces, and the interface's name, or skips the test.
+func linkLocal(t *testing.T) (net.IP, string) {
+	ifs, err := net.Interfaces()
+	require.NoError(t, err)
+	for _, ifc := range ifs {
+		if ifc.Flags&net.FlagUp == 0 || ifc.Flags&net.FlagLoopback != 0 {
+			continue
+		}
+		addrs, _ := ifc.Addrs()
+		for _, a := range addrs {
+			if n, ok := a.(*net.IPNet); ok && n.IP.To4() == nil && n.IP.IsLinkLocalUnicast() {
+				return n.IP, ifc.Name
+			}
+		}
+	}
+	t.Skip("no interface with an IPv6 link-local address")
+	return nil, ""
+}
