@@ -414,6 +414,9 @@ func (l *eventloop) sendPacket(u *udpConn, p []byte, to netip.AddrPort, now bool
 	if len(p) > maxDatagram || len(p) > maxDatagram4 && dst.Addr().Unmap().Is4() {
 		return 0, os.NewSyscallError("sendto", syscall.EMSGSIZE)
 	}
+	if !u.connected && !u.v6 && !to.Addr().Unmap().Is4() {
+		return 0, os.NewSyscallError("sendto", syscall.EAFNOSUPPORT) // an IPv4 socket
+	}
 	var (
 		n   int
 		err error

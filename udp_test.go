@@ -1094,3 +1094,49 @@ func linkLocal(t *testing.T) (net.IP, string) {
 	t.Skip("no interface with an IPv6 link-local address")
 	return nil, ""
 }
+
+// An IPv4 socket asked to send to an IPv6 address refuses it with an
+// error, on every backend; the loop goes on.
+func TestUDPSendToTheOtherFamily(t *testing.T) {
+	h := &udpOtherFamily{results: make(chan error, 2)}
+	_, addr := serveAddr(t, "udp4://127.0.0.1:0", h, WithNumEventLoop(1))
+	c := udpDial(t, addr)
+	_, err := c.Write([]byte("go"))
+	require.NoError(t, err)
+	for range 2 {
+		select {
+		case err := <-h.results:
+			assert.Error(t, err)
+		case <-time.After(10 * time.Second):
+			t.Fatal("no answer: the loop is gone")
+		}
+	}
+	assert.Equal(t, []byte("still here"), udpRoundTrip(t, c, []byte("still here")))
+}
+
+// udpOtherFamily, on its first datagram, sends to an IPv6 address with
+// AsyncWriteTo, with and without a callback, and then echoes.
+type udpOtherFamily struct {
+	udpEcho
+	results chan error
+	once    sync.Once
+}
+
+func (h *udpOtherFamily) OnTraffic(c Conn) Action {
+	first := false
+	h.once.Do(func() { first = true })
+	if !first {
+		return h.udpEcho.OnTraffic(c)
+	}
+	c.Discard(-1)
+	pc, v6 := c.(PacketConn), &net.UDPAddr{IP: net.IPv6loopback, Port: 9}
+	if err := pc.AsyncWriteTo([]byte("x"), v6, func(_ Conn, err error) { h.results <- err }); err != nil {
+		h.results <- err
+	}
+	if err := pc.AsyncWriteTo([]byte("x"), v6, nil); err != nil {
+		h.results <- err
+	} else {
+		pc.Wake(func(_ Conn, _ error) { h.results <- errors.New("sent, or dropped: no error to tell") })
+	}
+	return None
+}

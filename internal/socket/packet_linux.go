@@ -34,6 +34,9 @@ func SendTo(fd int, p []byte, to netip.AddrPort, v6 bool) (int, error) {
 	)
 	ip := to.Addr()
 	if !v6 {
+		if !ip.Unmap().Is4() {
+			return 0, unix.EAFNOSUPPORT
+		}
 		sa4.Family = unix.AF_INET
 		putPort(&sa4.Port, int(to.Port()))
 		sa4.Addr = ip.Unmap().As4()
