@@ -1140,3 +1140,117 @@ func (h *udpOtherFamily) OnTraffic(c Conn) Action {
 	}
 	return None
 }
+
+// A send the socket's full buffer refuses fails at once with EAGAIN (or
+// ENOBUFS), told to AsyncWriteTo's callback, on every backend: the loop
+// never waits for room. The buffer fills with datagrams held for a
+// neighbour on the local network that never answers, which a socket with
+// a small send buffer can be seen to do before the test runs.
+func TestUDPFullSendBufferIsToldNotWaitedFor(t *testing.T) {
+	to := unresolvedNeighbour(t)
+	h := &udpFullBuffer{to: to}
+	eng, _ := serveAddr(t, "udp4://0.0.0.0:0", h, WithNumEventLoop(1))
+	c := udpDial(t, fmt.Sprintf("udp4://127.0.0.1:%d", eng.Addrs()[0].(*net.UDPAddr).Port))
+	_, err := c.Write([]byte("go"))
+	require.NoError(t, err)
+	waitFor(t, 10*time.Second, func() bool { return h.done.Load() == udpFullPosts }, func() string {
+		return fmt.Sprintf("%d of %d callbacks ran", h.done.Load(), udpFullPosts)
+	})
+	assert.Positive(t, h.full.Load(), "no callback heard of the full buffer: %d sent", h.sent.Load())
+}
+
+const udpFullPosts = 200
+
+// udpFullBuffer, on its first datagram, shrinks its socket's send buffer
+// and posts datagrams of 1,000 bytes to to, counting what the callbacks
+// hear.
+type udpFullBuffer struct {
+	BuiltinEventEngine
+	to               *net.UDPAddr
+	once             sync.Once
+	full, sent, done atomic.Int64
+}
+
+func (h *udpFullBuffer) OnTraffic(c Conn) Action {
+	c.Discard(-1)
+	h.once.Do(func() {
+		if err := c.SetWriteBuffer(4096); err != nil {
+			panic(err)
+		}
+		pc := c.(PacketConn)
+		cb := func(_ Conn, err error) {
+			switch {
+			case errors.Is(err, syscall.EAGAIN), errors.Is(err, syscall.ENOBUFS):
+				h.full.Add(1)
+			case err == nil:
+				h.sent.Add(1)
+			}
+			h.done.Add(1)
+		}
+		go func() {
+			for range udpFullPosts {
+				for pc.AsyncWriteTo(make([]byte, 1000), h.to, cb) != nil {
+					runtime.Gosched() // ErrOutboundFull: the loop catches up
+				}
+			}
+		}()
+	})
+	return None
+}
+
+// unresolvedNeighbour returns an address on the local network of one of
+// the machine's interfaces that a socket with a small send buffer fills
+// its buffer sending to, as the kernel holds the datagrams while it asks
+// for the neighbour; or skips the test.
+func unresolvedNeighbour(t *testing.T) *net.UDPAddr {
+	ifs, err := net.Interfaces()
+	require.NoError(t, err)
+	for _, ifc := range ifs {
+		if ifc.Flags&net.FlagUp == 0 || ifc.Flags&net.FlagLoopback != 0 {
+			continue
+		}
+		addrs, _ := ifc.Addrs()
+		for _, a := range addrs {
+			n, ok := a.(*net.IPNet)
+			if !ok || n.IP.To4() == nil {
+				continue
+			}
+			ones, bits := n.Mask.Size()
+			if bits-ones < 4 {
+				continue
+			}
+			ip := n.IP.Mask(n.Mask).To4()
+			ip[3] |= 0x0e // a host in the network's first 16, seldom taken
+			if ip.Equal(n.IP) {
+				ip[3]++
+			}
+			to := &net.UDPAddr{IP: ip, Port: 9}
+			if fillsBuffer(to) {
+				return to
+			}
+		}
+	}
+	t.Skip("no neighbour on a local network to fill a socket's send buffer towards")
+	return nil
+}
+
+// fillsBuffer reports whether a socket with a small send buffer finds it
+// full sending datagrams to to.
+func fillsBuffer(to *net.UDPAddr) bool {
+	fd, err := syscall.Socket(syscall.AF_INET, syscall.SOCK_DGRAM|syscall.SOCK_NONBLOCK|syscall.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return false
+	}
+	defer syscall.Close(fd)
+	syscall.SetsockoptInt(fd, syscall.SOL_SOCKET, syscall.SO_SNDBUF, 4096)
+	sa := &syscall.SockaddrInet4{Port: to.Port, Addr: [4]byte(to.IP.To4())}
+	p := make([]byte, 1000)
+	for range 64 {
+		if err := syscall.Sendto(fd, p, 0, sa); err == syscall.EAGAIN || err == syscall.ENOBUFS {
+			return true
+		} else if err != nil {
+			return false
+		}
+	}
+	return false
+}

@@ -143,15 +143,7 @@ func SendTo(fd int, p []byte, to netip.AddrPort, v6 bool) (int, error) {
 	if h == nil || h.pc == nil {
 		return 0, syscall.EBADF
 	}
-	var (
-		n   int
-		err error
-	)
-	if to.IsValid() {
-		n, err = h.pc.WriteToUDPAddrPort(p, to)
-	} else {
-		n, err = h.pc.Write(p)
-	}
+	n, err := sendNow(h.pc, p, to)
 	if err != nil {
 		if errors.Is(err, net.ErrClosed) {
 			return 0, syscall.EBADF
@@ -165,4 +157,15 @@ func SendTo(fd int, p []byte, to netip.AddrPort, v6 bool) (int, error) {
 func (h *handle) closePacket() {
 	h.grams = nil
 	poke(h.more)
+}
+
+// packetConn returns the UDP socket fd names, or nil if it names none.
+func packetConn(fd int) *net.UDPConn {
+	h := lookup(fd)
+	if h == nil {
+		return nil
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.pc
 }
