@@ -645,6 +645,9 @@ func (u *udpConn) Writev(bs [][]byte) (int, error) {
 
 // sendv sends bs, gathered, as one datagram to to, as sendPacket does.
 func (u *udpConn) sendv(bs [][]byte, to netip.AddrPort, now bool) (int, error) {
+	if size(bs) > maxDatagram {
+		return 0, os.NewSyscallError("sendto", syscall.EMSGSIZE) // before the loop keeps a buffer its size
+	}
 	ps := &u.loop.packets
 	ps.gather = ps.gather[:0]
 	for _, b := range bs {

@@ -1254,3 +1254,32 @@ func fillsBuffer(to *net.UDPAddr) bool {
 	}
 	return false
 }
+
+// A Writev larger than any datagram is refused before it is gathered: the
+// loop keeps no buffer the size of what it refused.
+func TestUDPWritevTooLargeKeepsNothing(t *testing.T) {
+	h := &udpWritevBig{errs: make(chan error, 1)}
+	eng, addr := serveAddr(t, "udp://127.0.0.1:0", h, WithNumEventLoop(1))
+	c := udpDial(t, addr)
+	_, err := c.Write([]byte("go"))
+	require.NoError(t, err)
+	assert.ErrorIs(t, <-h.errs, syscall.EMSGSIZE)
+	done := make(chan int, 1)
+	l := eng.e.loops[0]
+	require.NoError(t, Loop{l}.Execute(func() { done <- cap(l.packets.gather) }))
+	assert.LessOrEqual(t, <-done, 64<<10, "bytes the loop keeps to gather a datagram in")
+}
+
+// udpWritevBig answers with a Writev of 8 MiB.
+type udpWritevBig struct {
+	BuiltinEventEngine
+	errs chan error
+}
+
+func (h *udpWritevBig) OnTraffic(c Conn) Action {
+	c.Discard(-1)
+	big := make([]byte, 4<<20)
+	_, err := c.Writev([][]byte{big, big})
+	h.errs <- err
+	return None
+}
