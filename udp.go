@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+	"unsafe"
 
 	"github.com/sluicenet/sluice/internal/socket"
 	"github.com/sluicenet/sluice/kill"
@@ -43,7 +44,9 @@ var errPacketUnsupported = fmt.Errorf("sluice: not for a UDP socket: %w", errors
 // (Writev gathers its slices into one): at once, or on io_uring with the
 // loop's other submissions, where a failure the kernel reports later
 // closes a connected socket and is otherwise dropped, as the network
-// drops a datagram. What the handler leaves
+// drops a datagram; a datagram larger than its address family carries
+// (65,507 bytes over IPv4, 65,527 over IPv6) is refused with EMSGSIZE
+// everywhere. What the handler leaves
 // unread is dropped with the datagram. No OnOpen or OnClose runs for a
 // listener's socket, which is the engine's until it stops. The Conn is the
 // socket's, the same for every datagram: RemoteAddr, Next and Write speak
@@ -66,11 +69,17 @@ type PacketConn interface {
 	// AsyncWriteTo sends p as one datagram to addr (a *net.UDPAddr, or
 	// any net.Addr whose String is "host:port" with a literal IP) from
 	// this socket, from any goroutine, and calls cb on the loop once it
-	// is sent, with the send's error. p must not change until cb runs; cb
+	// is sent, with the send's error, on every backend (a datagram with a
+	// callback is sent with sendto(2) at once, io_uring's too). p must
+	// not change until cb runs; cb
 	// may be nil. What is posted and not yet sent counts against
-	// WithMaxOutbound, past which it returns ErrOutboundFull; it returns
-	// ErrEngineStopped when the engine no longer runs. On either error,
-	// or an address it cannot read, cb never runs.
+	// WithMaxOutbound (and in OutboundQueued), each datagram its bytes
+	// and the 144 or so its posting takes, so that many small or empty
+	// ones are bounded too; past it, it returns ErrOutboundFull; it returns
+	// ErrEngineStopped when the engine no longer runs. On a connected
+	// socket addr is its peer's or nil; another is refused with
+	// ErrInvalidAddr, as is an address it cannot read, and on any error
+	// cb never runs.
 	AsyncWriteTo(p []byte, addr net.Addr, cb AsyncCallback) error
 }
 
@@ -103,7 +112,7 @@ type udpConn struct {
 	busy      bool  // a callback for it runs
 	closeErr  error // closed while busy: closed with this once the callback returns
 	closing   bool
-	posted    atomic.Int64 // bytes AsyncWriteTo posted, not yet sent
+	posted    atomic.Int64 // bytes AsyncWriteTo posted, not yet sent, and their tasks
 }
 
 // packets are a loop's UDP sockets, by descriptor, and a buffer Writev
@@ -390,18 +399,33 @@ func (l *eventloop) packetDone(u *udpConn, a Action) {
 }
 
 // sendPacket sends p to to from u, or to u's peer when it is connected. A
-// connected socket that learns its peer is unreachable closes.
-func (l *eventloop) sendPacket(u *udpConn, p []byte, to netip.AddrPort) (int, error) {
+// connected socket that learns its peer is unreachable closes. now sends
+// it with sendto at once, whatever the driver, for a caller told the
+// send's result (AsyncWriteTo's callback): the ring reports only a
+// failure, and later.
+func (l *eventloop) sendPacket(u *udpConn, p []byte, to netip.AddrPort, now bool) (int, error) {
 	if u.state == stateClosed {
 		return 0, ErrConnClosed
 	}
+	dst := to
 	if u.connected {
-		to = netip.AddrPort{}
+		dst, to = u.peer, netip.AddrPort{}
 	}
-	if len(p) > maxDatagram {
+	if len(p) > maxDatagram || len(p) > maxDatagram4 && dst.Addr().Unmap().Is4() {
 		return 0, os.NewSyscallError("sendto", syscall.EMSGSIZE)
 	}
-	n, err := l.drv.sendDatagram(u, p, to)
+	if !u.connected && !u.v6 && !to.Addr().Unmap().Is4() {
+		return 0, os.NewSyscallError("sendto", syscall.EAFNOSUPPORT) // an IPv4 socket
+	}
+	var (
+		n   int
+		err error
+	)
+	if now {
+		n, err = socket.SendTo(u.fd, p, to, u.v6)
+	} else {
+		n, err = l.drv.sendDatagram(u, p, to)
+	}
 	if err != nil {
 		err = os.NewSyscallError("sendto", err)
 		l.sendFailed(u, err)
@@ -410,9 +434,14 @@ func (l *eventloop) sendPacket(u *udpConn, p []byte, to netip.AddrPort) (int, er
 	return n, nil
 }
 
-// maxDatagram is the largest datagram UDP carries: 65535 bytes less its
-// header's 8 (less IPv4's 20 more over IPv4, which the kernel tells).
-const maxDatagram = 65535 - 8
+// maxDatagram is the largest datagram UDP carries over IPv6: 65535 bytes
+// less its header's 8; maxDatagram4 over IPv4, less IPv4's 20 more. Both
+// are checked before sending, since the ring would learn of EMSGSIZE only
+// once Write had returned.
+const (
+	maxDatagram  = 65535 - 8
+	maxDatagram4 = maxDatagram - 20
+)
 
 // sendFailed closes u, connected, when err says its peer is unreachable
 // (ECONNREFUSED after an ICMP port unreachable) or its socket failed; a
@@ -497,9 +526,9 @@ func (l *eventloop) runPacketTask(t *task) {
 		switch t.kind {
 		case taskPacketWrite:
 			if len(t.bufs) > 0 {
-				_, err = u.sendv(t.bufs, t.to)
+				_, err = u.sendv(t.bufs, t.to, t.cb != nil)
 			} else {
-				_, err = l.sendPacket(u, t.buf, t.to)
+				_, err = l.sendPacket(u, t.buf, t.to, t.cb != nil)
 			}
 		case taskPacketWake:
 			u.busy = true
@@ -509,7 +538,7 @@ func (l *eventloop) runPacketTask(t *task) {
 		}
 	}
 	if t.kind == taskPacketWrite {
-		u.posted.Add(-int64(len(t.buf) + size(t.bufs)))
+		u.posted.Add(-int64(len(t.buf)+size(t.bufs)) - postedTask)
 	}
 	if t.cb != nil {
 		u.busy = u.state != stateClosed
@@ -604,24 +633,27 @@ func (u *udpConn) Write(p []byte) (int, error) {
 	if !u.connected && !u.peer.IsValid() {
 		return 0, ErrNeedAddress
 	}
-	return u.loop.sendPacket(u, p, u.peer)
+	return u.loop.sendPacket(u, p, u.peer, false)
 }
 
 func (u *udpConn) Writev(bs [][]byte) (int, error) {
 	if !u.connected && !u.peer.IsValid() {
 		return 0, ErrNeedAddress
 	}
-	return u.sendv(bs, u.peer)
+	return u.sendv(bs, u.peer, false)
 }
 
-// sendv sends bs, gathered, as one datagram to to.
-func (u *udpConn) sendv(bs [][]byte, to netip.AddrPort) (int, error) {
+// sendv sends bs, gathered, as one datagram to to, as sendPacket does.
+func (u *udpConn) sendv(bs [][]byte, to netip.AddrPort, now bool) (int, error) {
+	if size(bs) > maxDatagram {
+		return 0, os.NewSyscallError("sendto", syscall.EMSGSIZE) // before the loop keeps a buffer its size
+	}
 	ps := &u.loop.packets
 	ps.gather = ps.gather[:0]
 	for _, b := range bs {
 		ps.gather = append(ps.gather, b...)
 	}
-	return u.loop.sendPacket(u, ps.gather, to)
+	return u.loop.sendPacket(u, ps.gather, to, now)
 }
 
 func (u *udpConn) Flush() error {
@@ -659,7 +691,7 @@ func (u *udpConn) RemoteAddr() net.Addr {
 	if !u.peer.IsValid() {
 		return nil
 	}
-	return net.UDPAddrFromAddrPort(netip.AddrPortFrom(u.peer.Addr().Unmap(), u.peer.Port()))
+	return net.UDPAddrFromAddrPort(unmapped(u.peer))
 }
 
 func (u *udpConn) ListenerAddr() net.Addr {
@@ -727,17 +759,30 @@ func (u *udpConn) AsyncWriteTo(p []byte, addr net.Addr, cb AsyncCallback) error 
 	if !to.IsValid() && !u.connected {
 		return ErrNeedAddress
 	}
+	if u.connected && to.IsValid() && unmapped(to) != unmapped(u.peer) {
+		return fmt.Errorf("%w: %s: a connected UDP socket sends only to its peer, %s", ErrInvalidAddr, to, u.peer)
+	}
 	return u.post(p, nil, to, cb)
 }
+
+// unmapped is ap with an IPv4-mapped address as IPv4.
+func unmapped(ap netip.AddrPort) netip.AddrPort {
+	return netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port())
+}
+
+// postedTask is what a posted datagram holds besides its bytes: its
+// task. Counted with them, it keeps the memory of datagrams posted and not
+// yet sent within WithMaxOutbound, however small they are.
+const postedTask = int64(unsafe.Sizeof(task{}))
 
 // post posts a datagram for u to send, counted against WithMaxOutbound
 // until it is sent.
 func (u *udpConn) post(p []byte, bs [][]byte, to netip.AddrPort, cb AsyncCallback) error {
-	n := int64(len(p) + size(bs))
+	n := int64(len(p)+size(bs)) + postedTask
 	limit := int64(u.loop.eng.opts.maxOutbound)
 	for {
 		posted := u.posted.Load()
-		if limit > 0 && n > 0 && posted+n > limit {
+		if limit > 0 && posted+n > limit {
 			u.loop.counts.add(countOutboundRefused)
 			return ErrOutboundFull
 		}

@@ -9,12 +9,14 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -179,6 +181,11 @@ func TestUDPIPv6(t *testing.T) {
 			assert.True(t, ua.IP.Equal(net.IPv6loopback))
 			c := udpDial(t, addr)
 			assert.Equal(t, []byte("over IPv6"), udpRoundTrip(t, c, []byte("over IPv6")))
+			// IPv6 carries 20 bytes more a datagram than IPv4.
+			require.NoError(t, c.SetWriteBuffer(1<<20))
+			require.NoError(t, c.SetReadBuffer(1<<20))
+			big := bytes.Repeat([]byte("6"), 65527)
+			assert.Equal(t, big, udpRoundTrip(t, c, big))
 		})
 	}
 }
@@ -540,6 +547,11 @@ func (h *udpConnected) OnOpen(c Conn) ([]byte, Action) {
 	check(c.ListenerAddr() == nil, "ListenerAddr %v of a dialed socket", c.ListenerAddr())
 	check(errors.Is(c.PauseRead(), errors.ErrUnsupported), "PauseRead: %v", c.PauseRead())
 	check(errors.Is(c.CloseWrite(), errors.ErrUnsupported), "CloseWrite: %v", c.CloseWrite())
+	check(errors.Is(c.ResumeRead(), errors.ErrUnsupported), "ResumeRead: %v", c.ResumeRead())
+	check(errors.Is(c.SetNoDelay(true), errors.ErrUnsupported), "SetNoDelay: %v", c.SetNoDelay(true))
+	check(errors.Is(c.SetKeepAlive(time.Second, time.Second, 1), errors.ErrUnsupported), "SetKeepAlive: %v", c.SetKeepAlive(time.Second, time.Second, 1))
+	check(errors.Is(c.SetLinger(0), errors.ErrUnsupported), "SetLinger: %v", c.SetLinger(0))
+	check(c.Flush() == nil && c.OutboundBuffered() == 0, "Flush: %v, OutboundBuffered %d", c.Flush(), c.OutboundBuffered())
 	h.checks <- errors.Join(errs...)
 	c.Writev([][]byte{[]byte("one "), []byte("datagram")})
 	go func() {
@@ -598,6 +610,12 @@ func (h *udpSocketConn) OnTraffic(c Conn) Action {
 	}
 	if err := c.AsyncWrite([]byte("x"), nil); !errors.Is(err, ErrNeedAddress) {
 		errs = append(errs, fmt.Errorf("AsyncWrite: %v", err))
+	}
+	if err := c.AsyncWritev([][]byte{[]byte("x")}, nil); !errors.Is(err, ErrNeedAddress) {
+		errs = append(errs, fmt.Errorf("AsyncWritev: %v", err))
+	}
+	if err := c.(PacketConn).AsyncWriteTo([]byte("x"), nil, nil); !errors.Is(err, ErrNeedAddress) {
+		errs = append(errs, fmt.Errorf("AsyncWriteTo with no address: %v", err))
 	}
 	if c.ID() != 0 {
 		errs = append(errs, fmt.Errorf("ID %d of a listener's socket", c.ID()))
@@ -706,5 +724,562 @@ func (h *udpDialedCount) OnTraffic(c Conn) Action {
 	if c.Origin() == Dialed {
 		h.n.Add(1)
 	}
+	return None
+}
+
+// A datagram of exactly the read buffer's size reaches OnTraffic whole;
+// one byte more is truncated, on every backend.
+func TestUDPTruncationBoundary(t *testing.T) {
+	const cap = 1024
+	h := &udpEcho{truncated: make(chan []byte, 1)}
+	eng, addr := serveAddr(t, "udp://127.0.0.1:0", h, WithNumEventLoop(1), WithReadBufferCap(cap))
+	c := udpDial(t, addr)
+	exact := bytes.Repeat([]byte("e"), cap)
+	assert.Equal(t, exact, udpRoundTrip(t, c, exact), "a datagram of the read buffer's size")
+	assert.Zero(t, eng.Stats().DatagramsTruncated)
+	over := append(bytes.Repeat([]byte("o"), cap), 'X')
+	_, err := c.Write(over)
+	require.NoError(t, err)
+	select {
+	case got := <-h.truncated:
+		_, part, _ := bytes.Cut(got, []byte("|"))
+		assert.Equal(t, over[:cap], part, "the part that fit")
+	case <-time.After(10 * time.Second):
+		t.Fatal("a datagram one byte over the read buffer was not reported")
+	}
+	assert.Equal(t, uint64(1), eng.Stats().DatagramsTruncated)
+}
+
+// What the kernel refuses to send reaches the caller on every backend:
+// Write's error inside OnTraffic, and AsyncWriteTo's callback. IPv4
+// carries at most 65,507 bytes a datagram, IPv6 65,527; port 0 is no
+// destination.
+func TestUDPSendErrorsReachTheCaller(t *testing.T) {
+	h := &udpSendErrors{results: make(chan string, 16)}
+	_, addr := serveAddr(t, "udp://127.0.0.1:0", h, WithNumEventLoop(1))
+	c := udpDial(t, addr)
+	_, err := c.Write([]byte("go"))
+	require.NoError(t, err)
+	want := []string{
+		"Write 65507: <nil>",
+		"Write 65508: message too long",
+		"AsyncWriteTo 65508: message too long",
+		"AsyncWriteTo port 0: invalid argument",
+	}
+	for _, w := range want {
+		select {
+		case got := <-h.results:
+			assert.Equal(t, w, got)
+		case <-time.After(10 * time.Second):
+			t.Fatalf("no result; want %q", w)
+		}
+	}
+}
+
+// udpSendErrors, on its first datagram, writes what the kernel refuses
+// and tells each result, in order.
+type udpSendErrors struct {
+	BuiltinEventEngine
+	results chan string
+	once    bool
+}
+
+func (h *udpSendErrors) OnTraffic(c Conn) Action {
+	c.Discard(-1)
+	if h.once {
+		return None
+	}
+	h.once = true
+	tell := func(what string, err error) {
+		s := "<nil>"
+		var errno syscall.Errno
+		if errors.As(err, &errno) {
+			s = errno.Error()
+		} else if err != nil {
+			s = err.Error()
+		}
+		h.results <- what + ": " + s
+	}
+	_, err := c.Write(make([]byte, 65507))
+	tell("Write 65507", err)
+	_, err = c.Write(make([]byte, 65508))
+	tell("Write 65508", err)
+	pc, to := c.(PacketConn), c.RemoteAddr().(*net.UDPAddr)
+	go func() {
+		cb := func(what string) AsyncCallback { return func(_ Conn, err error) { tell(what, err) } }
+		if err := pc.AsyncWriteTo(make([]byte, 65508), to, cb("AsyncWriteTo 65508")); err != nil {
+			tell("AsyncWriteTo 65508 posting", err)
+		}
+		port0 := &net.UDPAddr{IP: to.IP}
+		if err := pc.AsyncWriteTo([]byte("x"), port0, cb("AsyncWriteTo port 0")); err != nil {
+			tell("AsyncWriteTo port 0 posting", err)
+		}
+	}()
+	return None
+}
+
+// A connected socket whose peer goes away after an exchange closes with
+// ECONNREFUSED once the kernel hears of it, on every backend; each
+// AsyncWrite's callback runs once, before or with the close.
+func TestUDPConnectedPeerGoesAway(t *testing.T) {
+	h := &udpPeerGone{opened: make(chan Conn, 1), closed: make(chan error, 1)}
+	eng, _ := serveAddr(t, "udp://127.0.0.1:0", h, WithNumEventLoop(1))
+	peer, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	require.NoError(t, err)
+	require.NoError(t, eng.Dial("udp://"+peer.LocalAddr().String(), nil))
+	c := <-h.opened
+	buf := make([]byte, 64)
+	peer.SetReadDeadline(time.Now().Add(10 * time.Second))
+	n, _, err := peer.ReadFromUDP(buf)
+	require.NoError(t, err)
+	assert.Equal(t, "hello", string(buf[:n]))
+	peer.Close()
+	var posted, called atomic.Int64
+	for {
+		select {
+		case err := <-h.closed:
+			assert.ErrorIs(t, err, syscall.ECONNREFUSED)
+			waitFor(t, 5*time.Second, func() bool { return called.Load() == posted.Load() }, func() string {
+				return fmt.Sprintf("%d of %d callbacks ran", called.Load(), posted.Load())
+			})
+			return
+		case <-time.After(10 * time.Millisecond):
+			if c.AsyncWrite([]byte("anyone?"), func(Conn, error) { called.Add(1) }) == nil {
+				posted.Add(1)
+			}
+		}
+	}
+}
+
+// udpPeerGone says hello from a dialed socket, hands its Conn over, and
+// tells how it closed.
+type udpPeerGone struct {
+	BuiltinEventEngine
+	opened chan Conn
+	closed chan error
+}
+
+func (h *udpPeerGone) OnOpen(c Conn) ([]byte, Action) {
+	if c.Origin() == Dialed {
+		h.opened <- c
+		return []byte("hello"), None
+	}
+	return nil, None
+}
+
+func (h *udpPeerGone) OnClose(c Conn, err error) Action {
+	h.closed <- err
+	return None
+}
+
+// Stop while goroutines post AsyncWriteTo: every datagram posted has its
+// callback run, once; what is posted after returns ErrEngineStopped.
+func TestUDPStopWithDatagramsInFlight(t *testing.T) {
+	h := &udpFlood{started: make(chan struct{})}
+	eng, addr := serveAddr(t, "udp://127.0.0.1:0", h, WithNumEventLoop(1), WithMaxOutbound(64<<10))
+	c := udpDial(t, addr)
+	_, err := c.Write([]byte("go"))
+	require.NoError(t, err)
+	<-h.started
+	waitFor(t, 10*time.Second, func() bool { return h.called.Load() > 100 }, func() string { return "no datagram sent" })
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	require.NoError(t, eng.Stop(ctx))
+	h.wg.Wait()
+	assert.Equal(t, h.posted.Load(), h.called.Load(), "callbacks run, of datagrams posted")
+	assert.Zero(t, h.twice.Load(), "callbacks run twice")
+	for _, err := range h.otherErrs() {
+		t.Error("posting:", err)
+	}
+}
+
+// udpFlood, on its first datagram, has 8 goroutines post datagrams back
+// to its sender until the engine stops.
+type udpFlood struct {
+	BuiltinEventEngine
+	started        chan struct{}
+	once           sync.Once
+	wg             sync.WaitGroup
+	posted, called atomic.Int64
+	twice          atomic.Int64
+	mu             sync.Mutex
+	errs           []error
+}
+
+func (h *udpFlood) otherErrs() []error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.errs
+}
+
+func (h *udpFlood) OnTraffic(c Conn) Action {
+	c.Discard(-1)
+	h.once.Do(func() {
+		pc, to := c.(PacketConn), c.RemoteAddr()
+		for range 8 {
+			h.wg.Go(func() {
+				p := make([]byte, 512)
+				for {
+					var ran atomic.Bool
+					err := pc.AsyncWriteTo(p, to, func(Conn, error) {
+						if ran.Swap(true) {
+							h.twice.Add(1)
+						}
+						h.called.Add(1)
+					})
+					switch {
+					case err == nil:
+						h.posted.Add(1)
+					case errors.Is(err, ErrOutboundFull):
+						runtime.Gosched()
+					case errors.Is(err, ErrEngineStopped):
+						return
+					default:
+						h.mu.Lock()
+						h.errs = append(h.errs, err)
+						h.mu.Unlock()
+						return
+					}
+				}
+			})
+		}
+		close(h.started)
+	})
+	return None
+}
+
+// AsyncWriteTo on a connected socket sends to its peer, named or nil; an
+// address other than its peer's, or one it cannot read, is refused and
+// its callback never runs: the datagram does not silently go elsewhere.
+func TestUDPConnectedAsyncWriteToAddress(t *testing.T) {
+	h := &udpPeerGone{opened: make(chan Conn, 1), closed: make(chan error, 1)}
+	eng, _ := serveAddr(t, "udp://127.0.0.1:0", h, WithNumEventLoop(1))
+	peer, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	require.NoError(t, err)
+	defer peer.Close()
+	other, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	require.NoError(t, err)
+	defer other.Close()
+	require.NoError(t, eng.Dial("udp://"+peer.LocalAddr().String(), nil))
+	pc := (<-h.opened).(PacketConn)
+	read := func() string {
+		buf := make([]byte, 64)
+		peer.SetReadDeadline(time.Now().Add(10 * time.Second))
+		n, _, err := peer.ReadFromUDP(buf)
+		require.NoError(t, err)
+		return string(buf[:n])
+	}
+	assert.Equal(t, "hello", read())
+
+	sent := make(chan error, 4)
+	cb := func(_ Conn, err error) { sent <- err }
+	require.NoError(t, pc.AsyncWriteTo([]byte("named"), peer.LocalAddr(), cb))
+	assert.NoError(t, <-sent)
+	assert.Equal(t, "named", read())
+	require.NoError(t, pc.AsyncWriteTo([]byte("nil"), nil, cb))
+	assert.NoError(t, <-sent)
+	assert.Equal(t, "nil", read())
+
+	assert.ErrorIs(t, pc.AsyncWriteTo([]byte("elsewhere"), other.LocalAddr(), cb), ErrInvalidAddr)
+	assert.ErrorIs(t, pc.AsyncWriteTo([]byte("a name"), udpName("localhost:9"), cb), ErrInvalidAddr)
+	require.NoError(t, pc.AsyncWriteTo([]byte("last"), nil, cb))
+	assert.NoError(t, <-sent, "the callback of a refused datagram ran")
+	assert.Equal(t, "last", read(), "a refused datagram reached the peer")
+}
+
+// udpName is a net.Addr that names a host.
+type udpName string
+
+func (a udpName) Network() string { return "udp" }
+func (a udpName) String() string  { return string(a) }
+
+// WithMaxOutbound bounds the memory that datagrams posted and not yet
+// sent hold, however small they are: each holds a task as well as its
+// bytes, and an empty datagram is a datagram too.
+func TestUDPAsyncWriteToBoundsSmallDatagrams(t *testing.T) {
+	const bound = 64 << 10
+	h := &udpSmallPosts{done: make(chan int, 1)}
+	_, addr := serveAddr(t, "udp://127.0.0.1:0", h, WithNumEventLoop(1), WithMaxOutbound(bound))
+	c := udpDial(t, addr)
+	_, err := c.Write([]byte("go"))
+	require.NoError(t, err)
+	posted := <-h.done
+	held := posted * int(unsafe.Sizeof(task{}))
+	assert.LessOrEqual(t, held, bound, "%d empty datagrams posted, holding %d bytes of tasks against a bound of %d", posted, held, bound)
+	assert.Positive(t, posted)
+}
+
+// udpSmallPosts posts empty datagrams from the loop itself, where none
+// can be sent before it stops, until one is refused or 100,000 are in.
+type udpSmallPosts struct {
+	BuiltinEventEngine
+	done chan int
+}
+
+func (h *udpSmallPosts) OnTraffic(c Conn) Action {
+	c.Discard(-1)
+	pc, to := c.(PacketConn), c.RemoteAddr()
+	n := 0
+	for ; n < 100_000; n++ {
+		if pc.AsyncWriteTo(nil, to, nil) != nil {
+			break
+		}
+	}
+	h.done <- n
+	return None
+}
+
+// No OnOpen or OnClose runs for a listener's socket, neither as it
+// serves nor as the engine stops.
+func TestUDPListenerSocketHasNoOpenOrClose(t *testing.T) {
+	h := &udpOpenClose{}
+	eng, addr := serveAddr(t, "udp://127.0.0.1:0", h, WithNumEventLoop(2), WithReusePort(true))
+	c := udpDial(t, addr)
+	assert.Equal(t, []byte("hi"), udpRoundTrip(t, c, []byte("hi")))
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	require.NoError(t, eng.StopAccepting(ctx))
+	require.NoError(t, eng.Stop(ctx))
+	assert.Zero(t, h.opens.Load(), "OnOpen ran for a listener's socket")
+	assert.Zero(t, h.closes.Load(), "OnClose ran for a listener's socket")
+}
+
+// udpOpenClose echoes and counts OnOpen and OnClose.
+type udpOpenClose struct {
+	udpEcho
+	closes atomic.Int32
+}
+
+func (h *udpOpenClose) OnClose(Conn, error) Action {
+	h.closes.Add(1)
+	return None
+}
+
+// An IPv6 link-local sender is answered: its address keeps its zone (the
+// interface), without which a link-local address names no one.
+func TestUDPLinkLocalPeer(t *testing.T) {
+	ip, zone := linkLocal(t)
+	h := &udpEcho{truncated: make(chan []byte, 1)}
+	eng, _ := serveAddr(t, "udp6://[::]:0", h, WithNumEventLoop(1), WithReadBufferCap(1024))
+	port := eng.Addrs()[0].(*net.UDPAddr).Port
+	to := &net.UDPAddr{IP: ip, Port: port, Zone: zone}
+	c, err := net.DialUDP("udp6", &net.UDPAddr{IP: ip, Zone: zone}, to)
+	require.NoError(t, err)
+	defer c.Close()
+	assert.Equal(t, []byte("on the link"), udpRoundTrip(t, c, []byte("on the link")))
+	// RemoteAddr, as OnDatagramError shows it, names the zone.
+	_, err = c.Write(make([]byte, 1025))
+	require.NoError(t, err)
+	got := <-h.truncated
+	from, _, _ := bytes.Cut(got, []byte("|"))
+	assert.Equal(t, c.LocalAddr().String(), string(from), "the sender's address")
+}
+
+// linkLocal returns an IPv6 link-local address of one of the machine's
+// interfaces, and the interface's name, or skips the test.
+func linkLocal(t *testing.T) (net.IP, string) {
+	ifs, err := net.Interfaces()
+	require.NoError(t, err)
+	for _, ifc := range ifs {
+		if ifc.Flags&net.FlagUp == 0 || ifc.Flags&net.FlagLoopback != 0 {
+			continue
+		}
+		addrs, _ := ifc.Addrs()
+		for _, a := range addrs {
+			if n, ok := a.(*net.IPNet); ok && n.IP.To4() == nil && n.IP.IsLinkLocalUnicast() {
+				return n.IP, ifc.Name
+			}
+		}
+	}
+	t.Skip("no interface with an IPv6 link-local address")
+	return nil, ""
+}
+
+// An IPv4 socket asked to send to an IPv6 address refuses it with an
+// error, on every backend; the loop goes on.
+func TestUDPSendToTheOtherFamily(t *testing.T) {
+	h := &udpOtherFamily{results: make(chan error, 2)}
+	_, addr := serveAddr(t, "udp4://127.0.0.1:0", h, WithNumEventLoop(1))
+	c := udpDial(t, addr)
+	_, err := c.Write([]byte("go"))
+	require.NoError(t, err)
+	for range 2 {
+		select {
+		case err := <-h.results:
+			assert.Error(t, err)
+		case <-time.After(10 * time.Second):
+			t.Fatal("no answer: the loop is gone")
+		}
+	}
+	assert.Equal(t, []byte("still here"), udpRoundTrip(t, c, []byte("still here")))
+}
+
+// udpOtherFamily, on its first datagram, sends to an IPv6 address with
+// AsyncWriteTo, with and without a callback, and then echoes.
+type udpOtherFamily struct {
+	udpEcho
+	results chan error
+	once    sync.Once
+}
+
+func (h *udpOtherFamily) OnTraffic(c Conn) Action {
+	first := false
+	h.once.Do(func() { first = true })
+	if !first {
+		return h.udpEcho.OnTraffic(c)
+	}
+	c.Discard(-1)
+	pc, v6 := c.(PacketConn), &net.UDPAddr{IP: net.IPv6loopback, Port: 9}
+	if err := pc.AsyncWriteTo([]byte("x"), v6, func(_ Conn, err error) { h.results <- err }); err != nil {
+		h.results <- err
+	}
+	if err := pc.AsyncWriteTo([]byte("x"), v6, nil); err != nil {
+		h.results <- err
+	} else {
+		pc.Wake(func(_ Conn, _ error) { h.results <- errors.New("sent, or dropped: no error to tell") })
+	}
+	return None
+}
+
+// A send the socket's full buffer refuses fails at once with EAGAIN (or
+// ENOBUFS), told to AsyncWriteTo's callback, on every backend: the loop
+// never waits for room. The buffer fills with datagrams held for a
+// neighbour on the local network that never answers, which a socket with
+// a small send buffer can be seen to do before the test runs.
+func TestUDPFullSendBufferIsToldNotWaitedFor(t *testing.T) {
+	to := unresolvedNeighbour(t)
+	h := &udpFullBuffer{to: to}
+	eng, _ := serveAddr(t, "udp4://0.0.0.0:0", h, WithNumEventLoop(1))
+	c := udpDial(t, fmt.Sprintf("udp4://127.0.0.1:%d", eng.Addrs()[0].(*net.UDPAddr).Port))
+	_, err := c.Write([]byte("go"))
+	require.NoError(t, err)
+	waitFor(t, 10*time.Second, func() bool { return h.done.Load() == udpFullPosts }, func() string {
+		return fmt.Sprintf("%d of %d callbacks ran", h.done.Load(), udpFullPosts)
+	})
+	assert.Positive(t, h.full.Load(), "no callback heard of the full buffer: %d sent", h.sent.Load())
+}
+
+const udpFullPosts = 200
+
+// udpFullBuffer, on its first datagram, shrinks its socket's send buffer
+// and posts datagrams of 1,000 bytes to to, counting what the callbacks
+// hear.
+type udpFullBuffer struct {
+	BuiltinEventEngine
+	to               *net.UDPAddr
+	once             sync.Once
+	full, sent, done atomic.Int64
+}
+
+func (h *udpFullBuffer) OnTraffic(c Conn) Action {
+	c.Discard(-1)
+	h.once.Do(func() {
+		if err := c.SetWriteBuffer(4096); err != nil {
+			panic(err)
+		}
+		pc := c.(PacketConn)
+		cb := func(_ Conn, err error) {
+			switch {
+			case errors.Is(err, syscall.EAGAIN), errors.Is(err, syscall.ENOBUFS):
+				h.full.Add(1)
+			case err == nil:
+				h.sent.Add(1)
+			}
+			h.done.Add(1)
+		}
+		go func() {
+			for range udpFullPosts {
+				for pc.AsyncWriteTo(make([]byte, 1000), h.to, cb) != nil {
+					runtime.Gosched() // ErrOutboundFull: the loop catches up
+				}
+			}
+		}()
+	})
+	return None
+}
+
+// unresolvedNeighbour returns an address on the local network of one of
+// the machine's interfaces that a socket with a small send buffer fills
+// its buffer sending to, as the kernel holds the datagrams while it asks
+// for the neighbour; or skips the test.
+func unresolvedNeighbour(t *testing.T) *net.UDPAddr {
+	ifs, err := net.Interfaces()
+	require.NoError(t, err)
+	for _, ifc := range ifs {
+		if ifc.Flags&net.FlagUp == 0 || ifc.Flags&net.FlagLoopback != 0 {
+			continue
+		}
+		addrs, _ := ifc.Addrs()
+		for _, a := range addrs {
+			n, ok := a.(*net.IPNet)
+			if !ok || n.IP.To4() == nil {
+				continue
+			}
+			ones, bits := n.Mask.Size()
+			if bits-ones < 4 {
+				continue
+			}
+			ip := n.IP.Mask(n.Mask).To4()
+			ip[3] |= 0x0e // a host in the network's first 16, seldom taken
+			if ip.Equal(n.IP) {
+				ip[3]++
+			}
+			to := &net.UDPAddr{IP: ip, Port: 9}
+			if fillsBuffer(to) {
+				return to
+			}
+		}
+	}
+	t.Skip("no neighbour on a local network to fill a socket's send buffer towards")
+	return nil
+}
+
+// fillsBuffer reports whether a socket with a small send buffer finds it
+// full sending datagrams to to.
+func fillsBuffer(to *net.UDPAddr) bool {
+	fd, err := syscall.Socket(syscall.AF_INET, syscall.SOCK_DGRAM|syscall.SOCK_NONBLOCK|syscall.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return false
+	}
+	defer syscall.Close(fd)
+	syscall.SetsockoptInt(fd, syscall.SOL_SOCKET, syscall.SO_SNDBUF, 4096)
+	sa := &syscall.SockaddrInet4{Port: to.Port, Addr: [4]byte(to.IP.To4())}
+	p := make([]byte, 1000)
+	for range 64 {
+		if err := syscall.Sendto(fd, p, 0, sa); err == syscall.EAGAIN || err == syscall.ENOBUFS {
+			return true
+		} else if err != nil {
+			return false
+		}
+	}
+	return false
+}
+
+// A Writev larger than any datagram is refused before it is gathered: the
+// loop keeps no buffer the size of what it refused.
+func TestUDPWritevTooLargeKeepsNothing(t *testing.T) {
+	h := &udpWritevBig{errs: make(chan error, 1)}
+	eng, addr := serveAddr(t, "udp://127.0.0.1:0", h, WithNumEventLoop(1))
+	c := udpDial(t, addr)
+	_, err := c.Write([]byte("go"))
+	require.NoError(t, err)
+	assert.ErrorIs(t, <-h.errs, syscall.EMSGSIZE)
+	done := make(chan int, 1)
+	l := eng.e.loops[0]
+	require.NoError(t, Loop{l}.Execute(func() { done <- cap(l.packets.gather) }))
+	assert.LessOrEqual(t, <-done, 64<<10, "bytes the loop keeps to gather a datagram in")
+}
+
+// udpWritevBig answers with a Writev of 8 MiB.
+type udpWritevBig struct {
+	BuiltinEventEngine
+	errs chan error
+}
+
+func (h *udpWritevBig) OnTraffic(c Conn) Action {
+	c.Discard(-1)
+	big := make([]byte, 4<<20)
+	_, err := c.Writev([][]byte{big, big})
+	h.errs <- err
 	return None
 }

@@ -157,7 +157,8 @@ func (rg *ringDriver) ringPacketsReady(fd int, gen uint32, e uring.CQE) {
 	}
 }
 
-// nameAddrPort reads a sender's address as the kernel laid it out.
+// nameAddrPort reads a sender's address, with its zone, as the kernel
+// laid it out.
 func nameAddrPort(name []byte) netip.AddrPort {
 	if len(name) < unix.SizeofSockaddrInet4 {
 		return netip.AddrPort{}
@@ -168,7 +169,11 @@ func nameAddrPort(name []byte) netip.AddrPort {
 		return netip.AddrPortFrom(netip.AddrFrom4([4]byte(name[4:8])), port)
 	case unix.AF_INET6:
 		if len(name) >= unix.SizeofSockaddrInet6 {
-			return netip.AddrPortFrom(netip.AddrFrom16([16]byte(name[8:24])), port)
+			ip := netip.AddrFrom16([16]byte(name[8:24]))
+			if scope := *(*uint32)(unsafe.Pointer(&name[24])); scope != 0 {
+				ip = ip.WithZone(socket.ZoneName(scope))
+			}
+			return netip.AddrPortFrom(ip, port)
 		}
 	}
 	return netip.AddrPort{}
@@ -212,6 +217,7 @@ func (rg *ringDriver) sendDatagram(u *udpConn, p []byte, to netip.AddrPort) (int
 			sa.Family = unix.AF_INET6
 			sa.Port = *(*uint16)(unsafe.Pointer(&port))
 			sa.Addr = to.Addr().As16()
+			sa.Scope_id = socket.ZoneIndex(to.Addr().Zone())
 			m.Namelen = unix.SizeofSockaddrInet6
 		} else {
 			sa4 := (*unix.RawSockaddrInet4)(unsafe.Pointer(sa))

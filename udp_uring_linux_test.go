@@ -3,9 +3,13 @@
 package sluice
 
 import (
+	"fmt"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"github.com/sluicenet/sluice/poller"
 )
@@ -36,4 +40,54 @@ func TestRingPolledUDP(t *testing.T) {
 	assert.NoError(t, err)
 	<-h.truncated
 	assert.Equal(t, uint64(1), eng.Stats().DatagramsTruncated)
+}
+
+// A burst that finds the UDP buffer ring empty ends the multishot
+// recvmsg (counted in RingBuffersExhausted), which is armed again: the
+// datagrams wait in the socket's buffer, and every one of them reaches
+// OnTraffic.
+func TestRingUDPBuffersExhausted(t *testing.T) {
+	skipWithoutRing(t)
+	h := &udpGate{entered: make(chan struct{}), open: make(chan struct{})}
+	// Buffers of 256 KiB: the ring has 16 of them.
+	eng, addr := serveAddr(t, "udp://127.0.0.1:0", h, WithPoller(poller.IOUring), WithNumEventLoop(1), WithReadBufferCap(256<<10))
+	c := udpDial(t, addr)
+	_, err := c.Write([]byte("first"))
+	require.NoError(t, err)
+	<-h.entered // the loop waits in OnTraffic: nothing is received meanwhile
+	const burst = 100
+	for range burst {
+		_, err := c.Write([]byte("burst"))
+		require.NoError(t, err)
+	}
+	close(h.open)
+	waitFor(t, 10*time.Second, func() bool { return h.n.Load() == burst+1 }, func() string {
+		return fmt.Sprintf("%d of %d datagrams reached OnTraffic; %d receives found no buffer",
+			h.n.Load(), burst+1, eng.Stats().RingBuffersExhausted)
+	})
+	require.NotZero(t, eng.Stats().RingBuffersExhausted, "the ring never ran out of UDP buffers: nothing was tested")
+	assert.Equal(t, []byte("after"), udpRoundTrip(t, c, []byte("after")), "the socket still receives")
+}
+
+// udpGate counts datagrams, holding the loop in the first OnTraffic until
+// open closes, and echoes those after the burst.
+type udpGate struct {
+	udpCounted
+	once    sync.Once
+	entered chan struct{}
+	open    chan struct{}
+}
+
+func (h *udpGate) OnTraffic(c Conn) Action {
+	h.once.Do(func() {
+		close(h.entered)
+		<-h.open
+	})
+	b, _ := c.Peek(-1)
+	if string(b) == "burst" || string(b) == "first" {
+		h.n.Add(1)
+		c.Discard(-1)
+		return None
+	}
+	return h.udpCounted.OnTraffic(c)
 }

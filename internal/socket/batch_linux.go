@@ -82,15 +82,15 @@ func (b *Batch) At(i int) (p []byte, from netip.AddrPort, truncated bool) {
 	return b.bufs[i][:min(n, len(b.bufs[i]))], inetAddrPort(&b.names[i]), truncated
 }
 
-// inetAddrPort reads the IPv4 or IPv6 address and port sa holds, as the
-// kernel laid it out in room for an IPv6 one.
+// inetAddrPort reads the IPv4 or IPv6 address (with its zone) and port
+// sa holds, as the kernel laid it out in room for an IPv6 one.
 func inetAddrPort(sa *unix.RawSockaddrInet6) netip.AddrPort {
 	switch sa.Family {
 	case unix.AF_INET:
 		sa4 := (*unix.RawSockaddrInet4)(unsafe.Pointer(sa))
 		return netip.AddrPortFrom(netip.AddrFrom4(sa4.Addr), portOf(sa4.Port))
 	case unix.AF_INET6:
-		return netip.AddrPortFrom(netip.AddrFrom16(sa.Addr), portOf(sa.Port))
+		return netip.AddrPortFrom(addrZone(netip.AddrFrom16(sa.Addr), sa.Scope_id), portOf(sa.Port))
 	}
 	return netip.AddrPort{}
 }

@@ -7,6 +7,8 @@ import (
 	"net"
 	"net/netip"
 	"os"
+	"strconv"
+	"sync"
 
 	"golang.org/x/sys/unix"
 )
@@ -107,4 +109,53 @@ func DialPacket(remote, local netip.AddrPort, device string, o Options) (int, er
 // UDPAddr converts a socket address into a *net.UDPAddr.
 func UDPAddr(sa unix.Sockaddr) *net.UDPAddr {
 	return net.UDPAddrFromAddrPort(AddrPort(sa))
+}
+
+// zones caches the interfaces IPv6 zones name: uint32 index to name, and
+// name to index. A link-local address names no one without its zone, so
+// a datagram's sender keeps it and a send to it sets the scope; looking
+// an interface up costs a netlink dump, so each is looked up once, and
+// only for a scoped address, never on the way of any other.
+var zones sync.Map
+
+// ZoneName returns the zone of an IPv6 address whose scope is the
+// interface index: the interface's name, or the index in decimal where
+// the interface is not found.
+func ZoneName(index uint32) string {
+	if z, ok := zones.Load(index); ok {
+		return z.(string)
+	}
+	name := strconv.FormatUint(uint64(index), 10)
+	if ifc, err := net.InterfaceByIndex(int(index)); err == nil {
+		name = ifc.Name
+	}
+	zones.Store(index, name)
+	return name
+}
+
+// ZoneIndex returns the interface index an IPv6 zone names (an interface
+// name, or an index in decimal), or 0 when it names none.
+func ZoneIndex(zone string) uint32 {
+	if zone == "" {
+		return 0
+	}
+	if i, ok := zones.Load(zone); ok {
+		return i.(uint32)
+	}
+	var index uint32
+	if n, err := strconv.ParseUint(zone, 10, 32); err == nil {
+		index = uint32(n)
+	} else if ifc, err := net.InterfaceByName(zone); err == nil {
+		index = uint32(ifc.Index)
+	}
+	zones.Store(zone, index)
+	return index
+}
+
+// addrZone is ip with the zone scope names, when it names one.
+func addrZone(ip netip.Addr, scope uint32) netip.Addr {
+	if scope == 0 {
+		return ip
+	}
+	return ip.WithZone(ZoneName(scope))
 }

@@ -34,6 +34,9 @@ func SendTo(fd int, p []byte, to netip.AddrPort, v6 bool) (int, error) {
 	)
 	ip := to.Addr()
 	if !v6 {
+		if !ip.Unmap().Is4() {
+			return 0, unix.EAFNOSUPPORT
+		}
 		sa4.Family = unix.AF_INET
 		putPort(&sa4.Port, int(to.Port()))
 		sa4.Addr = ip.Unmap().As4()
@@ -42,6 +45,7 @@ func SendTo(fd int, p []byte, to netip.AddrPort, v6 bool) (int, error) {
 		sa6.Family = unix.AF_INET6
 		putPort(&sa6.Port, int(to.Port()))
 		sa6.Addr = ip.As16()
+		sa6.Scope_id = ZoneIndex(ip.Zone())
 		ptr, size = unsafe.Pointer(&sa6), unsafe.Sizeof(sa6)
 	}
 	for {

@@ -27,8 +27,9 @@ const packetBacklog = 256
 const maxDatagram = 1 << 16
 
 // ListenPacket opens a UDP socket bound to addr. network is udp, udp4 or
-// udp6. It returns its descriptor, the address it is bound to, and false:
-// the standard library maps IPv4 addresses itself.
+// udp6. It returns its descriptor, the address it is bound to, and
+// whether it is an IPv6 socket (which the standard library lets reach
+// IPv4 peers, mapping them itself).
 func ListenPacket(network, addr string, o Options) (int, *net.UDPAddr, bool, error) {
 	switch network {
 	case "udp", "udp4", "udp6":
@@ -47,7 +48,8 @@ func ListenPacket(network, addr string, o Options) (int, *net.UDPAddr, bool, err
 		pc.Close()
 		return -1, nil, false, err
 	}
-	return addPacket(pc), pc.LocalAddr().(*net.UDPAddr), false, nil
+	bound := pc.LocalAddr().(*net.UDPAddr)
+	return addPacket(pc), bound, bound.IP.To4() == nil, nil
 }
 
 // DialPacket opens a UDP socket connected to remote, bound first to local
@@ -141,15 +143,7 @@ func SendTo(fd int, p []byte, to netip.AddrPort, v6 bool) (int, error) {
 	if h == nil || h.pc == nil {
 		return 0, syscall.EBADF
 	}
-	var (
-		n   int
-		err error
-	)
-	if to.IsValid() {
-		n, err = h.pc.WriteToUDPAddrPort(p, to)
-	} else {
-		n, err = h.pc.Write(p)
-	}
+	n, err := sendNow(h.pc, p, to)
 	if err != nil {
 		if errors.Is(err, net.ErrClosed) {
 			return 0, syscall.EBADF
@@ -163,4 +157,15 @@ func SendTo(fd int, p []byte, to netip.AddrPort, v6 bool) (int, error) {
 func (h *handle) closePacket() {
 	h.grams = nil
 	poke(h.more)
+}
+
+// packetConn returns the UDP socket fd names, or nil if it names none.
+func packetConn(fd int) *net.UDPConn {
+	h := lookup(fd)
+	if h == nil {
+		return nil
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.pc
 }

@@ -616,11 +616,17 @@ func SetLingerZero(fd int) error { return SetLinger(fd, 0) }
 
 // SetRecvBuffer sets the socket's receive buffer size.
 func SetRecvBuffer(fd, n int) error {
+	if pc := packetConn(fd); pc != nil {
+		return pc.SetReadBuffer(n)
+	}
 	return tcp(fd, func(tc *net.TCPConn) error { return tc.SetReadBuffer(n) })
 }
 
 // SetSendBuffer sets the socket's send buffer size.
 func SetSendBuffer(fd, n int) error {
+	if pc := packetConn(fd); pc != nil {
+		return pc.SetWriteBuffer(n)
+	}
 	return tcp(fd, func(tc *net.TCPConn) error { return tc.SetWriteBuffer(n) })
 }
 
