@@ -20,7 +20,10 @@
 // serves clients that connect directly; "required" closes them. A header
 // must arrive within sluice.DefaultProxyHeaderTimeout.
 //
-// It stops gracefully on SIGINT or SIGTERM, sending what it has queued.
+// It stops gracefully on SIGINT or SIGTERM, sending what it has queued,
+// for at most 5 s, and says how the stop went before it exits: "echo:
+// stopped", or why not, with exit status 1 when connections had to be
+// reset.
 package main
 
 import (
@@ -47,7 +50,6 @@ type echo struct {
 
 func (s *echo) OnBoot(eng sluice.Engine) sluice.Action {
 	fmt.Printf("echo: listening on %s\n", eng.Addrs()[0])
-	go stopOnSignal(eng)
 	if s.stats {
 		runtime.ReadMemStats(&s.start)
 	}
@@ -82,15 +84,25 @@ func (s *echo) OnShutdown(sluice.Engine) {
 	}
 }
 
-func stopOnSignal(eng sluice.Engine) {
+// stopTimeout bounds a graceful stop: connections still sending what they
+// have queued after it are reset.
+const stopTimeout = 5 * time.Second
+
+// serveUntilSignal serves until SIGINT or SIGTERM, or until the engine
+// stops by itself, then stops it gracefully and returns how that went.
+func serveUntilSignal(eng sluice.Engine) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	<-ctx.Done()
+	select {
+	case <-ctx.Done():
+	case <-eng.Done():
+	}
 	stop()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), stopTimeout)
 	defer cancel()
 	if err := eng.Stop(ctx); err != nil {
-		log.Printf("echo: stop: %v", err)
+		return fmt.Errorf("connections still open after %v were reset: %w", stopTimeout, err)
 	}
+	return nil
 }
 
 func main() {
@@ -106,7 +118,7 @@ func main() {
 	flag.Parse()
 
 	h := &echo{stats: *stats}
-	err := sluice.Run(h, *addr,
+	eng, err := sluice.Start(h, *addr,
 		sluice.WithNumEventLoop(*loops),
 		sluice.WithReusePort(*reusePort),
 		sluice.WithIdleTimeout(*idle),
@@ -115,4 +127,8 @@ func main() {
 	if err != nil {
 		log.Fatalf("echo: %v", err)
 	}
+	if err := serveUntilSignal(eng); err != nil {
+		log.Fatalf("echo: stop: %v", err)
+	}
+	fmt.Println("echo: stopped")
 }

@@ -27,7 +27,12 @@
 //
 // The server stops gracefully on SIGINT or SIGTERM: requests already
 // running still answer, and what is queued is sent before the connections
-// close.
+// close, each step for at most 5 s. It says how the stop went before it
+// exits: "offload: stopped", or what it cut short, with exit status 1.
+//
+// With -poller, the event loops run on epoll (the default), io_uring
+// ("uring"; the server refuses to start where the kernel lacks it), or
+// "auto": io_uring where it can serve, else epoll, logging which.
 package main
 
 import (
@@ -41,6 +46,8 @@ import (
 	"runtime"
 	"syscall"
 	"time"
+
+	"github.com/sluicenet/sluice/poller"
 )
 
 func main() {
@@ -54,6 +61,7 @@ func main() {
 	flag.IntVar(&srv.workers, "workers", 0, "most requests worked on at once (0: the pool's default)")
 	flag.DurationVar(&srv.delay, "delay", 10*time.Millisecond, "time each request waits on the simulated backend")
 	flag.IntVar(&srv.maxFrame, "max-frame", 1<<20, "largest request frame in bytes, its length included")
+	flag.TextVar(&srv.poller, "poller", poller.Epoll, "how the event loops wait: epoll, uring or auto")
 	flag.BoolVar(&client, "client", false, "run the client instead of the server")
 	flag.IntVar(&cli.requests, "n", 1000, "client: requests to send")
 	flag.IntVar(&cli.conns, "c", 50, "client: connections, each with one request in flight")
@@ -84,5 +92,9 @@ func run(ctx context.Context, client bool, srv serverConfig, cli clientConfig) e
 	if err != nil {
 		return err
 	}
-	return s.run(ctx)
+	if err := s.run(ctx); err != nil {
+		return err
+	}
+	fmt.Println("offload: stopped")
+	return nil
 }

@@ -4,12 +4,13 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
-	"log"
+	"fmt"
 	"net"
 	"time"
 
 	"github.com/sluicenet/sluice"
 	"github.com/sluicenet/sluice/codec"
+	"github.com/sluicenet/sluice/poller"
 	"github.com/sluicenet/sluice/pool"
 )
 
@@ -39,6 +40,7 @@ type serverConfig struct {
 	workers   int // 0: the pool's default
 	delay     time.Duration
 	maxFrame  int
+	poller    poller.Kind         // the zero Kind is epoll
 	listening func(addr net.Addr) // called once the server listens
 }
 
@@ -50,6 +52,7 @@ type server struct {
 	workers  *pool.Pool
 	stop     <-chan struct{} // closed to stop the server
 	done     chan struct{}   // closed once the engine has shut down
+	stopped  chan error      // how the stop went; nil once it has gone well
 }
 
 // newServer returns a server, its pool started, for run to serve.
@@ -67,19 +70,30 @@ func newServer(cfg serverConfig) (*server, error) {
 		requests: codec.LengthField{Strip: 4, MaxFrameSize: cfg.maxFrame},
 		workers:  workers,
 		done:     make(chan struct{}),
+		stopped:  make(chan error, 1),
 	}, nil
 }
 
-// run serves until ctx ends and the server has stopped gracefully.
+// run serves until ctx ends and the server has stopped gracefully, and
+// returns how the stop went.
 func (s *server) run(ctx context.Context) error {
 	defer s.workers.Release()
 	s.stop = ctx.Done()
-	return sluice.Run(s, s.cfg.addr, sluice.WithNumEventLoop(s.cfg.loops))
+	err := sluice.Run(s, s.cfg.addr, sluice.WithNumEventLoop(s.cfg.loops), sluice.WithPoller(s.cfg.poller))
+	if err != nil {
+		return err
+	}
+	// The engine has stopped, and stopWhenDone, which stopped it, knows
+	// how that went.
+	if err := <-s.stopped; err != nil {
+		return fmt.Errorf("stop: %w", err)
+	}
+	return nil
 }
 
 func (s *server) OnBoot(eng sluice.Engine) sluice.Action {
 	s.cfg.listening(eng.Addrs()[0])
-	go s.stopWhenDone(eng)
+	go func() { s.stopped <- s.stopWhenDone(eng) }()
 	return sluice.None
 }
 
@@ -87,21 +101,25 @@ func (s *server) OnShutdown(sluice.Engine) { close(s.done) }
 
 // stopWhenDone stops the server once s.stop is closed: the pool first, so
 // that requests already running still answer, then the engine, which sends
-// what is queued and closes the connections.
-func (s *server) stopWhenDone(eng sluice.Engine) {
+// what is queued and closes the connections. It returns what went wrong:
+// requests still running, or connections reset, when stopTimeout ran out.
+// An engine that stopped by itself is not its to report.
+func (s *server) stopWhenDone(eng sluice.Engine) error {
 	select {
 	case <-s.stop:
 	case <-s.done:
-		return
+		return nil
 	}
+	var errs []error
 	if err := s.workers.ReleaseTimeout(stopTimeout); err != nil {
-		log.Printf("offload: waiting for running requests: %v", err)
+		errs = append(errs, fmt.Errorf("requests still running after %v: %w", stopTimeout, err))
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), stopTimeout)
 	defer cancel()
 	if err := eng.Stop(ctx); err != nil {
-		log.Printf("offload: stop: %v", err)
+		errs = append(errs, fmt.Errorf("connections still open after %v were reset: %w", stopTimeout, err))
 	}
+	return errors.Join(errs...)
 }
 
 func (s *server) OnTraffic(c sluice.Conn) sluice.Action {

@@ -54,7 +54,9 @@
 // left gracefully: each connection sends what the proxy holds for it, then
 // its end of stream; what a backend sends after that is dropped. Pairs
 // still open after a further -grace (a client that does not read what it
-// is sent) are reset. A second signal ends the proxy at once.
+// is sent) are reset. A second signal ends the proxy at once. It says how
+// the stop went before it exits: "proxy: stopped", or that it reset
+// connections, with exit status 1.
 package main
 
 import (
@@ -119,4 +121,8 @@ func main() {
 	if err := px.run(ctx); err != nil {
 		log.Fatalf("proxy: %v", err)
 	}
+	if px.stopErr != nil {
+		log.Fatalf("proxy: stop: %v", px.stopErr)
+	}
+	fmt.Println("proxy: stopped")
 }

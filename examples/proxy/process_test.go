@@ -159,14 +159,12 @@ func TestCommand(t *testing.T) {
 	rest, err := io.ReadAll(c)
 	require.NoError(t, err, "the stop reset the client")
 	assert.Empty(t, rest)
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	select {
-	case err := <-exited:
-		require.NoError(t, err)
-	case <-time.After(deadline):
-		t.Fatal("the proxy did not exit on SIGTERM")
+	var last string
+	for l := range lines {
+		last = l
 	}
+	require.NoError(t, cmd.Wait())
+	assert.Equal(t, "proxy: stopped", last, "the stop says how it went, last")
 	_, err = os.Stat(sock)
 	assert.ErrorIs(t, err, os.ErrNotExist, "the unix socket was left behind")
 }

@@ -50,7 +50,9 @@
 // to read, and -read-timeout one whose command takes longer than that to
 // arrive; Redis has neither, so -read-timeout is off by default.
 //
-// It stops gracefully on SIGINT or SIGTERM.
+// It stops gracefully on SIGINT or SIGTERM, sending the replies it has
+// queued, for at most 5 s, and says how the stop went before it exits:
+// "redis: stopped", or why not, with exit status 1.
 package main
 
 import (
@@ -84,23 +86,38 @@ func main() {
 	flag.Parse()
 
 	s := newServer(cfg)
+	stopped := make(chan error, 1)
 	go func() {
 		<-s.booted
 		fmt.Printf("redis: listening on %s\n", s.eng.Addrs()[0])
-		stopOnSignal(s.eng)
+		stopped <- stopOnSignal(s.eng)
 	}()
 	if err := s.run(); err != nil {
 		log.Fatalf("redis: %v", err)
 	}
+	if err := <-stopped; err != nil {
+		log.Fatalf("redis: stop: %v", err)
+	}
+	fmt.Println("redis: stopped")
 }
 
-func stopOnSignal(eng sluice.Engine) {
+// stopTimeout bounds a graceful stop: clients still sending what they
+// have queued after it are reset.
+const stopTimeout = 5 * time.Second
+
+// stopOnSignal waits for SIGINT or SIGTERM, or for the engine to stop by
+// itself, then stops it gracefully and returns how that went.
+func stopOnSignal(eng sluice.Engine) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	<-ctx.Done()
+	select {
+	case <-ctx.Done():
+	case <-eng.Done():
+	}
 	stop()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), stopTimeout)
 	defer cancel()
 	if err := eng.Stop(ctx); err != nil {
-		log.Printf("redis: stop: %v", err)
+		return fmt.Errorf("clients still connected after %v were reset: %w", stopTimeout, err)
 	}
+	return nil
 }
