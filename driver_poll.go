@@ -200,5 +200,13 @@ func (d *pollDriver) awaitSent(c *conn) bool { return false }
 
 func (d *pollDriver) closeSocket(c *conn) { socket.Close(c.fd) }
 
-// stopAccepts does nothing: closing a listener takes it off the poller.
-func (d *pollDriver) stopAccepts() {}
+// stopAccepts takes the listeners off the poller before they close: epoll
+// watches a socket until every copy of its descriptor is closed, and a
+// listener handed over by another process, or whose copy went to one
+// (DupListeners), has copies there. Left on, it would wake the loop for
+// every connection the others have yet to accept.
+func (d *pollDriver) stopAccepts() {
+	for _, ln := range d.l.listeners {
+		d.p.Remove(ln.fd)
+	}
+}

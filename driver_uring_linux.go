@@ -503,7 +503,8 @@ func (rg *ringDriver) armWake() {
 // later turn or, once the loop has stopped, when the kernel tears the ring
 // down in the background; until then the port stayed bound, and a server
 // restarted at once failed to listen. Shut down, the listener leaves the
-// port at once.
+// port at once. A listener another process may serve too (shared) is not
+// shut down, which would stop it there as well.
 func (rg *ringDriver) stopAccepts() {
 	l := rg.l
 	if rg == nil {
@@ -514,7 +515,9 @@ func (rg *ringDriver) stopAccepts() {
 	}
 	rg.accepts = rg.accepts[:0]
 	for _, ln := range l.listeners {
-		unix.Shutdown(ln.fd, unix.SHUT_RDWR)
+		if !l.eng.shared(ln) {
+			unix.Shutdown(ln.fd, unix.SHUT_RDWR)
+		}
 	}
 }
 

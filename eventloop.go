@@ -128,9 +128,11 @@ func (l *eventloop) stop() {
 	// before still runs, against closed connections, and dials fail.
 	l.draining = true
 	l.runTasks(l.tasks.close())
+	l.eng.lnMu.Lock()
 	for _, ln := range l.listeners {
 		ln.close()
 	}
+	l.eng.lnMu.Unlock()
 	l.drv.close()
 }
 
@@ -1133,6 +1135,8 @@ func (l *eventloop) drain() {
 
 // closeListeners stops the loop's accepts and closes its listeners.
 func (l *eventloop) closeListeners() {
+	l.eng.lnMu.Lock() // DupListeners copies them meanwhile, or sees them gone
+	defer l.eng.lnMu.Unlock()
 	l.drv.stopAccepts()
 	for _, ln := range l.listeners {
 		ln.close()
