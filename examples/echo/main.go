@@ -23,20 +23,24 @@
 // It stops gracefully on SIGINT or SIGTERM, sending what it has queued,
 // for at most 5 s, and says how the stop went before it exits: "echo:
 // stopped", or why not, with exit status 1 when connections had to be
-// reset.
+// reset. Before that it says how many connections it accepted, and when
+// the first and the last came.
+//
+// Started with listening sockets (systemd's socket activation, or an
+// upgrade) it serves each of them; without -addr, only them. With
+// -upgrade-on SIGHUP, that signal starts a new process of the same
+// executable and arguments, which takes the listeners over: once it
+// serves, this one stops accepting and lets its connections finish, for
+// at most -drain, then stops as above. -pid-file names a file that holds
+// the ID of the process serving. See package upgrade.
 package main
 
 import (
-	"context"
 	"errors"
 	"flag"
 	"fmt"
 	"log"
-	"os"
-	"os/signal"
 	"runtime"
-	"syscall"
-	"time"
 
 	"github.com/sluicenet/sluice"
 	"github.com/sluicenet/sluice/poller"
@@ -44,12 +48,15 @@ import (
 
 type echo struct {
 	sluice.BuiltinEventEngine
-	stats bool
-	start runtime.MemStats
+	stats   bool
+	start   runtime.MemStats
+	accepts accepts
 }
 
 func (s *echo) OnBoot(eng sluice.Engine) sluice.Action {
-	fmt.Printf("echo: listening on %s\n", eng.Addrs()[0])
+	for _, a := range eng.Addrs() {
+		fmt.Printf("echo: listening on %s\n", a)
+	}
 	if s.stats {
 		runtime.ReadMemStats(&s.start)
 	}
@@ -57,6 +64,7 @@ func (s *echo) OnBoot(eng sluice.Engine) sluice.Action {
 }
 
 func (s *echo) OnOpen(c sluice.Conn) ([]byte, sluice.Action) {
+	s.accepts.opened()
 	if _, ok := c.ProxyHeader(); ok {
 		log.Printf("echo: %s connected through a proxy", c.RemoteAddr())
 	}
@@ -84,27 +92,6 @@ func (s *echo) OnShutdown(sluice.Engine) {
 	}
 }
 
-// stopTimeout bounds a graceful stop: connections still sending what they
-// have queued after it are reset.
-const stopTimeout = 5 * time.Second
-
-// serveUntilSignal serves until SIGINT or SIGTERM, or until the engine
-// stops by itself, then stops it gracefully and returns how that went.
-func serveUntilSignal(eng sluice.Engine) error {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	select {
-	case <-ctx.Done():
-	case <-eng.Done():
-	}
-	stop()
-	ctx, cancel := context.WithTimeout(context.Background(), stopTimeout)
-	defer cancel()
-	if err := eng.Stop(ctx); err != nil {
-		return fmt.Errorf("connections still open after %v were reset: %w", stopTimeout, err)
-	}
-	return nil
-}
-
 func main() {
 	addr := flag.String("addr", "tcp://127.0.0.1:9000", "address to listen on: tcp://host:port or unix:///path")
 	loops := flag.Int("loops", runtime.NumCPU(), "number of event loops")
@@ -118,17 +105,10 @@ func main() {
 	flag.Parse()
 
 	h := &echo{stats: *stats}
-	eng, err := sluice.Start(h, *addr,
+	serve(h, *addr,
 		sluice.WithNumEventLoop(*loops),
 		sluice.WithReusePort(*reusePort),
 		sluice.WithIdleTimeout(*idle),
 		sluice.WithProxyProtocol(proxy, 0),
 		sluice.WithPoller(kind))
-	if err != nil {
-		log.Fatalf("echo: %v", err)
-	}
-	if err := serveUntilSignal(eng); err != nil {
-		log.Fatalf("echo: stop: %v", err)
-	}
-	fmt.Println("echo: stopped")
 }

@@ -18,14 +18,14 @@ import (
 
 func TestMain(m *testing.M) { cmdtest.Main(m) }
 
-var listening = regexp.MustCompile(`^echo: listening on (.+)$`)
+var listeningLine = regexp.MustCompile(`^echo: listening on (.+)$`)
 
 // startEcho runs the command with args and returns it and the address it
 // listens on.
 func startEcho(t *testing.T, env []string, args ...string) (*cmdtest.Cmd, string) {
 	t.Helper()
 	cmd := cmdtest.Start(t, cmdtest.Build(t, "."), "echo", env, args...)
-	return cmd, cmd.Expect(t, listening)[1]
+	return cmd, cmd.Expect(t, listeningLine)[1]
 }
 
 // echoOnce sends p on c and reads it back.

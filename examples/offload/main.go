@@ -30,6 +30,9 @@
 // close, each step for at most 5 s. It says how the stop went before it
 // exits: "offload: stopped", or what it cut short, with exit status 1.
 //
+// Started by systemd's socket activation (or systemd-socket-activate), the
+// server serves every socket it was handed, and without -addr only them.
+//
 // With -poller, the event loops run on epoll (the default), io_uring
 // ("uring"; the server refuses to start where the kernel lacks it), or
 // "auto": io_uring where it can serve, else epoll, logging which.
@@ -47,6 +50,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/sluicenet/sluice"
 	"github.com/sluicenet/sluice/poller"
 )
 
@@ -68,6 +72,11 @@ func main() {
 	flag.IntVar(&cli.size, "size", 64, "client: payload bytes per request")
 	flag.Parse()
 	cli.addr = srv.addr
+	if !client {
+		if err := activated(&srv); err != nil {
+			log.Fatalf("offload: %v", err)
+		}
+	}
 	srv.listening = func(addr net.Addr) { fmt.Printf("offload: listening on %s\n", addr) }
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -96,5 +105,21 @@ func run(ctx context.Context, client bool, srv serverConfig, cli clientConfig) e
 		return err
 	}
 	fmt.Println("offload: stopped")
+	return nil
+}
+
+// activated gives the server the listening sockets the process was handed
+// by socket activation, if any: without -addr, it serves only those.
+func activated(srv *serverConfig) error {
+	files, err := sluice.ListenFDs()
+	if err != nil || len(files) == 0 {
+		return err
+	}
+	srv.files = files
+	addrSet := false
+	flag.Visit(func(f *flag.Flag) { addrSet = addrSet || f.Name == "addr" })
+	if !addrSet {
+		srv.addr = ""
+	}
 	return nil
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"os"
 	"time"
 
 	"github.com/sluicenet/sluice"
@@ -41,7 +42,8 @@ type serverConfig struct {
 	delay     time.Duration
 	maxFrame  int
 	poller    poller.Kind         // the zero Kind is epoll
-	listening func(addr net.Addr) // called once the server listens
+	files     []*os.File          // listening sockets handed to the process (sluice.ListenFDs)
+	listening func(addr net.Addr) // called once the server listens, for each address
 }
 
 // server is the event handler.
@@ -79,7 +81,8 @@ func newServer(cfg serverConfig) (*server, error) {
 func (s *server) run(ctx context.Context) error {
 	defer s.workers.Release()
 	s.stop = ctx.Done()
-	err := sluice.Run(s, s.cfg.addr, sluice.WithNumEventLoop(s.cfg.loops), sluice.WithPoller(s.cfg.poller))
+	err := sluice.Run(s, s.cfg.addr, sluice.WithNumEventLoop(s.cfg.loops), sluice.WithPoller(s.cfg.poller),
+		sluice.WithListenerFiles(s.cfg.files))
 	if err != nil {
 		return err
 	}
@@ -92,7 +95,9 @@ func (s *server) run(ctx context.Context) error {
 }
 
 func (s *server) OnBoot(eng sluice.Engine) sluice.Action {
-	s.cfg.listening(eng.Addrs()[0])
+	for _, a := range eng.Addrs() {
+		s.cfg.listening(a)
+	}
 	go func() { s.stopped <- s.stopWhenDone(eng) }()
 	return sluice.None
 }

@@ -57,18 +57,23 @@
 // is sent) are reset. A second signal ends the proxy at once. It says how
 // the stop went before it exits: "proxy: stopped", or that it reset
 // connections, with exit status 1.
+//
+// Started with listening sockets (systemd's socket activation, or an
+// upgrade) it serves each of them; without -addr, only them. With
+// -upgrade-on SIGHUP, that signal starts a new process of the same
+// executable and arguments, which takes the listeners over: once it
+// serves, this one stops as on SIGTERM, its pairs finishing on it.
+// -pid-file names a file that holds the ID of the process serving. See
+// package upgrade.
 package main
 
 import (
-	"context"
 	"flag"
 	"fmt"
 	"log"
 	"net"
 	"os"
-	"os/signal"
 	"runtime"
-	"syscall"
 
 	"github.com/sluicenet/sluice"
 	"github.com/sluicenet/sluice/poller"
@@ -95,9 +100,6 @@ func main() {
 	flag.DurationVar(&cfg.grace, "grace", defaultGrace, "how long a graceful stop then waits for pairs to close before resetting them")
 	flag.DurationVar(&cfg.statsInterval, "stats-interval", 0, "print statistics this often, the lines that changed (0: never)")
 	flag.Parse()
-	if len(addrs) == 0 {
-		addrs = listFlag{"127.0.0.1:7000"}
-	}
 	cfg.addrs, cfg.backends = addrs, backends
 	cfg.out = os.Stdout
 	cfg.logf = log.Printf
@@ -106,23 +108,5 @@ func main() {
 			fmt.Printf("proxy: listening on %s://%s\n", a.Network(), a)
 		}
 	}
-
-	px, err := newProxy(cfg)
-	if err != nil {
-		log.Fatalf("proxy: %v", err)
-	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	go func() {
-		// Once the first signal has begun the stop, the next one gets
-		// the default action, which ends the process at once.
-		<-ctx.Done()
-		stop()
-	}()
-	if err := px.run(ctx); err != nil {
-		log.Fatalf("proxy: %v", err)
-	}
-	if px.stopErr != nil {
-		log.Fatalf("proxy: stop: %v", px.stopErr)
-	}
-	fmt.Println("proxy: stopped")
+	serveProxy(cfg)
 }

@@ -104,10 +104,15 @@ func (px *proxy) run(ctx context.Context) error {
 		sluice.WithWriteBufferCap(cfg.buffer),
 		sluice.WithIdleTimeout(cfg.idleTimeout),
 	}
-	for _, addr := range cfg.addrs[1:] {
-		opts = append(opts, sluice.WithListener(addr))
+	first := ""
+	if len(cfg.addrs) > 0 {
+		first = cfg.addrs[0]
+		for _, addr := range cfg.addrs[1:] {
+			opts = append(opts, sluice.WithListener(addr))
+		}
 	}
-	err := sluice.Run(px, cfg.addrs[0], opts...)
+	opts = append(opts, sluice.WithListenerFiles(cfg.files))
+	err := sluice.Run(px, first, opts...)
 	// The stop's own report comes after the engine has shut down.
 	px.aside.Wait()
 	return err

@@ -53,18 +53,20 @@
 // It stops gracefully on SIGINT or SIGTERM, sending the replies it has
 // queued, for at most 5 s, and says how the stop went before it exits:
 // "redis: stopped", or why not, with exit status 1.
+//
+// Started with listening sockets (systemd's socket activation, or an
+// upgrade) it serves each of them; without -addr, only them. With
+// -upgrade-on SIGHUP, that signal starts a new process of the same
+// executable and arguments, which takes the listeners over: once it
+// serves, this one stops accepting and lets its clients finish, for at
+// most -drain, then stops as above. The keyspace is the process's own: a
+// new process starts empty. -pid-file names a file that holds the ID of
+// the process serving. See package upgrade.
 package main
 
 import (
-	"context"
 	"flag"
-	"fmt"
-	"log"
-	"os"
-	"os/signal"
 	"runtime"
-	"syscall"
-	"time"
 
 	"github.com/sluicenet/sluice"
 	"github.com/sluicenet/sluice/codec"
@@ -85,39 +87,5 @@ func main() {
 	flag.TextVar(&cfg.poller, "poller", poller.Epoll, "how the event loops wait: epoll, uring or auto")
 	flag.Parse()
 
-	s := newServer(cfg)
-	stopped := make(chan error, 1)
-	go func() {
-		<-s.booted
-		fmt.Printf("redis: listening on %s\n", s.eng.Addrs()[0])
-		stopped <- stopOnSignal(s.eng)
-	}()
-	if err := s.run(); err != nil {
-		log.Fatalf("redis: %v", err)
-	}
-	if err := <-stopped; err != nil {
-		log.Fatalf("redis: stop: %v", err)
-	}
-	fmt.Println("redis: stopped")
-}
-
-// stopTimeout bounds a graceful stop: clients still sending what they
-// have queued after it are reset.
-const stopTimeout = 5 * time.Second
-
-// stopOnSignal waits for SIGINT or SIGTERM, or for the engine to stop by
-// itself, then stops it gracefully and returns how that went.
-func stopOnSignal(eng sluice.Engine) error {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	select {
-	case <-ctx.Done():
-	case <-eng.Done():
-	}
-	stop()
-	ctx, cancel := context.WithTimeout(context.Background(), stopTimeout)
-	defer cancel()
-	if err := eng.Stop(ctx); err != nil {
-		return fmt.Errorf("clients still connected after %v were reset: %w", stopTimeout, err)
-	}
-	return nil
+	serve(cfg)
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"net"
+	"os"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -25,6 +26,8 @@ type config struct {
 	readTimeout  time.Duration // zero means none
 	writeTimeout time.Duration // zero means sluice.DefaultWriteTimeout; below zero, none
 	output       outputLimit   // the zero limit means the engine's defaults
+
+	files []*os.File // listening sockets handed to the process (package upgrade)
 }
 
 // requestLimit returns the largest command accepted, in bytes.
@@ -56,6 +59,7 @@ func (c *config) options() []sluice.Option {
 		sluice.WithWriteTimeout(c.writeLimit()),
 		sluice.WithMaxOutbound(c.output.hardBytes()),
 		sluice.WithOutboundSoftLimit(c.output.soft, c.output.softFor),
+		sluice.WithListenerFiles(c.files),
 	}
 }
 
