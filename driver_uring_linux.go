@@ -155,6 +155,9 @@ type ringDriver struct {
 	now       bool   // Conn.Flush is sending: write at once
 	failed    bool   // a turn failed: descriptors are closed directly
 	turns     uint64 // turns begun
+
+	// Listeners closed while their accepts may still bring connections.
+	retired []retired
 }
 
 // connectAddr is where a dial keeps the address its connect on the ring
@@ -517,6 +520,8 @@ func (rg *ringDriver) stopAccepts() {
 	for _, ln := range l.listeners {
 		if !l.eng.shared(ln) {
 			unix.Shutdown(ln.fd, unix.SHUT_RDWR)
+		} else if !l.draining && ln.ds.armed&armedRead != 0 {
+			rg.retired = append(rg.retired, retired{ln, ln.fd, ln.ds.gen & genMask})
 		}
 	}
 }
@@ -865,7 +870,12 @@ func (rg *ringDriver) ringAccepted(fd int, gen uint32, e uring.CQE) {
 	l := rg.l
 	ln := rg.listener(fd)
 	if !rg.ended(fd, gen, e) {
-		ln = nil
+		if ln = rg.retiredListener(fd, gen, e); ln != nil {
+			if e.Res >= 0 {
+				rg.ringAccept(ln, int(e.Res))
+			}
+			return
+		}
 	}
 	switch {
 	case e.Res >= 0:
@@ -876,6 +886,32 @@ func (rg *ringDriver) ringAccepted(fd int, gen uint32, e uring.CQE) {
 	if ln != nil && !e.More() && l.acceptAt == 0 && !l.draining {
 		rg.modify(fd, 0, poller.Readable)
 	}
+}
+
+// retired is a listener closed by Engine.StopAccepting while its
+// multishot accept was armed: a shared socket's, which other processes
+// serve on. Connections the accept took before its cancellation are still
+// this loop's, and the engine still serves, so they are opened rather
+// than closed, which would drop clients a process handing over its
+// listeners has already accepted.
+type retired struct {
+	ln  *listener
+	fd  int    // its descriptor's number when it was open
+	gen uint32 // its generation then
+}
+
+// retiredListener returns the retired listener a completion of an accept
+// names, if any, forgetting it with the accept's last completion.
+func (rg *ringDriver) retiredListener(fd int, gen uint32, e uring.CQE) *listener {
+	for i, r := range rg.retired {
+		if r.fd == fd && r.gen == gen {
+			if !e.More() {
+				rg.retired = slices.Delete(rg.retired, i, i+1)
+			}
+			return r.ln
+		}
+	}
+	return nil
 }
 
 // ringAccept takes a socket a multishot accept made. The ring does not

@@ -15,6 +15,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -154,6 +156,9 @@ func TestDupListenersHandsOver(t *testing.T) {
 				path := filepath.Join(t.TempDir(), "dup.sock")
 				first, addr := serve(t, namer{name: 'A'}, p, WithNumEventLoop(2), WithReusePort(reuse),
 					WithListener("unix://"+path))
+				// A client of the first, open across the hand-over.
+				old, by := greeted(t, addr)
+				require.Equal(t, byte('A'), by)
 				files, err := first.DupListeners()
 				require.NoError(t, err)
 				var names []string
@@ -172,18 +177,37 @@ func TestDupListenersHandsOver(t *testing.T) {
 				require.Len(t, second.Addrs(), 2)
 				require.Equal(t, addrName(first.Addrs()[0]), addrName(second.Addrs()[0]))
 
-				// Both accept from the socket until the first stops.
-				var old net.Conn
-				for by := byte(0); by != 'A'; {
-					if old != nil {
-						old.Close()
-					}
-					old, by = greeted(t, addr)
+				// Both accept from the socket until the first stops, and
+				// clients keep coming while it does: each is served by
+				// whichever accepted it, none dropped.
+				stop := make(chan struct{})
+				var clients sync.WaitGroup
+				var served atomic.Int64
+				for range 4 {
+					clients.Go(func() {
+						for {
+							select {
+							case <-stop:
+								return
+							default:
+							}
+							c, _ := greeted(t, addr)
+							if err := echoOnce(c, []byte("meanwhile")); err != nil {
+								t.Errorf("a client while the first stops accepting: %v", err)
+								return
+							}
+							c.Close()
+							served.Add(1)
+						}
+					})
 				}
+				waitFor(t, 10*time.Second, func() bool { return served.Load() > 20 }, func() string { return "no client served" })
 				ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 				defer cancel()
 				// The first's client is still open: StopAccepting gives up waiting for it.
 				require.ErrorIs(t, first.StopAccepting(ctx), context.DeadlineExceeded)
+				close(stop)
+				clients.Wait()
 				_, err = first.DupListeners()
 				assert.ErrorIs(t, err, ErrEngineStopped, "copies of listeners that are closed")
 

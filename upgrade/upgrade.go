@@ -19,10 +19,10 @@
 // (systemd's socket activation, sluice.ListenFDs) finds them through the
 // same Upgrader, and hands them on the same way.
 //
-//	up, err := upgrade.New(upgrade.Config{PIDFile: "/run/echo.pid"})
+//	up, err := upgrade.New(upgrade.Config{PIDFile: "/run/echo.pid", Signal: syscall.SIGHUP})
 //	eng, err := sluice.Start(h, up.Default("tcp://:9000"), sluice.WithListenerFiles(up.Files()))
 //	up.Ready()
-//	switch up.Wait(eng, syscall.SIGHUP) {
+//	switch up.Wait(eng) {
 //	case upgrade.HandedOver:
 //		eng.StopAccepting(drainCtx) // connections finish here
 //	}
@@ -31,7 +31,6 @@
 package upgrade
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -86,6 +85,9 @@ type Config struct {
 	// ReadyTimeout bounds how long Upgrade waits for its successor to say
 	// it is ready; zero or less means DefaultReadyTimeout.
 	ReadyTimeout time.Duration
+	// Signal, when not nil, is the signal on which Wait starts an upgrade,
+	// such as SIGHUP (ParseSignal).
+	Signal os.Signal
 	// Logf, when set, is told of what Wait does: a signal, an upgrade and
 	// how it went.
 	Logf func(format string, args ...any)
@@ -98,6 +100,9 @@ type Upgrader struct {
 	files []*os.File // handed to this process, for the engine
 	ready *os.File   // the predecessor's readiness pipe; nil without one
 
+	stops    chan os.Signal // SIGINT, SIGTERM, caught from New on
+	upgrades chan os.Signal // Config.Signal, caught from New on
+
 	mu       sync.Mutex
 	readyErr error // what Ready said; set once Ready has run
 	readyRan bool
@@ -108,7 +113,9 @@ type Upgrader struct {
 // New returns the process's Upgrader, with the listening sockets handed to
 // it: by its predecessor, through Env, or else by its service manager
 // (sluice.ListenFDs). Both variables are removed from the environment, so
-// that processes this one starts do not take the sockets for theirs.
+// that processes this one starts do not take the sockets for theirs. From
+// now on the process catches SIGINT, SIGTERM and Config.Signal for Wait,
+// so that one that comes before Wait is not lost, nor ends the process.
 func New(cfg Config) (*Upgrader, error) {
 	if cfg.ReadyTimeout <= 0 {
 		cfg.ReadyTimeout = DefaultReadyTimeout
@@ -117,22 +124,33 @@ func New(cfg Config) (*Upgrader, error) {
 		cfg.Logf = func(string, ...any) {}
 	}
 	u := &Upgrader{cfg: cfg, exit: make(chan struct{})}
+	if err := u.inherit(); err != nil {
+		return nil, err
+	}
+	u.stops = make(chan os.Signal, 1)
+	signal.Notify(u.stops, os.Interrupt, syscall.SIGTERM)
+	if cfg.Signal != nil {
+		u.upgrades = make(chan os.Signal, 1)
+		signal.Notify(u.upgrades, cfg.Signal)
+	}
+	return u, nil
+}
+
+// inherit takes the sockets and the readiness pipe handed to the process.
+func (u *Upgrader) inherit() error {
 	names, handed := os.LookupEnv(Env)
 	os.Unsetenv(Env)
 	if !handed {
 		files, err := sluice.ListenFDs()
-		if err != nil {
-			return nil, err
-		}
 		u.files = files
-		return u, nil
+		return err
 	}
 	var list []string
 	if names != "" {
 		for _, n := range strings.Split(names, ",") {
 			name, err := url.QueryUnescape(n)
 			if err != nil {
-				return nil, fmt.Errorf("%w: %q: %v", ErrMalformed, names, err)
+				return fmt.Errorf("%w: %q: %v", ErrMalformed, names, err)
 			}
 			list = append(list, name)
 		}
@@ -144,7 +162,7 @@ func New(cfg Config) (*Upgrader, error) {
 		closeOnExec(fd)
 		u.files = append(u.files, os.NewFile(uintptr(fd), name))
 	}
-	return u, nil
+	return nil
 }
 
 // Files returns the listening sockets handed to the process, each named
@@ -326,30 +344,21 @@ func (r Reason) String() string {
 }
 
 // Wait serves until the process should stop, and says why: SIGINT or
-// SIGTERM came, or the engine stopped by itself, or, each time the signal
-// on comes, Upgrade ran and its successor took over. An upgrade that
-// fails is told to Config.Logf, and the process serves on. A nil on
-// upgrades on no signal. Once Wait has returned, on is ignored: the
-// process is on its way out. A second SIGINT or SIGTERM ends it at once.
-func (u *Upgrader) Wait(eng sluice.Engine, on os.Signal) Reason {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	var upgrades chan os.Signal
-	if on != nil {
-		upgrades = make(chan os.Signal, 1)
-		signal.Notify(upgrades, on)
-		// Not Stop, which would let the next one end the process while
-		// its connections finish.
-		defer signal.Ignore(on)
-	}
+// SIGTERM came, or the engine stopped by itself, or, each time
+// Config.Signal comes, Upgrade ran and its successor took over. An
+// upgrade that fails is told to Config.Logf, and the process serves on.
+// Once Wait has returned, Config.Signal is ignored (the process is on its
+// way out), and a second SIGINT or SIGTERM ends the process at once.
+func (u *Upgrader) Wait(eng sluice.Engine) Reason {
+	defer u.release()
 	for {
 		select {
-		case <-ctx.Done():
+		case <-u.stops:
 			return Stopped
 		case <-eng.Done():
 			return EngineStopped
-		case <-upgrades:
-			u.cfg.Logf("upgrade: %v: starting the successor", on)
+		case <-u.upgrades:
+			u.cfg.Logf("upgrade: %v: starting the successor", u.cfg.Signal)
 			start := time.Now()
 			pid, err := u.Upgrade(eng)
 			if err != nil {
@@ -362,10 +371,21 @@ func (u *Upgrader) Wait(eng sluice.Engine, on os.Signal) Reason {
 	}
 }
 
-// Close lets go of what the Upgrader holds: the PID file, which it
-// removes if it still names this process (a successor has written its
-// own), and the sockets handed to the process that were not served.
+// release lets the signals New caught go: SIGINT and SIGTERM get their
+// default action again, and Config.Signal is ignored.
+func (u *Upgrader) release() {
+	signal.Stop(u.stops)
+	if u.cfg.Signal != nil {
+		signal.Ignore(u.cfg.Signal)
+	}
+}
+
+// Close lets go of what the Upgrader holds: the signals, as Wait does when
+// it returns, the PID file, which it removes if it still names this
+// process (a successor has written its own), and the sockets handed to
+// the process that were not served.
 func (u *Upgrader) Close() error {
+	u.release()
 	closeAll(u.files)
 	if u.cfg.PIDFile == "" {
 		return nil

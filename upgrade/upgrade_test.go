@@ -100,7 +100,7 @@ func successor(t *testing.T, listen []string) {
 	if err := u.Ready(); err != nil {
 		fail(err)
 	}
-	u.Wait(eng, nil)
+	u.Wait(eng)
 	ctx, cancel := context.WithTimeout(context.Background(), deadline)
 	defer cancel()
 	if err := eng.Stop(ctx); err != nil {
@@ -225,6 +225,7 @@ func TestReadyNotifies(t *testing.T) {
 	t.Setenv("NOTIFY_SOCKET", path)
 	u, err := New(Config{})
 	require.NoError(t, err)
+	defer u.Close()
 	require.NoError(t, u.Ready())
 	ln.SetReadDeadline(time.Now().Add(deadline))
 	b := make([]byte, 256)

@@ -33,7 +33,7 @@ func serve(h *echo, addr string, opts ...sluice.Option) {
 	if err != nil {
 		log.Fatalf("echo: %v", err)
 	}
-	up, err := upgrade.New(upgrade.Config{PIDFile: *pidFile, Logf: log.Printf})
+	up, err := upgrade.New(upgrade.Config{PIDFile: *pidFile, Signal: on, Logf: log.Printf})
 	if err != nil {
 		log.Fatalf("echo: %v", err)
 	}
@@ -55,7 +55,7 @@ func serve(h *echo, addr string, opts ...sluice.Option) {
 	if err := up.Ready(); err != nil {
 		log.Printf("echo: telling that it serves: %v", err)
 	}
-	if up.Wait(eng, on) == upgrade.HandedOver {
+	if up.Wait(eng) == upgrade.HandedOver {
 		ctx, cancel := context.WithTimeout(context.Background(), *drain)
 		err := eng.StopAccepting(ctx)
 		cancel()

@@ -28,7 +28,7 @@ func serveProxy(cfg config) {
 	if err != nil {
 		log.Fatalf("proxy: %v", err)
 	}
-	up, err := upgrade.New(upgrade.Config{PIDFile: *pidFile, Logf: log.Printf})
+	up, err := upgrade.New(upgrade.Config{PIDFile: *pidFile, Signal: on, Logf: log.Printf})
 	if err != nil {
 		log.Fatalf("proxy: %v", err)
 	}
@@ -57,7 +57,7 @@ func serveProxy(cfg config) {
 		if err := up.Ready(); err != nil {
 			log.Printf("proxy: telling that it serves: %v", err)
 		}
-		up.Wait(px.eng, on)
+		up.Wait(px.eng)
 	}()
 	if err := px.run(ctx); err != nil {
 		log.Fatalf("proxy: %v", err)

@@ -31,7 +31,7 @@ func serve(cfg config) {
 	if err != nil {
 		log.Fatalf("redis: %v", err)
 	}
-	up, err := upgrade.New(upgrade.Config{PIDFile: *pidFile, Logf: log.Printf})
+	up, err := upgrade.New(upgrade.Config{PIDFile: *pidFile, Signal: on, Logf: log.Printf})
 	if err != nil {
 		log.Fatalf("redis: %v", err)
 	}
@@ -50,7 +50,7 @@ func serve(cfg config) {
 		if err := up.Ready(); err != nil {
 			log.Printf("redis: telling that it serves: %v", err)
 		}
-		stopped <- stop(s.eng, up.Wait(s.eng, on))
+		stopped <- stop(s.eng, up.Wait(s.eng))
 	}()
 	if err := s.run(); err != nil {
 		log.Fatalf("redis: %v", err)

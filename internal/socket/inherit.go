@@ -113,3 +113,7 @@ func DupListener(fd int, name string) (*os.File, error) {
 // CloseOnExec keeps fd, which the process inherited, from the processes
 // it starts.
 func CloseOnExec(fd int) { unix.CloseOnExec(fd) }
+
+// StopAccepting does nothing: a kernel socket holds the connections it
+// has yet to hand over, and the next Accept takes them.
+func StopAccepting(fd int) {}

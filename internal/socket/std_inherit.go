@@ -32,10 +32,7 @@ func ListenOn(ln net.Listener) (int, net.Addr, error) {
 	if ul, ok := ln.(*net.UnixListener); ok {
 		ul.SetUnlinkOnClose(false)
 	}
-	h := &handle{ln: ln, room: make(chan struct{}, 1)}
-	fd := add(h)
-	go h.accept()
-	return fd, ln.Addr(), nil
+	return listenOn(ln), ln.Addr(), nil
 }
 
 // DupListener returns a copy of the listener fd's socket as a file named

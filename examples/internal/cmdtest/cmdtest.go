@@ -158,7 +158,7 @@ func (c *Cmd) Expect(t testing.TB, re *regexp.Regexp) []string {
 
 // Exit waits for the command to exit and its output to end, for at most
 // Deadline, and returns the lines it printed that no Expect took and how
-// it ended.
+// it ended (nil if the test waited for it already).
 func (c *Cmd) Exit(t testing.TB) ([]string, error) {
 	t.Helper()
 	var rest []string
@@ -169,6 +169,9 @@ func (c *Cmd) Exit(t testing.TB) ([]string, error) {
 			if ok {
 				rest = append(rest, l)
 				continue
+			}
+			if c.ProcessState != nil { // waited for already
+				return rest, nil
 			}
 			return rest, c.Wait()
 		case <-timeout:
