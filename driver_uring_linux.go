@@ -483,6 +483,12 @@ const maxKeptSends = 1024
 // a failed turn nothing is submitted: the descriptors the entries name
 // were closed directly, and their numbers may be another's by now.
 func (rg *ringDriver) close() {
+	for _, r := range rg.retired {
+		if r.dup >= 0 {
+			unix.Close(r.dup)
+		}
+	}
+	rg.retired = nil
 	if rg.r != nil {
 		if !rg.failed {
 			rg.r.Submit()
@@ -521,7 +527,7 @@ func (rg *ringDriver) stopAccepts() {
 		if !l.eng.shared(ln) {
 			unix.Shutdown(ln.fd, unix.SHUT_RDWR)
 		} else if !l.draining && ln.ds.armed&armedRead != 0 {
-			rg.retired = append(rg.retired, retired{ln, ln.fd, ln.ds.gen & genMask})
+			rg.retire(ln)
 		}
 	}
 }
@@ -676,6 +682,7 @@ func (rg *ringDriver) ringSend(c *conn, s pendingSend) {
 	const flags = unix.MSG_DONTWAIT | unix.MSG_WAITALL | unix.MSG_NOSIGNAL
 	kind := opSend + opKind(rg.turns&1)
 	rg.r.PrepSend(c.fd, s.p, flags, userData(kind, c.ds.gen, c.fd)).SetFlags(uring.SkipSuccess)
+	l.counts.addN(countBytesOut, len(s.p)) // and off again for what a short send gives back
 	l.sent(c)
 }
 
@@ -761,16 +768,18 @@ func (rg *ringDriver) sendFailed(fd int, gen uint32, odd int, e uring.CQE) {
 		return // not c's: its send was settled as whole, which a failure never is
 	}
 	n := 0
+	s := &list[c.ds.send]
 	switch err := e.Err(); err {
 	case nil:
 		n = int(e.Res)
 	case unix.EAGAIN, unix.EINTR:
 	default:
+		l.counts.sub(countBytesOut, len(s.p))
 		l.closeConn(c, os.NewSyscallError("write", err))
 		return
 	}
-	s := &list[c.ds.send]
 	rest := s.p[n:]
+	l.counts.sub(countBytesOut, len(rest)) // counted again when it goes
 	out, head := s.buf, 0
 	if out != nil {
 		// The send took c's buffer, whose tail the rest is: it is c's
@@ -870,9 +879,12 @@ func (rg *ringDriver) ringAccepted(fd int, gen uint32, e uring.CQE) {
 	l := rg.l
 	ln := rg.listener(fd)
 	if !rg.ended(fd, gen, e) {
-		if ln = rg.retiredListener(fd, gen, e); ln != nil {
+		if i := rg.retiredAt(fd, gen); i >= 0 {
 			if e.Res >= 0 {
-				rg.ringAccept(ln, int(e.Res))
+				rg.ringAccept(rg.retired[i].ln, int(e.Res))
+			}
+			if !e.More() {
+				rg.unretire(i)
 			}
 			return
 		}
@@ -893,25 +905,61 @@ func (rg *ringDriver) ringAccepted(fd int, gen uint32, e uring.CQE) {
 // serve on. Connections the accept took before its cancellation are still
 // this loop's, and the engine still serves, so they are opened rather
 // than closed, which would drop clients a process handing over its
-// listeners has already accepted.
+// listeners has already accepted. And the accept may have taken the
+// socket's wake-up for a connection it then never accepted: the kernel
+// wakes one waiting accept, not every process's, so the others would not
+// hear of it until the next one came. A copy of the socket is kept until
+// the accept's last completion, when the loop takes what is queued.
 type retired struct {
 	ln  *listener
 	fd  int    // its descriptor's number when it was open
 	gen uint32 // its generation then
+	dup int    // a copy of its descriptor, closed with the accept's last completion
 }
 
-// retiredListener returns the retired listener a completion of an accept
-// names, if any, forgetting it with the accept's last completion.
-func (rg *ringDriver) retiredListener(fd int, gen uint32, e uring.CQE) *listener {
+// retire keeps ln, a shared listener about to close with its accept
+// cancelled, until the accept's last completion.
+func (rg *ringDriver) retire(ln *listener) {
+	dup, err := unix.FcntlInt(uintptr(ln.fd), unix.F_DUPFD_CLOEXEC, 0)
+	if err != nil {
+		dup = -1 // the connections the accept brings are still served
+	}
+	rg.retired = append(rg.retired, retired{ln, ln.fd, ln.ds.gen & genMask, dup})
+}
+
+// retiredAt returns the index of the retired listener an accept's
+// completion names, or -1.
+func (rg *ringDriver) retiredAt(fd int, gen uint32) int {
 	for i, r := range rg.retired {
 		if r.fd == fd && r.gen == gen {
-			if !e.More() {
-				rg.retired = slices.Delete(rg.retired, i, i+1)
-			}
-			return r.ln
+			return i
 		}
 	}
-	return nil
+	return -1
+}
+
+// unretire forgets the i-th retired listener, whose accept has ended:
+// while the engine still serves it takes the connections queued on the
+// socket (bounded, as the development backend's are), then closes its
+// copy.
+func (rg *ringDriver) unretire(i int) {
+	l := rg.l
+	r := rg.retired[i]
+	rg.retired = slices.Delete(rg.retired, i, i+1)
+	if r.dup < 0 {
+		return
+	}
+	for range maxAcceptsAtStop {
+		if l.draining {
+			break
+		}
+		fd, remote, err := socket.Accept(r.dup)
+		if err != nil {
+			break
+		}
+		l.accepted(r.ln, fd, remote)
+	}
+	unix.Close(r.dup)
 }
 
 // ringAccept takes a socket a multishot accept made. The ring does not

@@ -204,6 +204,7 @@ func (l *eventloop) acceptFailed(ln *listener, err error) {
 	switch err {
 	case syscall.EAGAIN, syscall.ECONNABORTED, syscall.EINTR, syscall.ECANCELED:
 	case syscall.EMFILE, syscall.ENFILE, syscall.ENOBUFS, syscall.ENOMEM:
+		l.counts.add(countRejectedNoDescriptors)
 		l.pauseAccepts(err)
 	default:
 		l.eng.opts.logger.Warn("sluice: accept failed", "addr", ln.addr, "err", err)
@@ -373,6 +374,7 @@ func (l *eventloop) start(c *conn) {
 // are held for when it reads again, as the kernel would have kept them; a
 // connection closing takes no more input, and one lingering drops it.
 func (l *eventloop) arrived(c *conn, p []byte) {
+	l.counts.addN(countBytesIn, len(p))
 	switch {
 	case c.state == stateHeader:
 		l.headerReceived(c, p)
@@ -482,6 +484,7 @@ func (l *eventloop) endWaits(c *conn) bool {
 // else when it is (shutWrite).
 func (l *eventloop) endOfInput(c *conn) {
 	if c.state != stateOpen || c.flags&flagHalfClose == 0 {
+		c.flags |= flagByPeer
 		l.closeGraceful(c)
 		return
 	}
@@ -717,6 +720,7 @@ func (l *eventloop) write(c *conn, p []byte) int {
 		return -1
 	}
 	if n > 0 {
+		l.counts.addN(countBytesOut, n)
 		l.sent(c)
 	}
 	return n
@@ -776,7 +780,11 @@ func (l *eventloop) watch(c *conn) {
 	if l.passed(c, n, o.writeBufCap, flagOverHigh, &want) {
 		l.queueDrained(c)
 	}
+	paused := c.flags & flagOutPaused
 	l.passed(c, n, o.pauseMark, flagOutPaused, &want)
+	if paused == 0 && c.flags&flagOutPaused != 0 {
+		l.counts.add(countBackpressurePauses)
+	}
 	switch {
 	case c.flags&flagEndWaits == 0 || n > 0:
 	case l.drv.sending(c):
@@ -1065,6 +1073,7 @@ func (l *eventloop) release(c *conn) {
 
 // notifyClose tells the handler c has closed, and why, then releases c.
 func (l *eventloop) notifyClose(c *conn, err error) {
+	l.countClose(c, err)
 	a := l.onClose(c, err)
 	l.release(c)
 	if a == Shutdown {
@@ -1128,6 +1137,9 @@ func (l *eventloop) drain() {
 	l.closeListeners()
 	for _, c := range l.conns {
 		if c != nil {
+			if c.state == stateOpen {
+				c.flags |= flagByStop
+			}
 			l.closeGraceful(c)
 		}
 	}

@@ -125,6 +125,11 @@ func TestListenerHandedOver(t *testing.T) {
 		tc := dialTLS(t, want[2], clientTLS(t, 0))
 		require.NoError(t, echoOnce(tc, []byte("over TLS")))
 		assert.Equal(t, want[2], opens.get(h.next(t)).listener)
+		// The client ends first and reads to the end, session tickets
+		// and all, so that the server sees its end rather than a reset.
+		require.NoError(t, tc.CloseWrite())
+		_, err = io.Copy(io.Discard, tc)
+		require.NoError(t, err)
 		tc.Close()
 
 		out.Stats = closedStats(t, eng)
