@@ -33,6 +33,10 @@
 // serves, this one stops accepting and lets its connections finish, for
 // at most -drain, then stops as above. -pid-file names a file that holds
 // the ID of the process serving. See package upgrade.
+//
+// With -debug-addr, it serves the standard library's expvar page,
+// /debug/vars, with the engine's counters under "sluice"; after an
+// upgrade the new process serves it once the old one has let it go.
 package main
 
 import (

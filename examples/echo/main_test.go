@@ -3,8 +3,10 @@
 package main
 
 import (
+	"encoding/json"
 	"io"
 	"net"
+	"net/http"
 	"regexp"
 	"syscall"
 	"testing"
@@ -13,6 +15,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/sluicenet/sluice"
 	"github.com/sluicenet/sluice/examples/internal/cmdtest"
 )
 
@@ -58,4 +61,32 @@ func TestStopIsReported(t *testing.T) {
 	require.NoError(t, err, "%q", lines)
 	require.NotEmpty(t, lines)
 	assert.Equal(t, "echo: stopped", lines[len(lines)-1])
+}
+
+// With -debug-addr the command serves /debug/vars, the engine's counters
+// under "sluice".
+func TestDebugVars(t *testing.T) {
+	cmd, addr := startEcho(t, nil, "-addr", "tcp://127.0.0.1:0", "-loops", "1", "-debug-addr", "127.0.0.1:0")
+	url := cmd.Expect(t, regexp.MustCompile(`echo: debug on (http://\S+/debug/vars)$`))[1]
+	c, err := net.Dial("tcp", addr)
+	require.NoError(t, err)
+	echoOnce(t, c, "hello")
+	c.Close()
+	var vars struct {
+		Sluice  sluice.Stats
+		Cmdline []string
+	}
+	require.Eventually(t, func() bool {
+		resp, err := http.Get(url)
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		require.NoError(t, json.NewDecoder(resp.Body).Decode(&vars))
+		return vars.Sluice.ClosedByPeer == 1
+	}, cmdtest.Deadline, time.Millisecond, "the client's close in %+v", &vars)
+	assert.EqualValues(t, 1, vars.Sluice.Accepted)
+	assert.EqualValues(t, 5, vars.Sluice.BytesIn)
+	assert.Contains(t, vars.Cmdline, "-debug-addr")
+	require.NoError(t, cmd.Process.Signal(syscall.SIGTERM))
+	_, err = cmd.Exit(t)
+	require.NoError(t, err)
 }

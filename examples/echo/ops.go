@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/sluicenet/sluice"
+	"github.com/sluicenet/sluice/examples/internal/debug"
 	"github.com/sluicenet/sluice/upgrade"
 )
 
@@ -18,6 +19,7 @@ var (
 	upgradeOn = flag.String("upgrade-on", "none", "signal that hands the listeners to a new process: SIGHUP, SIGUSR1, SIGUSR2 or none")
 	pidFile   = flag.String("pid-file", "", "file to hold the ID of the process serving")
 	drain     = flag.Duration("drain", 30*time.Second, "after an upgrade, how long connections may take to finish on the old process")
+	debugAddr = flag.String("debug-addr", "", "serve /debug/vars (expvar, the engine's counters under \"sluice\") on host:port")
 )
 
 // stopTimeout bounds a graceful stop: connections still sending what they
@@ -55,7 +57,10 @@ func serve(h *echo, addr string, opts ...sluice.Option) {
 	if err := up.Ready(); err != nil {
 		log.Printf("echo: telling that it serves: %v", err)
 	}
-	if up.Wait(eng) == upgrade.HandedOver {
+	stopDebug := debug.Serve("echo", *debugAddr, eng.Stats)
+	why := up.Wait(eng)
+	stopDebug() // a successor takes the address up
+	if why == upgrade.HandedOver {
 		ctx, cancel := context.WithTimeout(context.Background(), *drain)
 		err := eng.StopAccepting(ctx)
 		cancel()

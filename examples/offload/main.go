@@ -33,6 +33,9 @@
 // Started by systemd's socket activation (or systemd-socket-activate), the
 // server serves every socket it was handed, and without -addr only them.
 //
+// With -debug-addr, it serves the standard library's expvar page,
+// /debug/vars, with the engine's counters under "sluice".
+//
 // With -poller, the event loops run on epoll (the default), io_uring
 // ("uring"; the server refuses to start where the kernel lacks it), or
 // "auto": io_uring where it can serve, else epoll, logging which.
@@ -66,6 +69,7 @@ func main() {
 	flag.DurationVar(&srv.delay, "delay", 10*time.Millisecond, "time each request waits on the simulated backend")
 	flag.IntVar(&srv.maxFrame, "max-frame", 1<<20, "largest request frame in bytes, its length included")
 	flag.TextVar(&srv.poller, "poller", poller.Epoll, "how the event loops wait: epoll, uring or auto")
+	flag.StringVar(&srv.debugAddr, "debug-addr", "", "serve /debug/vars (expvar, the engine's counters under \"sluice\") on host:port")
 	flag.BoolVar(&client, "client", false, "run the client instead of the server")
 	flag.IntVar(&cli.requests, "n", 1000, "client: requests to send")
 	flag.IntVar(&cli.conns, "c", 50, "client: connections, each with one request in flight")

@@ -11,6 +11,7 @@ import (
 
 	"github.com/sluicenet/sluice"
 	"github.com/sluicenet/sluice/codec"
+	"github.com/sluicenet/sluice/examples/internal/debug"
 	"github.com/sluicenet/sluice/poller"
 	"github.com/sluicenet/sluice/pool"
 )
@@ -43,6 +44,7 @@ type serverConfig struct {
 	maxFrame  int
 	poller    poller.Kind         // the zero Kind is epoll
 	files     []*os.File          // listening sockets handed to the process (sluice.ListenFDs)
+	debugAddr string              // where to serve /debug/vars; empty: nowhere
 	listening func(addr net.Addr) // called once the server listens, for each address
 }
 
@@ -55,6 +57,7 @@ type server struct {
 	stop     <-chan struct{} // closed to stop the server
 	done     chan struct{}   // closed once the engine has shut down
 	stopped  chan error      // how the stop went; nil once it has gone well
+	debug    func()          // stops serving /debug/vars
 }
 
 // newServer returns a server, its pool started, for run to serve.
@@ -98,11 +101,15 @@ func (s *server) OnBoot(eng sluice.Engine) sluice.Action {
 	for _, a := range eng.Addrs() {
 		s.cfg.listening(a)
 	}
+	s.debug = debug.Serve("offload", s.cfg.debugAddr, eng.Stats)
 	go func() { s.stopped <- s.stopWhenDone(eng) }()
 	return sluice.None
 }
 
-func (s *server) OnShutdown(sluice.Engine) { close(s.done) }
+func (s *server) OnShutdown(sluice.Engine) {
+	s.debug()
+	close(s.done)
+}
 
 // stopWhenDone stops the server once s.stop is closed: the pool first, so
 // that requests already running still answer, then the engine, which sends

@@ -65,6 +65,10 @@
 // serves, this one stops as on SIGTERM, its pairs finishing on it.
 // -pid-file names a file that holds the ID of the process serving. See
 // package upgrade.
+//
+// With -debug-addr, it serves the standard library's expvar page,
+// /debug/vars, with the engine's counters under "sluice"; after an
+// upgrade the new process serves it once the old one has let it go.
 package main
 
 import (

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log"
 
+	"github.com/sluicenet/sluice/examples/internal/debug"
 	"github.com/sluicenet/sluice/upgrade"
 )
 
@@ -13,6 +14,7 @@ import (
 var (
 	upgradeOn = flag.String("upgrade-on", "none", "signal that hands the listeners to a new process: SIGHUP, SIGUSR1, SIGUSR2 or none")
 	pidFile   = flag.String("pid-file", "", "file to hold the ID of the process serving")
+	debugAddr = flag.String("debug-addr", "", "serve /debug/vars (expvar, the engine's counters under \"sluice\") on host:port")
 )
 
 // defaultAddr is where the proxy listens without -addr, unless it was
@@ -57,7 +59,9 @@ func serveProxy(cfg config) {
 		if err := up.Ready(); err != nil {
 			log.Printf("proxy: telling that it serves: %v", err)
 		}
+		stopDebug := debug.Serve("proxy", *debugAddr, px.eng.Stats)
 		up.Wait(px.eng)
+		stopDebug() // a successor takes the address up
 	}()
 	if err := px.run(ctx); err != nil {
 		log.Fatalf("proxy: %v", err)

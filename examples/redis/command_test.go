@@ -88,9 +88,17 @@ func (cl *respClient) pid(t *testing.T) int {
 // until it leaves, and then the old one stops.
 func TestCommandUpgrade(t *testing.T) {
 	pidFile := filepath.Join(t.TempDir(), "redis.pid")
+	// A fixed port for /debug/vars, which the new process takes up once
+	// the old one has let it go.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	debugAddr := ln.Addr().String()
+	ln.Close()
 	cmd := cmdtest.Start(t, cmdtest.Build(t, "."), "redis", nil, "-addr", "tcp://127.0.0.1:0", "-loops", "2",
-		"-upgrade-on", "SIGHUP", "-pid-file", pidFile)
+		"-upgrade-on", "SIGHUP", "-pid-file", pidFile, "-debug-addr", debugAddr)
 	addr := cmd.Expect(t, regexp.MustCompile(`^redis: listening on (.+)$`))[1]
+	debugOn := regexp.MustCompile(`redis: debug on http://` + regexp.QuoteMeta(debugAddr) + `/debug/vars$`)
+	cmd.Expect(t, debugOn)
 	old := dialClient(t, addr)
 	require.Equal(t, cmd.Process.Pid, old.pid(t))
 
@@ -102,6 +110,13 @@ func TestCommandUpgrade(t *testing.T) {
 	assert.Equal(t, cmd.Process.Pid, old.pid(t), "the old client is still served by the old process")
 	old.c.Close()
 	require.NoError(t, cmd.Wait(), "the old process stops once its client has left")
+	var seen []string // the new process serves /debug/vars now, and the old one stopped
+	for l := range cmd.Lines {
+		seen = append(seen, l)
+		if debugOn.MatchString(l) {
+			break
+		}
+	}
 	for range 10 {
 		c := dialClient(t, addr)
 		assert.Equal(t, next, c.pid(t), "a new client reaches the new process")
@@ -111,7 +126,9 @@ func TestCommandUpgrade(t *testing.T) {
 	require.NoError(t, syscall.Kill(next, syscall.SIGTERM))
 	lines, err := cmd.Exit(t)
 	require.NoError(t, err)
-	assert.Equal(t, []string{"redis: stopped", "redis: stopped"}, filter(lines, "redis: stop"))
+	require.NotEmpty(t, seen)
+	assert.Regexp(t, debugOn, seen[len(seen)-1], "the new process serves /debug/vars")
+	assert.Equal(t, []string{"redis: stopped", "redis: stopped"}, filter(append(seen, lines...), "redis: stop"))
 }
 
 // filter returns the lines that begin with prefix.

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/sluicenet/sluice"
+	"github.com/sluicenet/sluice/examples/internal/debug"
 	"github.com/sluicenet/sluice/upgrade"
 )
 
@@ -16,6 +17,7 @@ var (
 	upgradeOn = flag.String("upgrade-on", "none", "signal that hands the listeners to a new process: SIGHUP, SIGUSR1, SIGUSR2 or none")
 	pidFile   = flag.String("pid-file", "", "file to hold the ID of the process serving")
 	drain     = flag.Duration("drain", 30*time.Second, "after an upgrade, how long clients may take to finish on the old process")
+	debugAddr = flag.String("debug-addr", "", "serve /debug/vars (expvar, the engine's counters under \"sluice\") on host:port")
 )
 
 // stopTimeout bounds a graceful stop: clients still sending what they
@@ -50,7 +52,10 @@ func serve(cfg config) {
 		if err := up.Ready(); err != nil {
 			log.Printf("redis: telling that it serves: %v", err)
 		}
-		stopped <- stop(s.eng, up.Wait(s.eng))
+		stopDebug := debug.Serve("redis", *debugAddr, s.eng.Stats)
+		why := up.Wait(s.eng)
+		stopDebug() // a successor takes the address up
+		stopped <- stop(s.eng, why)
 	}()
 	if err := s.run(); err != nil {
 		log.Fatalf("redis: %v", err)
