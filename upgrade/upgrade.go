@@ -78,9 +78,11 @@ var (
 
 // Config is what New takes.
 type Config struct {
-	// PIDFile, when set, is where Ready writes the process's ID, replacing
-	// its predecessor's: a service manager or a script finds the process
-	// to signal there. Close removes it if it still names this process.
+	// PIDFile, when set, is where the process's ID is written: by New in
+	// a process started afresh, which catches the signals from then on,
+	// and by Ready in a successor, replacing its predecessor's only once
+	// it serves. A service manager or a script finds the process to
+	// signal there. Close removes it if it still names this process.
 	PIDFile string
 	// ReadyTimeout bounds how long Upgrade waits for its successor to say
 	// it is ready; zero or less means DefaultReadyTimeout.
@@ -132,6 +134,12 @@ func New(cfg Config) (*Upgrader, error) {
 	if cfg.Signal != nil {
 		u.upgrades = make(chan os.Signal, 1)
 		signal.Notify(u.upgrades, cfg.Signal)
+	}
+	if u.ready == nil && cfg.PIDFile != "" {
+		if err := writePID(cfg.PIDFile); err != nil {
+			u.release()
+			return nil, err
+		}
 	}
 	return u, nil
 }
@@ -188,8 +196,9 @@ func (u *Upgrader) Default(addr string) string {
 	return ""
 }
 
-// Ready says the process serves: it writes the PID file, tells a
-// predecessor that it may stop accepting, and tells systemd (sd_notify,
+// Ready says the process serves: in a successor it writes the PID file
+// and tells its predecessor that it may stop accepting; and it tells
+// systemd (sd_notify,
 // when NOTIFY_SOCKET is set) that the service is ready and that this
 // process is its main one, so that a unit with Type=notify and
 // NotifyAccess=all follows the upgrade. Call it once the engine has
@@ -202,10 +211,10 @@ func (u *Upgrader) Ready() error {
 	}
 	u.readyRan = true
 	var errs []error
-	if u.cfg.PIDFile != "" {
-		errs = append(errs, writePID(u.cfg.PIDFile))
-	}
 	if u.ready != nil {
+		if u.cfg.PIDFile != "" {
+			errs = append(errs, writePID(u.cfg.PIDFile))
+		}
 		_, err := u.ready.Write([]byte("ready\n"))
 		errs = append(errs, err, u.ready.Close())
 	}

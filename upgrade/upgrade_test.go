@@ -139,6 +139,7 @@ func TestUpgrade(t *testing.T) {
 	u, err := New(Config{PIDFile: pidFile, ReadyTimeout: 2 * time.Second})
 	require.NoError(t, err)
 	assert.Empty(t, u.Files(), "a process started afresh is handed nothing")
+	assert.Equal(t, strconv.Itoa(os.Getpid()), readPID(t, pidFile), "a process started afresh writes the PID file at once")
 	eng, err := sluice.Start(namer{name: 'A'}, listen[0], sluice.WithListener(listen[1]))
 	require.NoError(t, err)
 	defer func() {
@@ -259,4 +260,10 @@ func TestMalformed(t *testing.T) {
 	t.Setenv(Env, "tcp%zz")
 	_, err := New(Config{})
 	assert.ErrorIs(t, err, ErrMalformed)
+}
+
+// A PID file that cannot be written fails New.
+func TestPIDFileUnwritable(t *testing.T) {
+	_, err := New(Config{PIDFile: filepath.Join(t.TempDir(), "missing", "pid")})
+	assert.ErrorIs(t, err, os.ErrNotExist)
 }
