@@ -211,3 +211,14 @@ func TestPromtoolChecksMetrics(t *testing.T) {
 	sort.Strings(names)
 	t.Logf("metrics: %s", strings.Join(names, " "))
 }
+
+// The alerts in alerts.yml are valid rules, and fire on the series they
+// watch, as alerts_test.yml has promtool check.
+func TestAlertRules(t *testing.T) {
+	tool := promtool(t)
+	for _, args := range [][]string{{"check", "rules", "alerts.yml"}, {"test", "rules", "alerts_test.yml"}} {
+		out, err := exec.Command(tool, args...).CombinedOutput()
+		require.NoError(t, err, "promtool %s:\n%s", strings.Join(args, " "), out)
+		assert.Contains(t, string(out), "SUCCESS")
+	}
+}
