@@ -175,6 +175,11 @@ func TestDupListenersHandsOver(t *testing.T) {
 					want = []string{"tcp://127.0.0.1:0", "tcp://127.0.0.1:0", "unix://" + path}
 				}
 				require.Equal(t, want, names)
+				// The copies are close-on-exec: a process started without
+				// them in its ExtraFiles does not inherit them.
+				ls, err := exec.Command("ls", "-l", "/proc/self/fd").Output()
+				require.NoError(t, err)
+				assert.NotContains(t, string(ls), "socket:", "a process started meanwhile inherited a copy")
 				// The same configuration, which takes up each address
 				// from the file named by it rather than binding it.
 				second, _ := serve(t, namer{name: 'B'}, p, WithNumEventLoop(2), WithReusePort(reuse),

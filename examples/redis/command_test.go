@@ -107,6 +107,8 @@ func TestCommandUpgrade(t *testing.T) {
 	b, err := os.ReadFile(pidFile)
 	require.NoError(t, err)
 	assert.Equal(t, fmt.Sprint(next), strings.TrimSpace(string(b)))
+	// The old process, on its way out, ignores the signal now.
+	require.NoError(t, cmd.Process.Signal(syscall.SIGHUP))
 	assert.Equal(t, cmd.Process.Pid, old.pid(t), "the old client is still served by the old process")
 	old.c.Close()
 	require.NoError(t, cmd.Wait(), "the old process stops once its client has left")
