@@ -248,6 +248,11 @@ const (
 	// bytes unread and output queued; the end waits for the output to
 	// drain and the bytes to be offered again (eventloop.endWaits).
 	flagEndWaits
+	// flagByPeer and flagByStop: its close began with its peer's end of
+	// stream, or with the engine's stop, rather than with the handler,
+	// for Stats (countClose).
+	flagByPeer
+	flagByStop
 )
 
 // conn is kept small and flat: an idle connection holds no buffer, only

@@ -212,5 +212,32 @@ func (d *pollDriver) sendDatagram(u *udpConn, p []byte, to netip.AddrPort) (int,
 	return socket.SendTo(u.fd, p, to, u.v6)
 }
 
-// stopAccepts does nothing: closing a listener takes it off the poller.
-func (d *pollDriver) stopAccepts() {}
+// stopAccepts takes the listeners off the poller before they close: epoll
+// watches a socket until every copy of its descriptor is closed, and a
+// listener handed over by another process, or whose copy went to one
+// (DupListeners), has copies there. Left on, it would wake the loop for
+// every connection the others have yet to accept. Such a listener's
+// pending connections are taken first while the engine still serves
+// (Engine.StopAccepting): the development backend has accepted them
+// already, and would drop them with the listener.
+func (d *pollDriver) stopAccepts() {
+	l := d.l
+	for _, ln := range l.listeners {
+		d.p.Remove(ln.fd)
+		if l.draining || !l.eng.shared(ln) {
+			continue
+		}
+		socket.StopAccepting(ln.fd)
+		for range maxAcceptsAtStop {
+			fd, remote, err := socket.Accept(ln.fd)
+			if err != nil {
+				break
+			}
+			l.accepted(ln, fd, remote)
+		}
+	}
+}
+
+// maxAcceptsAtStop bounds what stopAccepts takes from one listener, so
+// that a flood of connections cannot hold a loop there.
+const maxAcceptsAtStop = 1024

@@ -160,6 +160,9 @@ type ringDriver struct {
 	turns     uint64 // turns begun
 
 	pk ringPackets // for the loop's UDP sockets (udp_uring_linux.go)
+
+	// Listeners closed while their accepts may still bring connections.
+	retired []retired
 }
 
 // connectAddr is where a dial keeps the address its connect on the ring
@@ -486,6 +489,12 @@ const maxKeptSends = 1024
 // a failed turn nothing is submitted: the descriptors the entries name
 // were closed directly, and their numbers may be another's by now.
 func (rg *ringDriver) close() {
+	for _, r := range rg.retired {
+		if r.dup >= 0 {
+			unix.Close(r.dup)
+		}
+	}
+	rg.retired = nil
 	if rg.r != nil {
 		if !rg.failed {
 			rg.r.Submit()
@@ -509,7 +518,8 @@ func (rg *ringDriver) armWake() {
 // later turn or, once the loop has stopped, when the kernel tears the ring
 // down in the background; until then the port stayed bound, and a server
 // restarted at once failed to listen. Shut down, the listener leaves the
-// port at once.
+// port at once. A listener another process may serve too (shared) is not
+// shut down, which would stop it there as well.
 func (rg *ringDriver) stopAccepts() {
 	l := rg.l
 	if rg == nil {
@@ -520,7 +530,11 @@ func (rg *ringDriver) stopAccepts() {
 	}
 	rg.accepts = rg.accepts[:0]
 	for _, ln := range l.listeners {
-		unix.Shutdown(ln.fd, unix.SHUT_RDWR)
+		if !l.eng.shared(ln) {
+			unix.Shutdown(ln.fd, unix.SHUT_RDWR)
+		} else if !l.draining && ln.ds.armed&armedRead != 0 {
+			rg.retire(ln)
+		}
 	}
 }
 
@@ -674,6 +688,7 @@ func (rg *ringDriver) ringSend(c *conn, s pendingSend) {
 	const flags = unix.MSG_DONTWAIT | unix.MSG_WAITALL | unix.MSG_NOSIGNAL
 	kind := opSend + opKind(rg.turns&1)
 	rg.r.PrepSend(c.fd, s.p, flags, userData(kind, c.ds.gen, c.fd)).SetFlags(uring.SkipSuccess)
+	l.counts.addN(countBytesOut, len(s.p)) // and off again for what a short send gives back
 	l.sent(c)
 }
 
@@ -759,16 +774,18 @@ func (rg *ringDriver) sendFailed(fd int, gen uint32, odd int, e uring.CQE) {
 		return // not c's: its send was settled as whole, which a failure never is
 	}
 	n := 0
+	s := &list[c.ds.send]
 	switch err := e.Err(); err {
 	case nil:
 		n = int(e.Res)
 	case unix.EAGAIN, unix.EINTR:
 	default:
+		l.counts.sub(countBytesOut, len(s.p))
 		l.socketFailed(c, os.NewSyscallError("write", err))
 		return
 	}
-	s := &list[c.ds.send]
 	rest := s.p[n:]
+	l.counts.sub(countBytesOut, len(rest)) // counted again when it goes
 	out, head := s.buf, 0
 	if out != nil {
 		// The send took c's buffer, whose tail the rest is: it is c's
@@ -872,7 +889,15 @@ func (rg *ringDriver) ringAccepted(fd int, gen uint32, e uring.CQE) {
 	l := rg.l
 	ln := rg.listener(fd)
 	if !rg.ended(fd, gen, e) {
-		ln = nil
+		if i := rg.retiredAt(fd, gen); i >= 0 {
+			if e.Res >= 0 {
+				rg.ringAccept(rg.retired[i].ln, int(e.Res))
+			}
+			if !e.More() {
+				rg.unretire(i)
+			}
+			return
+		}
 	}
 	switch {
 	case e.Res >= 0:
@@ -883,6 +908,68 @@ func (rg *ringDriver) ringAccepted(fd int, gen uint32, e uring.CQE) {
 	if ln != nil && !e.More() && l.acceptAt == 0 && !l.draining {
 		rg.modify(fd, 0, poller.Readable)
 	}
+}
+
+// retired is a listener closed by Engine.StopAccepting while its
+// multishot accept was armed: a shared socket's, which other processes
+// serve on. Connections the accept took before its cancellation are still
+// this loop's, and the engine still serves, so they are opened rather
+// than closed, which would drop clients a process handing over its
+// listeners has already accepted. And the accept may have taken the
+// socket's wake-up for a connection it then never accepted: the kernel
+// wakes one waiting accept, not every process's, so the others would not
+// hear of it until the next one came. A copy of the socket is kept until
+// the accept's last completion, when the loop takes what is queued.
+type retired struct {
+	ln  *listener
+	fd  int    // its descriptor's number when it was open
+	gen uint32 // its generation then
+	dup int    // a copy of its descriptor, closed with the accept's last completion
+}
+
+// retire keeps ln, a shared listener about to close with its accept
+// cancelled, until the accept's last completion.
+func (rg *ringDriver) retire(ln *listener) {
+	dup, err := unix.FcntlInt(uintptr(ln.fd), unix.F_DUPFD_CLOEXEC, 0)
+	if err != nil {
+		dup = -1 // the connections the accept brings are still served
+	}
+	rg.retired = append(rg.retired, retired{ln, ln.fd, ln.ds.gen & genMask, dup})
+}
+
+// retiredAt returns the index of the retired listener an accept's
+// completion names, or -1.
+func (rg *ringDriver) retiredAt(fd int, gen uint32) int {
+	for i, r := range rg.retired {
+		if r.fd == fd && r.gen == gen {
+			return i
+		}
+	}
+	return -1
+}
+
+// unretire forgets the i-th retired listener, whose accept has ended:
+// while the engine still serves it takes the connections queued on the
+// socket (bounded, as the development backend's are), then closes its
+// copy.
+func (rg *ringDriver) unretire(i int) {
+	l := rg.l
+	r := rg.retired[i]
+	rg.retired = slices.Delete(rg.retired, i, i+1)
+	if r.dup < 0 {
+		return
+	}
+	for range maxAcceptsAtStop {
+		if l.draining {
+			break
+		}
+		fd, remote, err := socket.Accept(r.dup)
+		if err != nil {
+			break
+		}
+		l.accepted(r.ln, fd, remote)
+	}
+	unix.Close(r.dup)
 }
 
 // ringAccept takes a socket a multishot accept made. The ring does not

@@ -183,6 +183,9 @@ type engine struct {
 	outPool    bytebufferpool.Pool
 	mem        memory       // inbound bytes held, large buffers let go (memory.go, budget.go)
 	handshakes atomic.Int64 // TLS handshakes under way (tls.go)
+	lnMu       sync.Mutex   // held while listeners close or are copied (DupListeners)
+	duped      atomic.Bool  // a copy of the listeners was handed out: they are shared
+	unlink     []string     // the unix sockets' files this engine made, removed once it stops
 	stopOnce   sync.Once
 	stopping   context.Context // ends as the engine begins to stop: names being resolved for dials give up
 	stopped    context.CancelFunc
@@ -274,6 +277,11 @@ func newEngine(handler EventHandler, addr string, opts []Option) (*engine, error
 		o.inBudget = defaultInboundBudget()
 	}
 	specs := o.listen(addr)
+	defer func() {
+		for i := range specs {
+			specs[i].release()
+		}
+	}()
 	if err := o.choosePoller(); err != nil {
 		e.stopped()
 		return nil, err
@@ -326,8 +334,14 @@ func (e *engine) start(specs []listenSpec) error {
 		}
 		e.loops = append(e.loops, l)
 	}
-	for i, s := range specs {
-		if err := e.listen(s, e.loops[i%len(e.loops)]); err != nil {
+	for i := range specs {
+		var err error
+		if specs[i].inherited() {
+			err = e.inherit(&specs[i], i, i)
+		} else {
+			err = e.listen(specs[i], i, e.loops[i%len(e.loops)])
+		}
+		if err != nil {
 			return err
 		}
 	}
@@ -336,9 +350,9 @@ func (e *engine) start(specs []listenSpec) error {
 	return nil
 }
 
-// listen opens the listener s asks for: one shared by all loops, owned
-// by first, or one SO_REUSEPORT listener per loop.
-func (e *engine) listen(s listenSpec, first *eventloop) error {
+// listen opens the listener s asks for, the order-th: one shared by all
+// loops, owned by first, or one SO_REUSEPORT listener per loop.
+func (e *engine) listen(s listenSpec, order int, first *eventloop) error {
 	network, address, err := parseAddr(s.addr)
 	if err != nil {
 		return err
@@ -346,6 +360,7 @@ func (e *engine) listen(s listenSpec, first *eventloop) error {
 	perLoop := e.opts.reusePort && network != "unix" && socket.ReusePort
 	if network == "unix" {
 		removeStaleSocket(address)
+		e.unlink = append(e.unlink, address)
 	}
 	loops := []*eventloop{first}
 	if perLoop {
@@ -360,6 +375,7 @@ func (e *engine) listen(s listenSpec, first *eventloop) error {
 			return err
 		}
 		ln.perLoop, ln.proxy, ln.tls = perLoop, s.proxy, tlsConfig(s.tls)
+		ln.name, ln.order = s.addr, order
 		// The loop's driver watches it once the loop starts.
 		l.listeners = append(l.listeners, ln)
 		if l == loops[0] {
@@ -411,9 +427,10 @@ func (e *engine) serve(boot func()) {
 	close(booted)
 	wg.Wait()
 	stopHelpers()
-	for _, a := range e.addrs {
-		if u, ok := a.(*net.UnixAddr); ok {
-			os.Remove(u.Name)
+	if !e.duped.Load() {
+		// A process the listeners were handed to serves them still.
+		for _, path := range e.unlink {
+			os.Remove(path)
 		}
 	}
 }
@@ -530,7 +547,10 @@ func removeStaleSocket(path string) {
 type listener struct {
 	fd      int
 	addr    net.Addr
+	name    string // what DupListeners names its copy
+	order   int    // the order it was opened in, for DupListeners; a per-loop set shares one
 	unix    bool
+	shared  bool        // handed over by another process, which may serve it too
 	perLoop bool        // one of a set, one per loop: each keeps what it accepts
 	proxy   ProxyMode   // of the connections it accepts
 	tls     *tls.Config // of the connections it accepts; nil: plain

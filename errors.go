@@ -4,6 +4,8 @@ import (
 	"errors"
 	"net"
 	"os"
+
+	"github.com/sluicenet/sluice/internal/socket"
 )
 
 var (
@@ -28,6 +30,15 @@ var (
 	// (WithListener's included) and by Dial for one it cannot parse;
 	// OnDialFailed receives it for a DialLocalAddr that does not fit.
 	ErrInvalidAddr = errors.New("sluice: invalid address")
+
+	// ErrNotListener is returned by Run and Start for a file or listener
+	// handed to WithListenerFile or WithNetListener that is not a
+	// listening TCP or unix stream socket.
+	ErrNotListener = socket.ErrNotListener
+
+	// ErrSocketActivation is returned by ListenFDs for a socket
+	// activation environment it cannot read.
+	ErrSocketActivation = errors.New("sluice: malformed socket activation environment")
 
 	// ErrInvalidProxyMode is returned by ProxyMode.UnmarshalText for a name
 	// that is not "off", "optional" or "required".

@@ -132,9 +132,11 @@ func (l *eventloop) stop() {
 	// before still runs, against closed connections, and dials fail.
 	l.draining = true
 	l.runTasks(l.tasks.close())
+	l.eng.lnMu.Lock()
 	for _, ln := range l.listeners {
 		ln.close()
 	}
+	l.eng.lnMu.Unlock()
 	l.closePackets(true, ErrEngineStopped)
 	l.drv.close()
 }
@@ -207,6 +209,7 @@ func (l *eventloop) acceptFailed(ln *listener, err error) {
 	switch err {
 	case syscall.EAGAIN, syscall.ECONNABORTED, syscall.EINTR, syscall.ECANCELED:
 	case syscall.EMFILE, syscall.ENFILE, syscall.ENOBUFS, syscall.ENOMEM:
+		l.counts.add(countRejectedNoDescriptors)
 		l.pauseAccepts(err)
 	default:
 		l.eng.opts.logger.Warn("sluice: accept failed", "addr", ln.addr, "err", err)
@@ -393,6 +396,7 @@ func (l *eventloop) start(c *conn) {
 // are held for when it reads again, as the kernel would have kept them; a
 // connection closing takes no more input, and one lingering drops it.
 func (l *eventloop) arrived(c *conn, p []byte) {
+	l.counts.addN(countBytesIn, len(p))
 	switch {
 	case c.state == stateHeader:
 		l.headerReceived(c, p)
@@ -513,6 +517,7 @@ func (l *eventloop) endWaits(c *conn) bool {
 // else when it is (shutWrite).
 func (l *eventloop) endOfInput(c *conn) {
 	if c.state != stateOpen || c.flags&flagHalfClose == 0 {
+		c.flags |= flagByPeer
 		l.closeGraceful(c)
 		return
 	}
@@ -748,6 +753,7 @@ func (l *eventloop) write(c *conn, p []byte) int {
 		return -1
 	}
 	if n > 0 {
+		l.counts.addN(countBytesOut, n)
 		l.sent(c)
 	}
 	return n
@@ -807,7 +813,11 @@ func (l *eventloop) watch(c *conn) {
 	if l.passed(c, n, o.writeBufCap, flagOverHigh, &want) {
 		l.queueDrained(c)
 	}
+	paused := c.flags & flagOutPaused
 	l.passed(c, n, o.pauseMark, flagOutPaused, &want)
+	if paused == 0 && c.flags&flagOutPaused != 0 {
+		l.counts.add(countBackpressurePauses)
+	}
 	switch {
 	case c.flags&flagEndWaits == 0 || n > 0:
 	case l.drv.sending(c):
@@ -1106,6 +1116,7 @@ func (l *eventloop) release(c *conn) {
 
 // notifyClose tells the handler c has closed, and why, then releases c.
 func (l *eventloop) notifyClose(c *conn, err error) {
+	l.countClose(c, err)
 	a := l.onClose(c, err)
 	l.release(c)
 	if a == Shutdown {
@@ -1173,6 +1184,9 @@ func (l *eventloop) drain() {
 	l.closePackets(true, nil)
 	for _, c := range l.conns {
 		if c != nil {
+			if c.state == stateOpen {
+				c.flags |= flagByStop
+			}
 			l.closeGraceful(c)
 		}
 	}
@@ -1180,6 +1194,8 @@ func (l *eventloop) drain() {
 
 // closeListeners stops the loop's accepts and closes its listeners.
 func (l *eventloop) closeListeners() {
+	l.eng.lnMu.Lock() // DupListeners copies them meanwhile, or sees them gone
+	defer l.eng.lnMu.Unlock()
 	l.drv.stopAccepts()
 	for _, ln := range l.listeners {
 		ln.close()

@@ -20,7 +20,7 @@ func TestAcceptPausesWhenOutOfDescriptors(t *testing.T) {
 	needsKernelSockets(t, "fills the process's descriptor table under the engine")
 	var logs syncBuffer
 	h := newOpener()
-	_, addr := serve(t, h, WithNumEventLoop(1), WithPoller(poller.Epoll),
+	eng, addr := serve(t, h, WithNumEventLoop(1), WithPoller(poller.Epoll),
 		WithLogger(slog.New(slog.NewTextHandler(&logs, nil))))
 
 	var rl unix.Rlimit
@@ -49,4 +49,5 @@ func TestAcceptPausesWhenOutOfDescriptors(t *testing.T) {
 	h.next(t) // accepted once the pause is over
 	c.Close()
 	assert.Equal(t, 1, strings.Count(logs.String(), "pausing accepts"), "one warning per pause, not per attempt")
+	assert.EqualValues(t, 1, eng.Stats().RejectedNoDescriptors, "the failed accept is counted")
 }

@@ -4,6 +4,8 @@ import (
 	"crypto/tls"
 	"fmt"
 	"log/slog"
+	"net"
+	"os"
 	"runtime"
 	"time"
 
@@ -112,7 +114,8 @@ type options struct {
 	tls              *tls.Config // Run's address's (WithTLS)
 	tlsTimeout       time.Duration
 	tlsMaxHandshakes int
-	listeners        []listenSpec // WithListener's, after Run's own
+	listeners        []listenSpec  // WithListener's, after Run's own
+	handed           []handedFiles // WithListenerFiles'
 
 	halfClose    bool
 	backpressure bool
@@ -633,6 +636,7 @@ func (o *options) listen(addr string) []listenSpec {
 		specs = append(specs, listenSpec{addr: addr, proxy: o.proxy, tls: o.tls})
 	}
 	specs = append(specs, o.listeners...)
+	specs = o.inherit(specs)
 	for i := range specs {
 		if specs[i].proxy < 0 {
 			specs[i].proxy = o.proxy
@@ -651,6 +655,13 @@ type listenSpec struct {
 	addr  string
 	proxy ProxyMode
 	tls   *tls.Config // nil: plain TCP
+
+	// Sockets listening already, which the engine serves instead of
+	// binding addr (handover.go), and the name they go by.
+	handed bool
+	files  []*os.File
+	nl     net.Listener
+	name   string
 }
 
 // ListenTLS serves TLS on the listener with cfg, which must hold the

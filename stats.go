@@ -1,6 +1,9 @@
 package sluice
 
-import "sync/atomic"
+import (
+	"errors"
+	"sync/atomic"
+)
 
 // Stats is a snapshot of an engine's connection counters, from
 // Engine.Stats. Counts are since the engine started.
@@ -9,6 +12,10 @@ type Stats struct {
 	// including any accepted by one loop and not yet opened by another,
 	// any still sending their PROXY header, and dials still connecting.
 	Conns int
+	// LoopConns is how many connections each loop holds open, by
+	// Loop.Index, as CountConnections counts them: a loop's share of
+	// Conns, without those on their way to it.
+	LoopConns []int
 	// Accepted counts connections admitted: within every limit. With
 	// WithProxyProtocol a connection counts once its header is read, since
 	// the per-source limit counts the client the header names.
@@ -23,6 +30,27 @@ type Stats struct {
 	// connections together held more inbound bytes than WithInboundBudget
 	// allows.
 	RejectedOverBudget uint64
+	// RejectedNoDescriptors counts accepts that failed for want of a
+	// descriptor, the process's (EMFILE) or the system's (ENFILE), or of
+	// kernel memory (ENOBUFS, ENOMEM). Each stops the loop's accepts for
+	// 100 ms: clients wait in the kernel's queue meanwhile, which refuses
+	// them once it is full.
+	RejectedNoDescriptors uint64
+	// ClosedByPeer, ClosedByHandler and ClosedByStop count the
+	// connections that closed cleanly (OnClose received nil), by what
+	// began the close: the peer's end of stream, the handler (the Close
+	// action, Conn.Close; in half-close mode, where a connection closes
+	// once both sides have ended, its CloseWrite), or a stop of the
+	// engine, which
+	// also counts the connections a stop whose time ran out reset
+	// (ErrEngineStopped). ClosedByError counts those a failed read or
+	// write closed, a reset by the peer among them, or a TLS record that
+	// did not authenticate. HandlerPanics counts those closed because a
+	// callback for them panicked (ErrHandlerPanic). With Killed, the
+	// deadlines' counts, InboundTooLarge, OutboundOverLimit and
+	// InboundOverBudget they count every connection the handler saw
+	// close, once.
+	ClosedByPeer, ClosedByHandler, ClosedByStop, ClosedByError, HandlerPanics uint64
 	// Killed counts connections reset by Engine.Kill.
 	Killed uint64
 	// IdleTimeouts, ReadTimeouts and WriteTimeouts count connections closed
@@ -43,6 +71,13 @@ type Stats struct {
 	// InboundHeld is how many bytes the connections' inbound buffers hold
 	// now, all together: what WithInboundBudget bounds.
 	InboundHeld int64
+	// BytesIn and BytesOut count the bytes the loops read from
+	// connections' sockets and wrote to them: TLS records as they travel,
+	// PROXY headers and what a lingering close discards included.
+	BytesIn, BytesOut uint64
+	// BackpressurePauses counts the times a connection stopped being read
+	// because its unsent output passed WithBackpressureMark.
+	BackpressurePauses uint64
 	// ProxyTimeouts, ProxyInvalid and ProxyMissing count connections closed
 	// before opening (WithProxyProtocol) because their PROXY header did not
 	// complete in time, was malformed, or was missing where it is required.
@@ -82,6 +117,12 @@ const (
 	countRejectedMaxConns
 	countRejectedPerSource
 	countRejectedOverBudget
+	countRejectedNoDescriptors
+	countClosedByPeer
+	countClosedByHandler
+	countClosedByStop
+	countClosedByError
+	countHandlerPanics
 	countKilled
 	countIdleTimeouts
 	countReadTimeouts
@@ -101,6 +142,9 @@ const (
 	countTLSHandshakeTimeouts
 	countDatagramsTruncated
 	countDatagramsRateLimited
+	countBytesIn
+	countBytesOut
+	countBackpressurePauses
 	numCounters
 )
 
@@ -111,39 +155,79 @@ type counters [numCounters]atomic.Uint64
 
 func (cs *counters) add(c counter) { cs[c].Add(1) }
 
+// addN adds n to c; sub takes n off it.
+func (cs *counters) addN(c counter, n int) { cs[c].Add(uint64(n)) }
+func (cs *counters) sub(c counter, n int)  { cs[c].Add(-uint64(n)) }
+
+// countClose counts c, which the handler saw, as closed, by why: err, as
+// OnClose receives it, and, for a clean close, what began it. The closes
+// other counters count where they happen (Killed, the deadlines, the
+// bounds) are not counted again.
+func (l *eventloop) countClose(c *conn, err error) {
+	var why counter
+	switch {
+	case err == nil && c.flags&flagByPeer != 0:
+		why = countClosedByPeer
+	case err == nil && c.flags&flagByStop != 0, err == ErrEngineStopped:
+		why = countClosedByStop
+	case err == nil:
+		why = countClosedByHandler
+	case err == ErrKilled, err == ErrIdleTimeout, err == ErrReadTimeout, err == ErrWriteTimeout,
+		err == ErrInboundTooLarge, err == ErrOutboundOverLimit, err == ErrInboundOverBudget:
+		return
+	case errors.Is(err, ErrHandlerPanic):
+		why = countHandlerPanics
+	default:
+		why = countClosedByError
+	}
+	l.counts.add(why)
+}
+
 // stats sums the counters of every loop into a Stats.
 func (e *engine) stats() Stats {
 	var sum [numCounters]uint64
-	for _, l := range e.loops {
+	perLoop := make([]int, len(e.loops))
+	for i, l := range e.loops {
 		for i := range sum {
 			sum[i] += l.counts[i].Load()
 		}
+		perLoop[i] = int(l.count.Load())
 	}
 	return Stats{
-		Conns:                e.table.Len(),
-		Accepted:             sum[countAccepted],
-		RejectedMaxConns:     sum[countRejectedMaxConns],
-		RejectedPerSource:    sum[countRejectedPerSource],
-		RejectedOverBudget:   sum[countRejectedOverBudget],
-		Killed:               sum[countKilled],
-		IdleTimeouts:         sum[countIdleTimeouts],
-		ReadTimeouts:         sum[countReadTimeouts],
-		WriteTimeouts:        sum[countWriteTimeouts],
-		InboundTooLarge:      sum[countInboundTooLarge],
-		OutboundRefused:      sum[countOutboundRefused],
-		OutboundOverLimit:    sum[countOutboundOverLimit],
-		InboundOverBudget:    sum[countInboundOverBudget],
-		InboundHeld:          e.mem.held.Load(),
-		ProxyTimeouts:        sum[countProxyTimeouts],
-		ProxyInvalid:         sum[countProxyInvalid],
-		ProxyMissing:         sum[countProxyMissing],
-		RingBuffersExhausted: sum[countRingBuffersExhausted],
-		Dialed:               sum[countDialed],
-		DialFailed:           sum[countDialFailed],
-		Enrolled:             sum[countEnrolled],
-		TLSHandshakeFailures: sum[countTLSHandshakeFailures],
-		TLSHandshakeTimeouts: sum[countTLSHandshakeTimeouts],
-		DatagramsTruncated:   sum[countDatagramsTruncated],
-		DatagramsRateLimited: sum[countDatagramsRateLimited],
+		Conns:                 e.table.Len(),
+		LoopConns:             perLoop,
+		Accepted:              sum[countAccepted],
+		RejectedMaxConns:      sum[countRejectedMaxConns],
+		RejectedPerSource:     sum[countRejectedPerSource],
+		RejectedOverBudget:    sum[countRejectedOverBudget],
+		RejectedNoDescriptors: sum[countRejectedNoDescriptors],
+		ClosedByPeer:          sum[countClosedByPeer],
+		ClosedByHandler:       sum[countClosedByHandler],
+		ClosedByStop:          sum[countClosedByStop],
+		ClosedByError:         sum[countClosedByError],
+		HandlerPanics:         sum[countHandlerPanics],
+		Killed:                sum[countKilled],
+		IdleTimeouts:          sum[countIdleTimeouts],
+		ReadTimeouts:          sum[countReadTimeouts],
+		WriteTimeouts:         sum[countWriteTimeouts],
+		InboundTooLarge:       sum[countInboundTooLarge],
+		OutboundRefused:       sum[countOutboundRefused],
+		OutboundOverLimit:     sum[countOutboundOverLimit],
+		InboundOverBudget:     sum[countInboundOverBudget],
+		InboundHeld:           e.mem.held.Load(),
+		BytesIn:               sum[countBytesIn],
+		BytesOut:              sum[countBytesOut],
+		BackpressurePauses:    sum[countBackpressurePauses],
+		ProxyTimeouts:         sum[countProxyTimeouts],
+		ProxyInvalid:          sum[countProxyInvalid],
+		ProxyMissing:          sum[countProxyMissing],
+		RingBuffersExhausted:  sum[countRingBuffersExhausted],
+		Dialed:                sum[countDialed],
+		DialFailed:            sum[countDialFailed],
+		Enrolled:              sum[countEnrolled],
+		TLSHandshakeFailures:  sum[countTLSHandshakeFailures],
+		TLSHandshakeTimeouts:  sum[countTLSHandshakeTimeouts],
+		DatagramsTruncated:    sum[countDatagramsTruncated],
+		DatagramsRateLimited:  sum[countDatagramsRateLimited],
 	}
 }

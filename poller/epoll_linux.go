@@ -64,6 +64,14 @@ func (p *Poller) Modify(fd int, old, ev Event) error {
 	return os.NewSyscallError("epoll_ctl mod", unix.EpollCtl(p.epfd, unix.EPOLL_CTL_MOD, fd, &e))
 }
 
+// Remove stops watching fd. Closing a descriptor takes it off epoll only
+// once every copy of it is closed, and a listener's copies may live on in
+// other processes.
+func (p *Poller) Remove(fd int) error {
+	syscount.Inc()
+	return os.NewSyscallError("epoll_ctl del", unix.EpollCtl(p.epfd, unix.EPOLL_CTL_DEL, fd, nil))
+}
+
 // Wait blocks until a descriptor is ready, Wake is called, or timeout
 // passes (a negative timeout waits without limit). The returned slice is
 // reused by the next call.

@@ -57,6 +57,10 @@ func (p *Poller) Modify(fd int, old, ev Event) error {
 	return p.change(fd, old, ev)
 }
 
+// Remove stops watching fd. It does nothing: closing a descriptor deletes
+// its filters, whatever copies of it live on.
+func (p *Poller) Remove(fd int) error { return nil }
+
 // change adds the filters ev has and old lacks, and deletes the reverse.
 func (p *Poller) change(fd int, old, ev Event) error {
 	var changes [2]unix.Kevent_t

@@ -54,6 +54,16 @@ func (p *Poller) Modify(fd int, old, ev Event) error {
 	return nil
 }
 
+// Remove stops watching fd.
+func (p *Poller) Remove(fd int) error {
+	socket.Watch(fd, nil)
+	p.mu.Lock()
+	delete(p.interest, fd)
+	delete(p.changed, fd)
+	p.mu.Unlock()
+	return nil
+}
+
 // set records what fd is watched for and has the next Wait look at it.
 func (p *Poller) set(fd int, ev Event) {
 	p.mu.Lock()

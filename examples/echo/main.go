@@ -35,20 +35,31 @@
 //
 //	openssl s_client -quiet -connect 127.0.0.1:9000
 //
-// It stops gracefully on SIGINT or SIGTERM, sending what it has queued.
+// It stops gracefully on SIGINT or SIGTERM, sending what it has queued,
+// for at most 5 s, and says how the stop went before it exits: "echo:
+// stopped", or why not, with exit status 1 when connections had to be
+// reset. Before that it says how many connections it accepted, and when
+// the first and the last came.
+//
+// Started with listening sockets (systemd's socket activation, or an
+// upgrade) it serves each of them; without -addr, only them. With
+// -upgrade-on SIGHUP, that signal starts a new process of the same
+// executable and arguments, which takes the listeners over: once it
+// serves, this one stops accepting and lets its connections finish, for
+// at most -drain, then stops as above. -pid-file names a file that holds
+// the ID of the process serving. See package upgrade.
+//
+// With -debug-addr, it serves the standard library's expvar page,
+// /debug/vars, with the engine's counters under "sluice"; after an
+// upgrade the new process serves it once the old one has let it go.
 package main
 
 import (
-	"context"
 	"errors"
 	"flag"
 	"fmt"
 	"log"
-	"os"
-	"os/signal"
 	"runtime"
-	"syscall"
-	"time"
 
 	"github.com/sluicenet/sluice"
 	"github.com/sluicenet/sluice/examples/internal/tlsflag"
@@ -57,13 +68,15 @@ import (
 
 type echo struct {
 	sluice.BuiltinEventEngine
-	stats bool
-	start runtime.MemStats
+	stats   bool
+	start   runtime.MemStats
+	accepts accepts
 }
 
 func (s *echo) OnBoot(eng sluice.Engine) sluice.Action {
-	fmt.Printf("echo: listening on %s\n", eng.Addrs()[0])
-	go stopOnSignal(eng)
+	for _, a := range eng.Addrs() {
+		fmt.Printf("echo: listening on %s\n", a)
+	}
 	if s.stats {
 		runtime.ReadMemStats(&s.start)
 	}
@@ -71,6 +84,7 @@ func (s *echo) OnBoot(eng sluice.Engine) sluice.Action {
 }
 
 func (s *echo) OnOpen(c sluice.Conn) ([]byte, sluice.Action) {
+	s.accepts.opened()
 	if _, ok := c.ProxyHeader(); ok {
 		log.Printf("echo: %s connected through a proxy", c.RemoteAddr())
 	}
@@ -98,17 +112,6 @@ func (s *echo) OnShutdown(sluice.Engine) {
 	}
 }
 
-func stopOnSignal(eng sluice.Engine) {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	<-ctx.Done()
-	stop()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	if err := eng.Stop(ctx); err != nil {
-		log.Printf("echo: stop: %v", err)
-	}
-}
-
 func main() {
 	addr := flag.String("addr", "tcp://127.0.0.1:9000", "address to listen on: tcp://host:port, udp://host:port or unix:///path")
 	loops := flag.Int("loops", runtime.NumCPU(), "number of event loops")
@@ -128,14 +131,11 @@ func main() {
 	}
 
 	h := &echo{stats: *stats}
-	err = sluice.Run(h, *addr,
+	serve(h, *addr, tlsConfig,
 		sluice.WithTLS(tlsConfig),
 		sluice.WithNumEventLoop(*loops),
 		sluice.WithReusePort(*reusePort),
 		sluice.WithIdleTimeout(*idle),
 		sluice.WithProxyProtocol(proxy, 0),
 		sluice.WithPoller(kind))
-	if err != nil {
-		log.Fatalf("echo: %v", err)
-	}
 }

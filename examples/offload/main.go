@@ -27,7 +27,18 @@
 //
 // The server stops gracefully on SIGINT or SIGTERM: requests already
 // running still answer, and what is queued is sent before the connections
-// close.
+// close, each step for at most 5 s. It says how the stop went before it
+// exits: "offload: stopped", or what it cut short, with exit status 1.
+//
+// Started by systemd's socket activation (or systemd-socket-activate), the
+// server serves every socket it was handed, and without -addr only them.
+//
+// With -debug-addr, it serves the standard library's expvar page,
+// /debug/vars, with the engine's counters under "sluice".
+//
+// With -poller, the event loops run on epoll (the default), io_uring
+// ("uring"; the server refuses to start where the kernel lacks it), or
+// "auto": io_uring where it can serve, else epoll, logging which.
 package main
 
 import (
@@ -41,6 +52,9 @@ import (
 	"runtime"
 	"syscall"
 	"time"
+
+	"github.com/sluicenet/sluice"
+	"github.com/sluicenet/sluice/poller"
 )
 
 func main() {
@@ -54,12 +68,19 @@ func main() {
 	flag.IntVar(&srv.workers, "workers", 0, "most requests worked on at once (0: the pool's default)")
 	flag.DurationVar(&srv.delay, "delay", 10*time.Millisecond, "time each request waits on the simulated backend")
 	flag.IntVar(&srv.maxFrame, "max-frame", 1<<20, "largest request frame in bytes, its length included")
+	flag.TextVar(&srv.poller, "poller", poller.Epoll, "how the event loops wait: epoll, uring or auto")
+	flag.StringVar(&srv.debugAddr, "debug-addr", "", "serve /debug/vars (expvar, the engine's counters under \"sluice\") on host:port")
 	flag.BoolVar(&client, "client", false, "run the client instead of the server")
 	flag.IntVar(&cli.requests, "n", 1000, "client: requests to send")
 	flag.IntVar(&cli.conns, "c", 50, "client: connections, each with one request in flight")
 	flag.IntVar(&cli.size, "size", 64, "client: payload bytes per request")
 	flag.Parse()
 	cli.addr = srv.addr
+	if !client {
+		if err := activated(&srv); err != nil {
+			log.Fatalf("offload: %v", err)
+		}
+	}
 	srv.listening = func(addr net.Addr) { fmt.Printf("offload: listening on %s\n", addr) }
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -84,5 +105,25 @@ func run(ctx context.Context, client bool, srv serverConfig, cli clientConfig) e
 	if err != nil {
 		return err
 	}
-	return s.run(ctx)
+	if err := s.run(ctx); err != nil {
+		return err
+	}
+	fmt.Println("offload: stopped")
+	return nil
+}
+
+// activated gives the server the listening sockets the process was handed
+// by socket activation, if any: without -addr, it serves only those.
+func activated(srv *serverConfig) error {
+	files, err := sluice.ListenFDs()
+	if err != nil || len(files) == 0 {
+		return err
+	}
+	srv.files = files
+	addrSet := false
+	flag.Visit(func(f *flag.Flag) { addrSet = addrSet || f.Name == "addr" })
+	if !addrSet {
+		srv.addr = ""
+	}
+	return nil
 }

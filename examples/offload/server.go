@@ -4,12 +4,15 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
-	"log"
+	"fmt"
 	"net"
+	"os"
 	"time"
 
 	"github.com/sluicenet/sluice"
 	"github.com/sluicenet/sluice/codec"
+	"github.com/sluicenet/sluice/examples/internal/debug"
+	"github.com/sluicenet/sluice/poller"
 	"github.com/sluicenet/sluice/pool"
 )
 
@@ -39,7 +42,10 @@ type serverConfig struct {
 	workers   int // 0: the pool's default
 	delay     time.Duration
 	maxFrame  int
-	listening func(addr net.Addr) // called once the server listens
+	poller    poller.Kind         // the zero Kind is epoll
+	files     []*os.File          // listening sockets handed to the process (sluice.ListenFDs)
+	debugAddr string              // where to serve /debug/vars; empty: nowhere
+	listening func(addr net.Addr) // called once the server listens, for each address
 }
 
 // server is the event handler.
@@ -50,6 +56,8 @@ type server struct {
 	workers  *pool.Pool
 	stop     <-chan struct{} // closed to stop the server
 	done     chan struct{}   // closed once the engine has shut down
+	stopped  chan error      // how the stop went; nil once it has gone well
+	debug    func()          // stops serving /debug/vars
 }
 
 // newServer returns a server, its pool started, for run to serve.
@@ -67,41 +75,63 @@ func newServer(cfg serverConfig) (*server, error) {
 		requests: codec.LengthField{Strip: 4, MaxFrameSize: cfg.maxFrame},
 		workers:  workers,
 		done:     make(chan struct{}),
+		stopped:  make(chan error, 1),
 	}, nil
 }
 
-// run serves until ctx ends and the server has stopped gracefully.
+// run serves until ctx ends and the server has stopped gracefully, and
+// returns how the stop went.
 func (s *server) run(ctx context.Context) error {
 	defer s.workers.Release()
 	s.stop = ctx.Done()
-	return sluice.Run(s, s.cfg.addr, sluice.WithNumEventLoop(s.cfg.loops))
+	err := sluice.Run(s, s.cfg.addr, sluice.WithNumEventLoop(s.cfg.loops), sluice.WithPoller(s.cfg.poller),
+		sluice.WithListenerFiles(s.cfg.files))
+	if err != nil {
+		return err
+	}
+	// The engine has stopped, and stopWhenDone, which stopped it, knows
+	// how that went.
+	if err := <-s.stopped; err != nil {
+		return fmt.Errorf("stop: %w", err)
+	}
+	return nil
 }
 
 func (s *server) OnBoot(eng sluice.Engine) sluice.Action {
-	s.cfg.listening(eng.Addrs()[0])
-	go s.stopWhenDone(eng)
+	for _, a := range eng.Addrs() {
+		s.cfg.listening(a)
+	}
+	s.debug = debug.Serve("offload", s.cfg.debugAddr, eng.Stats)
+	go func() { s.stopped <- s.stopWhenDone(eng) }()
 	return sluice.None
 }
 
-func (s *server) OnShutdown(sluice.Engine) { close(s.done) }
+func (s *server) OnShutdown(sluice.Engine) {
+	s.debug()
+	close(s.done)
+}
 
 // stopWhenDone stops the server once s.stop is closed: the pool first, so
 // that requests already running still answer, then the engine, which sends
-// what is queued and closes the connections.
-func (s *server) stopWhenDone(eng sluice.Engine) {
+// what is queued and closes the connections. It returns what went wrong:
+// requests still running, or connections reset, when stopTimeout ran out.
+// An engine that stopped by itself is not its to report.
+func (s *server) stopWhenDone(eng sluice.Engine) error {
 	select {
 	case <-s.stop:
 	case <-s.done:
-		return
+		return nil
 	}
+	var errs []error
 	if err := s.workers.ReleaseTimeout(stopTimeout); err != nil {
-		log.Printf("offload: waiting for running requests: %v", err)
+		errs = append(errs, fmt.Errorf("requests still running after %v: %w", stopTimeout, err))
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), stopTimeout)
 	defer cancel()
 	if err := eng.Stop(ctx); err != nil {
-		log.Printf("offload: stop: %v", err)
+		errs = append(errs, fmt.Errorf("connections still open after %v were reset: %w", stopTimeout, err))
 	}
+	return errors.Join(errs...)
 }
 
 func (s *server) OnTraffic(c sluice.Conn) sluice.Action {

@@ -18,8 +18,9 @@ import (
 
 // config is what the flags set; tests fill it in directly.
 type config struct {
-	addrs          []string // listeners: the first is Run's, the rest WithListener's
-	backends       []string // "host:port" or "unix:///path", as Engine.Dial takes them
+	addrs          []string   // listeners: the first is Run's, the rest WithListener's
+	files          []*os.File // listening sockets handed to the process (package upgrade)
+	backends       []string   // "host:port" or "unix:///path", as Engine.Dial takes them
 	balance        balance
 	loops          int
 	poller         poller.Kind // the zero Kind is epoll
@@ -69,7 +70,7 @@ const maxBackends = 64
 // starts, so that a typo in a backend's address is an error at once rather
 // than a failed dial for every client.
 func (c *config) check() error {
-	if len(c.addrs) == 0 {
+	if len(c.addrs) == 0 && len(c.files) == 0 {
 		return errors.New("no address to listen on (-addr)")
 	}
 	if len(c.backends) == 0 {

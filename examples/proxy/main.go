@@ -72,19 +72,30 @@
 // left gracefully: each connection sends what the proxy holds for it, then
 // its end of stream; what a backend sends after that is dropped. Pairs
 // still open after a further -grace (a client that does not read what it
-// is sent) are reset. A second signal ends the proxy at once.
+// is sent) are reset. A second signal ends the proxy at once. It says how
+// the stop went before it exits: "proxy: stopped", or that it reset
+// connections, with exit status 1.
+//
+// Started with listening sockets (systemd's socket activation, or an
+// upgrade) it serves each of them; without -addr, only them. With
+// -upgrade-on SIGHUP, that signal starts a new process of the same
+// executable and arguments, which takes the listeners over: once it
+// serves, this one stops as on SIGTERM, its pairs finishing on it.
+// -pid-file names a file that holds the ID of the process serving. See
+// package upgrade.
+//
+// With -debug-addr, it serves the standard library's expvar page,
+// /debug/vars, with the engine's counters under "sluice"; after an
+// upgrade the new process serves it once the old one has let it go.
 package main
 
 import (
-	"context"
 	"flag"
 	"fmt"
 	"log"
 	"net"
 	"os"
-	"os/signal"
 	"runtime"
-	"syscall"
 
 	"github.com/sluicenet/sluice"
 	"github.com/sluicenet/sluice/examples/internal/tlsflag"
@@ -118,9 +129,6 @@ func main() {
 	flag.StringVar(&cfg.backendServerName, "backend-server-name", "", "with -backend-tls, the name backends' certificates must bear (default: each backend's host)")
 	flag.BoolVar(&cfg.backendInsecure, "backend-tls-insecure", false, "with -backend-tls, verify no backend's certificate (self-signed backends, for trying it out)")
 	flag.Parse()
-	if len(addrs) == 0 {
-		addrs = listFlag{"127.0.0.1:7000"}
-	}
 	cfg.addrs, cfg.backends = addrs, backends
 	var err error
 	if cfg.tls, err = tlsFlags.Config(); err != nil {
@@ -133,19 +141,5 @@ func main() {
 			fmt.Printf("proxy: listening on %s://%s\n", a.Network(), a)
 		}
 	}
-
-	px, err := newProxy(cfg)
-	if err != nil {
-		log.Fatalf("proxy: %v", err)
-	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	go func() {
-		// Once the first signal has begun the stop, the next one gets
-		// the default action, which ends the process at once.
-		<-ctx.Done()
-		stop()
-	}()
-	if err := px.run(ctx); err != nil {
-		log.Fatalf("proxy: %v", err)
-	}
+	serveProxy(cfg)
 }

@@ -3,7 +3,6 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"io"
 	"net"
@@ -11,8 +10,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -20,81 +19,20 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/sluicenet/sluice/examples/internal/cmdtest"
 	"github.com/sluicenet/sluice/poller"
 )
 
-// binDir holds the commands the tests build, for TestMain to remove.
-var binDir string
+func TestMain(m *testing.M) { cmdtest.Main(m) }
 
-// TestMain removes the commands the tests built once they have run.
-func TestMain(m *testing.M) {
-	code := m.Run()
-	if binDir != "" {
-		os.RemoveAll(binDir)
-	}
-	os.Exit(code)
-}
-
-// built builds this command and examples/redis once, and returns the
-// directory that holds them. They are built with the race detector when
-// the tests run with it: the packages they share with the tests are then
-// compiled already, where a build without it would compile the standard
-// library again, which took 23 s of a cold run on two cores.
-var built = sync.OnceValues(func() (string, error) {
-	dir, err := os.MkdirTemp("", "sluice-proxy-test")
-	if err != nil {
-		return "", err
-	}
-	binDir = dir
-	args := []string{"build", "-o", dir}
-	if raceEnabled {
-		args = append(args, "-race")
-	}
-	out, err := exec.Command("go", append(args, ".", "../redis")...).CombinedOutput()
-	if err != nil {
-		return "", &buildError{err, string(out)}
-	}
-	return dir, nil
-})
-
-// buildError is a failed build, with what the compiler said.
-type buildError struct {
-	err error
-	out string
-}
-
-// Error returns the failure and the compiler's output.
-func (e *buildError) Error() string { return e.err.Error() + ": " + e.out }
-
-// command starts one of the built commands with args until the test
-// ends, and returns it and the lines it prints, as they come.
+// command starts one of the commands, this one or examples/redis, built
+// once, with args until the test ends, and returns it and the lines it
+// prints, as they come, until every process that shares its output has
+// exited.
 func command(t *testing.T, name string, args ...string) (*exec.Cmd, <-chan string) {
 	t.Helper()
-	dir, err := built()
-	require.NoError(t, err, "building the commands")
-	cmd := exec.Command(filepath.Join(dir, name), args...)
-	stdout, err := cmd.StdoutPipe()
-	require.NoError(t, err)
-	cmd.Stderr = cmd.Stdout // one stream, in order
-	require.NoError(t, cmd.Start())
-	lines := make(chan string, 1024)
-	go func() {
-		defer close(lines)
-		s := bufio.NewScanner(stdout)
-		for s.Scan() {
-			select {
-			case lines <- s.Text():
-			default: // nobody reads them: drop rather than stall the command
-			}
-		}
-	}()
-	t.Cleanup(func() {
-		if cmd.ProcessState == nil {
-			cmd.Process.Kill()
-			cmd.Wait()
-		}
-	})
-	return cmd, lines
+	c := cmdtest.Start(t, cmdtest.Build(t, ".", "../redis"), name, nil, args...)
+	return c.Cmd, c.Lines
 }
 
 // expectLine waits for a line that re matches and returns its submatches.
@@ -159,14 +97,12 @@ func TestCommand(t *testing.T) {
 	rest, err := io.ReadAll(c)
 	require.NoError(t, err, "the stop reset the client")
 	assert.Empty(t, rest)
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	select {
-	case err := <-exited:
-		require.NoError(t, err)
-	case <-time.After(deadline):
-		t.Fatal("the proxy did not exit on SIGTERM")
+	var last string
+	for l := range lines {
+		last = l
 	}
+	require.NoError(t, cmd.Wait())
+	assert.Equal(t, "proxy: stopped", last, "the stop says how it went, last")
 	_, err = os.Stat(sock)
 	assert.ErrorIs(t, err, os.ErrNotExist, "the unix socket was left behind")
 }
@@ -285,4 +221,45 @@ func TestRedis(t *testing.T) {
 		tp.settled(t)
 		assert.Zero(t, tp.snapshot().Unserved)
 	})
+}
+
+// On SIGHUP with -upgrade-on SIGHUP a new process takes the listener
+// over: a pair open across the upgrade relays on the old process until
+// its client leaves, which then stops; new clients are relayed by the new
+// one, which writes the PID file.
+func TestCommandUpgrade(t *testing.T) {
+	backend := startEcho(t, "")
+	pidFile := filepath.Join(t.TempDir(), "proxy.pid")
+	cmd, lines := command(t, "proxy", "-addr", "127.0.0.1:0", "-backend", backend.addr, "-loops", "2",
+		"-upgrade-on", "SIGHUP", "-pid-file", pidFile, "-drain", "10s")
+	addr := expectLine(t, lines, regexp.MustCompile(`^proxy: listening on tcp://(.+)$`))[1]
+	old := dial(t, addr)
+	require.NoError(t, echo(old, []byte("before")))
+
+	require.NoError(t, cmd.Process.Signal(syscall.SIGHUP))
+	next := expectLine(t, lines, regexp.MustCompile(`upgrade: process (\d+) took over`))[1]
+	b, err := os.ReadFile(pidFile)
+	require.NoError(t, err)
+	assert.Equal(t, next, strings.TrimSpace(string(b)))
+	c := dial(t, addr)
+	require.NoError(t, echo(c, []byte("while both run")))
+	c.Close()
+	require.NoError(t, echo(old, []byte("after, on the old process")))
+	old.Close()
+	require.NoError(t, cmd.Wait(), "the old process stops once its pair has finished")
+	for i := range 10 {
+		c := dial(t, addr)
+		require.NoError(t, echo(c, payload(uint64(i), 10<<10)), "through the new process")
+		c.Close()
+	}
+	pid, err := strconv.Atoi(next)
+	require.NoError(t, err)
+	require.NoError(t, syscall.Kill(pid, syscall.SIGTERM))
+	var stops []string
+	for l := range lines {
+		if strings.HasPrefix(l, "proxy: stop") {
+			stops = append(stops, l)
+		}
+	}
+	assert.Equal(t, []string{"proxy: stopped", "proxy: stopped"}, stops)
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"sync"
 	"sync/atomic"
@@ -30,11 +31,12 @@ type proxy struct {
 	rejected atomic.Uint64 // clients reset at once for -maxconn
 	unserved atomic.Uint64 // clients reset because no backend could be reached
 
-	eng    sluice.Engine
-	booted chan struct{}   // closed once eng is set and the listeners are open
-	stop   <-chan struct{} // closed to stop the proxy (run's context)
-	done   chan struct{}   // closed once the engine has shut down
-	aside  sync.WaitGroup  // goroutines OnBoot starts, which run waits for
+	eng     sluice.Engine
+	booted  chan struct{}   // closed once eng is set and the listeners are open
+	stop    <-chan struct{} // closed to stop the proxy (run's context)
+	done    chan struct{}   // closed once the engine has shut down
+	aside   sync.WaitGroup  // goroutines OnBoot starts, which run waits for
+	stopErr error           // set by a stop that had to reset connections; read once run returns
 }
 
 // loopState is one loop's share of the proxy's state.
@@ -103,10 +105,15 @@ func (px *proxy) run(ctx context.Context) error {
 		sluice.WithIdleTimeout(cfg.idleTimeout),
 		sluice.WithTLS(cfg.tls),
 	}
-	for _, addr := range cfg.addrs[1:] {
-		opts = append(opts, sluice.WithListener(addr, sluice.ListenTLS(cfg.tls)))
+	first := ""
+	if len(cfg.addrs) > 0 {
+		first = cfg.addrs[0]
+		for _, addr := range cfg.addrs[1:] {
+			opts = append(opts, sluice.WithListener(addr, sluice.ListenTLS(cfg.tls)))
+		}
 	}
-	err := sluice.Run(px, cfg.addrs[0], opts...)
+	opts = append(opts, sluice.WithListenerFiles(cfg.files, sluice.ListenTLS(cfg.tls)))
+	err := sluice.Run(px, first, opts...)
 	// The stop's own report comes after the engine has shut down.
 	px.aside.Wait()
 	return err
@@ -154,7 +161,7 @@ func (px *proxy) stopWhenDone() {
 	ctx, cancel := context.WithTimeout(context.Background(), px.cfg.grace)
 	defer cancel()
 	if err := px.eng.Stop(ctx); err != nil {
-		px.cfg.logf("proxy: stop: connections left after %v were reset: %v", px.cfg.grace, err)
+		px.stopErr = fmt.Errorf("connections left after %v were reset: %w", px.cfg.grace, err)
 	}
 }
 

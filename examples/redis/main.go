@@ -70,19 +70,28 @@
 // of their own (Redis's tls-auth-clients no). Commands, pipelining and the
 // bounds above work the same over TLS.
 //
-// It stops gracefully on SIGINT or SIGTERM.
+// It stops gracefully on SIGINT or SIGTERM, sending the replies it has
+// queued, for at most 5 s, and says how the stop went before it exits:
+// "redis: stopped", or why not, with exit status 1.
+//
+// Started with listening sockets (systemd's socket activation, or an
+// upgrade) it serves each of them; without -addr, only them. With
+// -upgrade-on SIGHUP, that signal starts a new process of the same
+// executable and arguments, which takes the listeners over: once it
+// serves, this one stops accepting and lets its clients finish, for at
+// most -drain, then stops as above. The keyspace is the process's own: a
+// new process starts empty. -pid-file names a file that holds the ID of
+// the process serving. See package upgrade.
+//
+// With -debug-addr, it serves the standard library's expvar page,
+// /debug/vars, with the engine's counters under "sluice"; after an
+// upgrade the new process serves it once the old one has let it go.
 package main
 
 import (
-	"context"
 	"flag"
-	"fmt"
 	"log"
-	"os"
-	"os/signal"
 	"runtime"
-	"syscall"
-	"time"
 
 	"github.com/sluicenet/sluice"
 	"github.com/sluicenet/sluice/codec"
@@ -110,24 +119,5 @@ func main() {
 		log.Fatalf("redis: %v", err)
 	}
 
-	s := newServer(cfg)
-	go func() {
-		<-s.booted
-		fmt.Printf("redis: listening on %s\n", s.eng.Addrs()[0])
-		stopOnSignal(s.eng)
-	}()
-	if err := s.run(); err != nil {
-		log.Fatalf("redis: %v", err)
-	}
-}
-
-func stopOnSignal(eng sluice.Engine) {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	<-ctx.Done()
-	stop()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	if err := eng.Stop(ctx); err != nil {
-		log.Printf("redis: stop: %v", err)
-	}
+	serve(cfg)
 }

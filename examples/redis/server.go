@@ -4,6 +4,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"net"
+	"os"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -27,6 +28,8 @@ type config struct {
 	readTimeout  time.Duration // zero means none
 	writeTimeout time.Duration // zero means sluice.DefaultWriteTimeout; below zero, none
 	output       outputLimit   // the zero limit means the defaults
+
+	files []*os.File // listening sockets handed to the process (package upgrade)
 }
 
 // requestLimit returns the largest command accepted, in bytes.
@@ -59,6 +62,7 @@ func (c *config) options() []sluice.Option {
 		sluice.WithMaxOutbound(c.output.engineBound()),
 		sluice.WithOutboundSoftLimit(c.output.normalLimit().soft, c.output.normalLimit().softFor),
 		sluice.WithTLS(c.tls),
+		sluice.WithListenerFiles(c.files, sluice.ListenTLS(c.tls)),
 	}
 }
 

@@ -29,9 +29,10 @@ type handle struct {
 	notify func(fd int) // the poller watching, if any
 	closed bool
 
-	ln    net.Listener
-	queue []net.Conn // accepted, not yet taken by Accept
-	room  chan struct{}
+	ln       net.Listener
+	queue    []net.Conn // accepted, not yet taken by Accept
+	room     chan struct{}
+	acceptor chan struct{} // closed once the acceptor has returned
 
 	pc    *net.UDPConn // a UDP socket's (packet_std.go)
 	grams []gram
@@ -447,10 +448,15 @@ func Listen(network, addr string, o Options) (int, net.Addr, error) {
 	if err != nil {
 		return -1, nil, err
 	}
-	h := &handle{ln: ln, room: make(chan struct{}, 1)}
+	return listenOn(ln), ln.Addr(), nil
+}
+
+// listenOn makes a listener's handle and starts its acceptor.
+func listenOn(ln net.Listener) int {
+	h := &handle{ln: ln, room: make(chan struct{}, 1), acceptor: make(chan struct{})}
 	fd := add(h)
 	go h.accept()
-	return fd, ln.Addr(), nil
+	return fd
 }
 
 // listenBacklog bounds how many accepted connections wait for Accept.
@@ -459,6 +465,7 @@ const listenBacklog = 128
 // accept is a listener's acceptor: it accepts into the queue Accept
 // takes from, waiting while the queue is full.
 func (h *handle) accept() {
+	defer close(h.acceptor)
 	for {
 		nc, err := h.ln.Accept()
 		if err != nil {
@@ -482,6 +489,21 @@ func (h *handle) accept() {
 			<-h.room
 		}
 	}
+}
+
+// StopAccepting stops the listener fd from taking connections: those
+// taken already wait for Accept, and the listener's socket, which
+// another process may serve too, keeps the rest queued until fd closes.
+// The listener's acceptor has returned when it does, so that Accept, until
+// it finds no more, leaves the listener holding none it would drop.
+func StopAccepting(fd int) {
+	h := lookup(fd)
+	if h == nil || h.ln == nil {
+		return
+	}
+	h.ln.Close()
+	poke(h.room) // an acceptor waiting for room returns
+	<-h.acceptor
 }
 
 // Accept takes one pending connection from the listener fd, with its
