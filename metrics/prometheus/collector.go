@@ -40,6 +40,7 @@ type descs struct {
 	conns, loopConns, accepted, rejected, closed  *prom.Desc
 	received, sent, backpressure, outboundRefused *prom.Desc
 	inboundHeld, ringExhausted, dials, enrolled   *prom.Desc
+	datagramsDropped                              *prom.Desc
 }
 
 // NewCollector returns a collector of what stats returns: eng.Stats, for
@@ -69,6 +70,8 @@ func NewCollector(stats func() sluice.Stats, o Opts) *Collector {
 		ringExhausted:   desc("io_uring_buffers_exhausted_total", "Receives on io_uring that found every buffer of their loop's ring taken; a rate that climbs with the load says the ring is too small."),
 		dials:           desc("dials_total", "Outbound connections, by result: connected or failed.", "result"),
 		enrolled:        desc("enrolled_connections_total", "Connections handed to the engine (Enroll)."),
+		datagramsDropped: desc("datagrams_dropped_total", "Datagrams a UDP listener received and did not hand to OnTraffic, by reason: "+
+			"truncated (larger than the read buffer), rate_limited (past WithDatagramRateLimit).", "reason"),
 	}}
 }
 
@@ -76,7 +79,7 @@ func NewCollector(stats func() sluice.Stats, o Opts) *Collector {
 func (c *Collector) Describe(ch chan<- *prom.Desc) {
 	d := &c.descs
 	for _, desc := range []*prom.Desc{d.conns, d.loopConns, d.accepted, d.rejected, d.closed, d.received, d.sent,
-		d.backpressure, d.outboundRefused, d.inboundHeld, d.ringExhausted, d.dials, d.enrolled} {
+		d.backpressure, d.outboundRefused, d.inboundHeld, d.ringExhausted, d.dials, d.enrolled, d.datagramsDropped} {
 		ch <- desc
 	}
 }
@@ -140,4 +143,6 @@ func (c *Collector) Collect(ch chan<- prom.Metric) {
 	counter(d.dials, s.Dialed, "connected")
 	counter(d.dials, s.DialFailed, "failed")
 	counter(d.enrolled, s.Enrolled)
+	counter(d.datagramsDropped, s.DatagramsTruncated, "truncated")
+	counter(d.datagramsDropped, s.DatagramsRateLimited, "rate_limited")
 }

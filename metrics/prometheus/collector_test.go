@@ -112,6 +112,8 @@ func TestMetricsFollowStats(t *testing.T) {
 		`sluice_dials_total{result="connected"}`:                            float64(s.Dialed),
 		`sluice_dials_total{result="failed"}`:                               float64(s.DialFailed),
 		`sluice_enrolled_connections_total`:                                 float64(s.Enrolled),
+		`sluice_datagrams_dropped_total{reason="truncated"}`:                float64(s.DatagramsTruncated),
+		`sluice_datagrams_dropped_total{reason="rate_limited"}`:             float64(s.DatagramsRateLimited),
 	}
 	assert.Equal(t, want, got)
 
