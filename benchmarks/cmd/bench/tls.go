@@ -131,7 +131,7 @@ func tlsPreamble(cfg config, list []stack, seen *tlsSeen) string {
 			"sluice, sluice-uring: WithTLS (the handshake on a goroutine, the records on the loop); crypto/tls: tls.NewListener, a goroutine and a 64 KiB buffer per connection; "+
 			"nbio: github.com/lesismal/llib's crypto/tls fork, nonblocking on the poller, as nbio's HTTPS server uses it. "+
 			"Handshake rows: %d connections at a time, each connects, completes a handshake, makes one 64 B round trip and closes (close_notify); "+
-			"the generator's handshakes cost its one CPU more than the server's cost the server, so the rate is mostly the generator's, and the server's CPU per handshake is the figure to compare. "+
+			"the generator's side of a handshake costs its CPU about what the server's costs the server, so either can limit the rate: read it beside the server's CPU per handshake. "+
 			"Memory rows: resident bytes per connection after each made one 64 B round trip, then again after each made a 16 KiB one (one full record from the client).",
 			cfg.server.spec, cfg.client.spec, strings.ToUpper(tlsGroups), handshakesInFlight),
 	}
