@@ -212,6 +212,7 @@ func TestTLSTable(t *testing.T) {
 	args := []string{"-mode", "paced"}
 	assert.Equal(t, []string{"-mode", "paced", "-tls-cert", "/b/cert.pem", "-tls-groups", tlsGroups}, cfg.clientTLS(args))
 	assert.Equal(t, []string{"-mode", "paced"}, args, "the shape's own flags stay as they are")
+	assert.Equal(t, []string{"-tls-groups", "default", "-tls-cert", "/b/cert.pem"}, cfg.clientTLS([]string{"-tls-groups", "default"}), "a shape's own key exchanges")
 
 	seen := newTLSSeen()
 	var resumed shape
@@ -224,8 +225,10 @@ func TestTLSTable(t *testing.T) {
 	seen.note("sluice", resumed, measure.Report{TLS: "TLS 1.3 X", RoundTrips: 100, Resumed: 100})
 	seen.note("sluice", resumed, measure.Report{TLS: "TLS 1.3 X", RoundTrips: 100, Resumed: 90})
 	seen.note("nbio", tlsShapes(fullTiming)[0], measure.Report{TLS: "TLS 1.3 Y", RoundTrips: 100})
+	seen.note("nbio", tlsShapes(fullTiming)[0], measure.Report{TLS: "TLS 1.3 Z", RoundTrips: 100})
+	seen.note("nbio", tlsShapes(fullTiming)[0], measure.Report{TLS: "TLS 1.3 Y", RoundTrips: 100})
 	pre := tlsPreamble(config{}, secure, seen)
-	assert.Contains(t, pre, "Negotiated: sluice: TLS 1.3 X; nbio: TLS 1.3 Y.")
+	assert.Contains(t, pre, "Negotiated: sluice: TLS 1.3 X; nbio: TLS 1.3 Y, TLS 1.3 Z.")
 	assert.Contains(t, pre, "lowest share of handshakes that resumed: sluice 90%.")
 }
 

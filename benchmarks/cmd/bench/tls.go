@@ -64,6 +64,12 @@ func tlsShapes(t timing) []shape {
 			{idle + " idle TLS conns after a 64 B round trip: resident B/conn", perConn},
 			{idle + " idle TLS conns after a 16 KiB one too: resident B/conn", thenPerConn},
 		}},
+		// What a Go client (or a browser) offers by default: the hybrid
+		// key share's 1.2 KB in the ClientHello sizes buffers crypto/tls
+		// keeps for the connection's life.
+		{name: "tls memory default key share", tls: true, args: loadArgs("memory", t.tlsIdle, 64, "-tls-groups", "default"), rows: []row{
+			{idle + " idle TLS conns, client offering X25519MLKEM768 (crypto/tls's default), after a 64 B round trip: resident B/conn", perConn},
+		}},
 	}
 }
 
@@ -74,9 +80,14 @@ func (c config) serverTLS() []string {
 }
 
 // clientTLS returns the load generator's flags args, and those that make
-// it speak TLS to a server with the run's certificate.
+// it speak TLS to a server with the run's certificate, offering tlsGroups
+// unless args name the key exchanges.
 func (c config) clientTLS(args []string) []string {
-	return append(slices.Clone(args), "-tls-cert", c.certs.Cert, "-tls-groups", tlsGroups)
+	args = append(slices.Clone(args), "-tls-cert", c.certs.Cert)
+	if !slices.Contains(args, "-tls-groups") {
+		args = append(args, "-tls-groups", tlsGroups)
+	}
+	return args
 }
 
 // tlsColumns returns the TLS table's columns for list.
@@ -88,22 +99,22 @@ func tlsColumns(list []stack) []string {
 	return n
 }
 
-// tlsSeen is what a run's TLS measurements negotiated, per column, and the
-// lowest share of the resumed rows' handshakes that resumed, for the TLS
-// table's preamble.
+// tlsSeen is what a run's TLS measurements negotiated, per column (each
+// outcome once), and the lowest share of the resumed rows' handshakes that
+// resumed, for the TLS table's preamble.
 type tlsSeen struct {
-	negotiated map[string]string
+	negotiated map[string][]string
 	resumed    map[string]float64
 }
 
 func newTLSSeen() *tlsSeen {
-	return &tlsSeen{negotiated: map[string]string{}, resumed: map[string]float64{}}
+	return &tlsSeen{negotiated: map[string][]string{}, resumed: map[string]float64{}}
 }
 
 // note records what load, shape sh measured on column, saw.
 func (s *tlsSeen) note(column string, sh shape, load measure.Report) {
-	if load.TLS != "" {
-		s.negotiated[column] = load.TLS
+	if load.TLS != "" && !slices.Contains(s.negotiated[column], load.TLS) {
+		s.negotiated[column] = append(s.negotiated[column], load.TLS)
 	}
 	if slices.Contains(sh.args, "-tls-resume") && load.RoundTrips > 0 {
 		share := float64(load.Resumed) / float64(load.RoundTrips)
@@ -119,7 +130,7 @@ func tlsPreamble(cfg config, list []stack, seen *tlsSeen) string {
 	var got, resumed []string
 	for _, st := range list {
 		if n, ok := seen.negotiated[st.tls]; ok {
-			got = append(got, st.tls+": "+n)
+			got = append(got, st.tls+": "+strings.Join(n, ", "))
 		}
 		if share, ok := seen.resumed[st.tls]; ok {
 			resumed = append(resumed, fmt.Sprintf("%s %.0f%%", st.tls, 100*share))
@@ -127,7 +138,7 @@ func tlsPreamble(cfg config, list []stack, seen *tlsSeen) string {
 	}
 	lines := []string{
 		fmt.Sprintf("TLS. Each server on CPUs %s (GOMAXPROCS and loops to match) serving TLS with a self-signed ECDSA P-256 certificate made for the run; "+
-			"the load generator on CPUs %s speaks TLS 1.3 with Go's crypto/tls, offering %s only, one record per write, the certificate pinned. "+
+			"the load generator on CPUs %s speaks TLS 1.3 with Go's crypto/tls, offering %s only (but in the last row), one record per write, the certificate pinned. "+
 			"sluice, sluice-uring: WithTLS (the handshake on a goroutine, the records on the loop); crypto/tls: tls.NewListener, a goroutine and a 64 KiB buffer per connection; "+
 			"nbio: github.com/lesismal/llib's crypto/tls fork, nonblocking on the poller, as nbio's HTTPS server uses it. "+
 			"Handshake rows: %d connections at a time, each connects, completes a handshake, makes one 64 B round trip and closes (close_notify); "+
