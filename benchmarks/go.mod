@@ -6,6 +6,7 @@ replace github.com/sluicenet/sluice => ../
 
 require (
 	github.com/cloudwego/netpoll v0.7.2
+	github.com/lesismal/llib v1.2.5
 	github.com/lesismal/nbio v1.6.8
 	github.com/panjf2000/gnet/v2 v2.9.7
 	github.com/sluicenet/sluice v0.0.0-00010101000000-000000000000
@@ -23,6 +24,7 @@ require (
 	go.uber.org/multierr v1.11.0 // indirect
 	go.uber.org/zap v1.27.0 // indirect
 	go.yaml.in/yaml/v3 v3.0.5 // indirect
+	golang.org/x/crypto v0.22.0 // indirect
 	golang.org/x/sync v0.11.0 // indirect
 	gopkg.in/natefinch/lumberjack.v2 v2.2.1 // indirect
 )

@@ -1,6 +1,7 @@
 package loadgen
 
 import (
+	"fmt"
 	"net/netip"
 	"time"
 
@@ -15,6 +16,9 @@ func Accepts(cfg Config, d time.Duration) (Result, error) {
 	if err := cfg.check(); err != nil {
 		return Result{}, err
 	}
+	if cfg.TLS != nil {
+		return Result{}, fmt.Errorf("%w: Accepts is plain TCP; Handshakes speaks TLS", ErrConfig)
+	}
 	s := new(Session)
 	defer s.Close()
 	for i := range cfg.Workers {
@@ -25,7 +29,7 @@ func Accepts(cfg Config, d time.Duration) (Result, error) {
 		s.workers = append(s.workers, w)
 		from, to := share(cfg.Conns, cfg.Workers, i)
 		for id := from; id < to; id++ {
-			w.conns = append(w.conns, conn{msg: newMsg(cfg.Size, id), dead: true})
+			w.conns = append(w.conns, conn{id: id, msg: newMsg(cfg.Size, id), dead: true})
 		}
 	}
 	until := now() + int64(d)

@@ -12,15 +12,17 @@ import (
 // touches it.
 type conn struct {
 	fd      int
-	msg     []byte // the message in flight, and so the echo expected back
-	sent    int    // bytes of msg written
-	got     int    // bytes of the echo read
-	start   int64  // when the round trip began: the send, or its intended time when paced
-	seq     int64  // the message's sequence number, counted over the connection's life
-	turn    int64  // open loop: the index of the connection's next message in this run
-	busy    bool   // a round trip is in flight
-	dialing bool   // the connect is in progress
-	dead    bool   // closed; skipped from then on
+	id      int     // its number in the session, which its messages' content derives from
+	msg     []byte  // the message in flight, and so the echo expected back
+	sent    int     // bytes of msg written
+	got     int     // bytes of the echo read
+	start   int64   // when the round trip began: the send, or its intended time when paced
+	seq     int64   // the message's sequence number, counted over the connection's life
+	turn    int64   // open loop: the index of the connection's next message in this run
+	sec     *secure // TLS: the record layer over fd; nil for plain TCP
+	busy    bool    // a round trip is in flight
+	dialing bool    // the connect is in progress
+	dead    bool    // closed; skipped from then on
 }
 
 // newMsg returns a message of size bytes whose content differs per
@@ -103,10 +105,19 @@ func connected(fd int) bool {
 
 // stamp gives the message its sequence number, so a stale or repeated echo
 // shows as a mismatch.
-func (c *conn) stamp() {
-	var seq [8]byte
-	binary.LittleEndian.PutUint64(seq[:], uint64(c.seq))
-	copy(c.msg, seq[:])
+func (c *conn) stamp() { stamp(c.msg, c.seq) }
+
+// stamp writes seq at the start of msg.
+func stamp(msg []byte, seq int64) {
+	var b [8]byte
+	binary.LittleEndian.PutUint64(b[:], uint64(seq))
+	copy(msg, b[:])
+}
+
+// unsent reports whether part of the message waits for the socket to be
+// writable.
+func (c *conn) unsent() bool {
+	return c.sent < len(c.msg) || c.sec != nil && len(c.sec.raw.out) > 0
 }
 
 // outcome is what a write or read did to a round trip.
@@ -121,6 +132,9 @@ const (
 // write writes what is left of the message. It returns pending with bytes
 // still unwritten, for the worker to wait until the socket is writable.
 func (c *conn) write() outcome {
+	if c.sec != nil {
+		return c.writeSecure()
+	}
 	for c.sent < len(c.msg) {
 		n, err := unix.Write(c.fd, c.msg[c.sent:])
 		if err == unix.EAGAIN {
@@ -137,6 +151,9 @@ func (c *conn) write() outcome {
 // read reads once into buf and checks what came against what was sent.
 // A mismatch counts in errs; so does a connection the server closed.
 func (c *conn) read(buf []byte, errs *Errors) outcome {
+	if c.sec != nil {
+		return c.readSecure(buf, errs)
+	}
 	n, err := unix.Read(c.fd, buf)
 	switch {
 	case err == unix.EAGAIN:

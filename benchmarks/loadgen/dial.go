@@ -25,7 +25,7 @@ func (w *worker) dial(addr netip.AddrPort, count, size, firstID int, deadline in
 				w.res.Errors.Dial++
 				continue
 			}
-			w.conns = append(w.conns, conn{fd: fd, msg: newMsg(size, firstID+i), dialing: true})
+			w.conns = append(w.conns, conn{fd: fd, id: firstID + i, msg: newMsg(size, firstID+i), dialing: true})
 			if w.watch(unix.EPOLL_CTL_ADD, len(w.conns)-1, true) != nil {
 				w.res.Errors.Dial++
 				w.kill(&w.conns[len(w.conns)-1])

@@ -16,6 +16,9 @@ func Accept(ln int, cfg Config) (*Session, error) {
 	if err := cfg.checkLoad(); err != nil {
 		return nil, err
 	}
+	if cfg.TLS != nil {
+		return nil, fmt.Errorf("%w: accepted connections are plain TCP", ErrConfig)
+	}
 	s := new(Session)
 	for range cfg.Workers {
 		w, err := newWorker()
@@ -65,7 +68,7 @@ func (s *Session) accept(ln int, cfg Config) error {
 			return fmt.Errorf("%w: accept: %v", ErrDial, err)
 		}
 		w := s.workers[owner(id, cfg.Conns, len(s.workers))]
-		w.conns = append(w.conns, conn{fd: fd, msg: newMsg(cfg.Size, id)})
+		w.conns = append(w.conns, conn{fd: fd, id: id, msg: newMsg(cfg.Size, id)})
 		if err := prepare(fd, netip.Addr{}, true); err != nil {
 			return err
 		}

@@ -16,6 +16,11 @@
 //
 // [Accepts] measures connection setup instead: connect, one round trip, close.
 // Every echo is checked byte for byte against what was sent.
+//
+// With [Config].TLS set, sessions speak TLS (the handshake on a goroutine,
+// then the record layer in the worker's loop, every echo checked as
+// plaintext), and [Handshakes] measures TLS connection setup: connect,
+// handshake, one round trip, close.
 package loadgen
 
 import (
@@ -29,6 +34,10 @@ type Result struct {
 	Elapsed    time.Duration // from the first send until the last echo or the drain deadline
 	Latency    Histogram     // one entry per completed round trip
 	Errors     Errors
+	// TLS: what the handshakes negotiated (Negotiated), and how many of
+	// Handshakes' resumed a session.
+	TLS     string
+	Resumed int64
 }
 
 // Rate returns round trips per second.
@@ -42,6 +51,7 @@ func (r *Result) Rate() float64 {
 // merge adds o, run at the same time as r, to r.
 func (r *Result) merge(o *Result) {
 	r.RoundTrips += o.RoundTrips
+	r.Resumed += o.Resumed
 	r.Latency.Merge(&o.Latency)
 	r.Errors.Add(o.Errors)
 }

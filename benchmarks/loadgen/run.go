@@ -123,7 +123,7 @@ func (w *worker) handle(s *runState, i int, events uint32) {
 	if c.dead {
 		return
 	}
-	if events&unix.EPOLLOUT != 0 && c.sent < len(c.msg) {
+	if events&unix.EPOLLOUT != 0 && c.unsent() {
 		if r := c.write(); r == failed || (r == complete && w.watch(unix.EPOLL_CTL_MOD, i, false) != nil) {
 			w.res.Errors.Closed++
 			w.fail(s, c)

@@ -1,6 +1,7 @@
 package loadgen
 
 import (
+	"crypto/tls"
 	"fmt"
 	"net/netip"
 	"runtime"
@@ -14,6 +15,9 @@ type Config struct {
 	Conns   int // connections (for Accepts: connections in progress at once)
 	Size    int // message size in bytes; each connection holds a message this big
 	Workers int // epoll loops, each on its own thread; give each a core
+	// TLS, if set, is the client configuration every connection speaks
+	// TLS with (see ClientTLS); nil for plain TCP.
+	TLS *tls.Config
 }
 
 func (c Config) check() error {
@@ -47,7 +51,7 @@ func Dial(cfg Config) (*Session, error) {
 		return nil, err
 	}
 	s := new(Session)
-	deadline := now() + int64(dialTimeout)
+	deadline, tlsDeadline := now()+int64(dialTimeout), time.Now().Add(dialTimeout)
 	for i := range cfg.Workers {
 		w, err := newWorker()
 		if err != nil {
@@ -56,6 +60,10 @@ func Dial(cfg Config) (*Session, error) {
 		}
 		s.workers = append(s.workers, w)
 		from, to := share(cfg.Conns, cfg.Workers, i)
+		if cfg.TLS != nil {
+			w.dialSecure(cfg, to-from, from, tlsDeadline)
+			continue
+		}
 		w.dial(cfg.Addr, to-from, cfg.Size, from, deadline)
 	}
 	if res := s.collect(0); res.Errors.Dial > 0 {
@@ -65,9 +73,31 @@ func Dial(cfg Config) (*Session, error) {
 	return s, nil
 }
 
+// Negotiated says what the session's TLS handshakes settled on (see
+// Negotiated); empty for plain TCP.
+func (s *Session) Negotiated() string {
+	for _, w := range s.workers {
+		if w.negotiated != "" {
+			return w.negotiated
+		}
+	}
+	return ""
+}
+
 // share returns the half-open range of n items that part i of parts gets.
 func share(n, parts, i int) (from, to int) {
 	return n * i / parts, n * (i + 1) / parts
+}
+
+// Resize gives every connection messages of size bytes from the next run
+// on: for a run of one size after another on the same connections.
+func (s *Session) Resize(size int) {
+	for _, w := range s.workers {
+		for i := range w.conns {
+			c := &w.conns[i]
+			c.msg = newMsg(size, c.id)
+		}
+	}
 }
 
 // Close closes every connection.

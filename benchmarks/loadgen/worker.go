@@ -20,6 +20,8 @@ type worker struct {
 	ts     unix.Timespec // the wait timeout, kept here so waiting never allocates
 	dials  int           // connections opened, to spread them over source addresses
 	res    Result
+	// negotiated is what its TLS connections' handshakes settled on.
+	negotiated string
 }
 
 func newWorker() (*worker, error) {

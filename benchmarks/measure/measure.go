@@ -29,23 +29,31 @@ type Target struct {
 // Report is what one measurement found. cmd/loadgen prints it as JSON and
 // cmd/bench reads it back. Figures a mode does not measure are zero.
 type Report struct {
-	Mode       string         `json:"mode"`
-	Conns      int            `json:"conns"`
-	Size       int            `json:"size"`
-	RoundTrips int64          `json:"round_trips"`       // in the measured window
-	Total      int64          `json:"total_round_trips"` // warm-up included
-	Seconds    float64        `json:"seconds"`           // the window's length
-	Rate       float64        `json:"rate"`              // round trips (or connections) per second
-	P50        float64        `json:"p50_us"`            // latency percentiles, microseconds
-	P99        float64        `json:"p99_us"`
-	P999       float64        `json:"p999_us"`
-	CPUPerRT   float64        `json:"cpu_us_per_rt"` // server CPU per round trip, microseconds
-	RSSBefore  int64          `json:"rss_before"`    // server resident bytes
-	RSSAfter   int64          `json:"rss_after"`
-	PerConn    float64        `json:"bytes_per_conn"` // resident bytes per connection
-	Syscalls   int64          `json:"syscalls"`
-	PerRT      float64        `json:"syscalls_per_rt"`
-	Errors     loadgen.Errors `json:"errors"`
+	Mode       string  `json:"mode"`
+	Conns      int     `json:"conns"`
+	Size       int     `json:"size"`
+	RoundTrips int64   `json:"round_trips"`       // in the measured window
+	Total      int64   `json:"total_round_trips"` // warm-up included
+	Seconds    float64 `json:"seconds"`           // the window's length
+	Rate       float64 `json:"rate"`              // round trips (or connections) per second
+	P50        float64 `json:"p50_us"`            // latency percentiles, microseconds
+	P99        float64 `json:"p99_us"`
+	P999       float64 `json:"p999_us"`
+	CPUPerRT   float64 `json:"cpu_us_per_rt"` // server CPU per round trip, microseconds
+	RSSBefore  int64   `json:"rss_before"`    // server resident bytes
+	RSSAfter   int64   `json:"rss_after"`
+	PerConn    float64 `json:"bytes_per_conn"` // resident bytes per connection
+	// Memory mode with a second message: its size, and resident bytes per
+	// connection after it.
+	ThenSize    int            `json:"then_size,omitempty"`
+	ThenPerConn float64        `json:"then_bytes_per_conn,omitempty"`
+	Syscalls    int64          `json:"syscalls"`
+	PerRT       float64        `json:"syscalls_per_rt"`
+	Errors      loadgen.Errors `json:"errors"`
+	// TLS: what the handshakes negotiated, and how many of the measured
+	// window's handshakes resumed a session (handshakes mode).
+	TLS     string `json:"tls,omitempty"`
+	Resumed int64  `json:"resumed,omitempty"`
 }
 
 // window records a measured run into r: its rate, latency, errors and the
@@ -72,6 +80,9 @@ func (r *Report) window(t Target, res *loadgen.Result, cpu0 time.Duration) error
 func (r *Report) add(res *loadgen.Result) {
 	r.Total += res.RoundTrips
 	r.Errors.Add(res.Errors)
+	if r.TLS == "" {
+		r.TLS = res.TLS
+	}
 }
 
 func micros(d time.Duration) float64 { return float64(d) / float64(time.Microsecond) }
@@ -149,6 +160,7 @@ func measureSession(mode string, t Target, warm, run load) (Report, error) {
 		return r, err
 	}
 	defer s.Close()
+	r.TLS = s.Negotiated()
 	res, err := warm(s)
 	r.add(&res)
 	if err != nil {
@@ -184,10 +196,35 @@ func Accepts(t Target, warm, d time.Duration) (Report, error) {
 	return r, r.window(t, &res, cpu0)
 }
 
+// Handshakes measures TLS connection setup: t.Conns connections at a time,
+// each connecting, completing a handshake with t.TLS, making one round trip
+// and closing, for d after warm; resumed ones if t.TLS has a session
+// cache, which the warm-up fills.
+func Handshakes(t Target, warm, d time.Duration) (Report, error) {
+	r := newReport("handshakes", t)
+	res, err := loadgen.Handshakes(t.Config, warm)
+	if err != nil {
+		return r, err
+	}
+	r.add(&res)
+	cpu0, err := proc.CPUTime(t.PID)
+	if err != nil {
+		return r, err
+	}
+	if res, err = loadgen.Handshakes(t.Config, d); err != nil {
+		return r, err
+	}
+	r.Resumed = res.Resumed
+	return r, r.window(t, &res, cpu0)
+}
+
 // Memory measures resident bytes per idle connection: it opens t.Conns
 // connections, sends one message on each, waits for the server's memory to
-// settle, and divides the growth by the connections.
-func Memory(t Target) (Report, error) {
+// settle, and divides the growth by the connections. With thenSize above
+// 0 it then sends one message of thenSize bytes on each of the same
+// connections and measures again (Report.ThenPerConn): what a connection
+// keeps after one large message.
+func Memory(t Target, thenSize int) (Report, error) {
 	r := newReport("memory", t)
 	before, err := proc.RSS(t.PID)
 	if err != nil {
@@ -198,6 +235,7 @@ func Memory(t Target) (Report, error) {
 		return r, err
 	}
 	defer s.Close()
+	r.TLS = s.Negotiated()
 	res := s.Exchange(int64(t.Conns))
 	r.add(&res)
 	r.RoundTrips = res.RoundTrips
@@ -207,6 +245,17 @@ func Memory(t Target) (Report, error) {
 	}
 	r.RSSBefore, r.RSSAfter = before, after
 	r.PerConn = float64(after-before) / float64(t.Conns)
+	if thenSize <= 0 {
+		return r, nil
+	}
+	s.Resize(thenSize)
+	res = s.Exchange(int64(t.Conns))
+	r.add(&res)
+	if after, err = settledRSS(t.PID); err != nil {
+		return r, err
+	}
+	r.ThenSize = thenSize
+	r.ThenPerConn = float64(after-before) / float64(t.Conns)
 	return r, nil
 }
 

@@ -1,6 +1,8 @@
 package measure
 
 import (
+	"crypto/tls"
+	"io"
 	"net"
 	"os"
 	"testing"
@@ -9,6 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/sluicenet/sluice/benchmarks/internal/certs"
 	"github.com/sluicenet/sluice/benchmarks/loadgen"
 	"github.com/sluicenet/sluice/benchmarks/syscount"
 )
@@ -69,7 +72,7 @@ func TestModes(t *testing.T) {
 }
 
 func TestMemory(t *testing.T) {
-	r, err := Memory(target(t, 200))
+	r, err := Memory(target(t, 200), 0)
 	require.NoError(t, err)
 	assert.Equal(t, int64(200), r.RoundTrips, "one message per connection")
 	assert.Positive(t, r.RSSBefore)
@@ -93,4 +96,61 @@ func TestServerGone(t *testing.T) {
 	tg.PID = 1 << 30 // no such process
 	_, err := Closed(tg, 0, 10*time.Millisecond)
 	assert.ErrorIs(t, err, os.ErrNotExist)
+}
+
+func TestMemoryThenLarger(t *testing.T) {
+	r, err := Memory(target(t, 50), 16<<10)
+	require.NoError(t, err)
+	assert.Equal(t, int64(50), r.RoundTrips, "the first message's round trips")
+	assert.Equal(t, int64(100), r.Total, "and the second's")
+	assert.Equal(t, 16<<10, r.ThenSize)
+	assert.NotZero(t, r.ThenPerConn)
+}
+
+// tlsTarget starts a crypto/tls echo server in this process and aims conns
+// connections at it.
+func tlsTarget(t *testing.T, conns int, resume bool) Target {
+	t.Helper()
+	f, err := certs.Write(t.TempDir())
+	require.NoError(t, err)
+	cert, err := tls.LoadX509KeyPair(f.Cert, f.Key)
+	require.NoError(t, err)
+	ln, err := tls.Listen("tcp", "127.0.0.1:0", &tls.Config{Certificates: []tls.Certificate{cert}})
+	require.NoError(t, err)
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for c, err := ln.Accept(); err == nil; c, err = ln.Accept() {
+			go func() {
+				defer c.Close()
+				io.Copy(c, c)
+			}()
+		}
+	}()
+	cfg, err := loadgen.ClientTLS(f.Cert, nil, resume)
+	require.NoError(t, err)
+	addr := ln.Addr().(*net.TCPAddr).AddrPort()
+	return Target{Config: loadgen.Config{Addr: addr, Conns: conns, Size: 64, Workers: 1, TLS: cfg}, PID: os.Getpid()}
+}
+
+func TestTLS(t *testing.T) {
+	const warm, d = 50 * time.Millisecond, 100 * time.Millisecond
+	r, err := Paced(tlsTarget(t, 10, false), 2000, warm, d)
+	require.NoError(t, err)
+	assert.Zero(t, r.Errors.Total())
+	assert.Positive(t, r.CPUPerRT)
+	assert.Contains(t, r.TLS, "TLS 1.3")
+
+	r, err = Handshakes(tlsTarget(t, 4, true), warm, d)
+	require.NoError(t, err)
+	assert.Equal(t, "handshakes", r.Mode)
+	assert.Zero(t, r.Errors.Total())
+	assert.Positive(t, r.RoundTrips)
+	assert.Equal(t, r.RoundTrips, r.Resumed, "the warm-up gave them tickets")
+	assert.Positive(t, r.CPUPerRT)
+
+	r, err = Memory(tlsTarget(t, 20, false), 16<<10)
+	require.NoError(t, err)
+	assert.Zero(t, r.Errors.Total())
+	assert.Equal(t, int64(40), r.Total)
+	assert.Contains(t, r.TLS, "TLS 1.3")
 }

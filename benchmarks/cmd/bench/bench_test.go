@@ -1,6 +1,8 @@
 package main
 
 import (
+	"os"
+	"path/filepath"
 	"slices"
 	"testing"
 	"time"
@@ -8,6 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/sluicenet/sluice/benchmarks/internal/certs"
 	"github.com/sluicenet/sluice/benchmarks/internal/serve"
 	"github.com/sluicenet/sluice/benchmarks/measure"
 )
@@ -136,12 +139,113 @@ func TestProxies(t *testing.T) {
 	assert.True(t, slices.ContainsFunc(proxyShapes(quickTiming), func(sh shape) bool { return sh.large }),
 		"the splice column has rows")
 
-	conf := haproxyConfig(proxies[0], 1, "127.0.0.1:7000", "127.0.0.1:9000")
+	conf := haproxyConfig(proxies[0], 1, "127.0.0.1:7000", "127.0.0.1:9000", "")
 	for _, want := range []string{"nbthread 1\n", "mode tcp\n", "bind 127.0.0.1:7000\n", "server floor 127.0.0.1:9000\n"} {
 		assert.Contains(t, conf, want)
 	}
 	assert.NotContains(t, conf, "splice")
-	assert.Contains(t, haproxyConfig(splice, 2, "127.0.0.1:7000", "127.0.0.1:9000"), "option splice-auto\n")
+	assert.NotContains(t, conf, "ssl")
+	assert.Contains(t, haproxyConfig(splice, 2, "127.0.0.1:7000", "127.0.0.1:9000", ""), "option splice-auto\n")
+	secure := haproxyConfig(proxies[0], 1, "127.0.0.1:7000", "127.0.0.1:9000", "/b/combined.pem")
+	assert.Contains(t, secure, "bind 127.0.0.1:7000 ssl crt /b/combined.pem\n")
+	assert.Contains(t, secure, "ssl-default-bind-ciphersuites TLS_AES_128_GCM_SHA256:")
+}
+
+func TestProxyTLS(t *testing.T) {
+	bin := t.TempDir()
+	all := proxyShapes(quickTiming)
+	tlsRows := func(list []shape) int {
+		return len(slices.DeleteFunc(slices.Clone(list), func(sh shape) bool { return !sh.tls }))
+	}
+	require.Positive(t, tlsRows(all))
+	for _, sh := range all {
+		if sh.tls {
+			assert.True(t, matches(sh.name, "tls") && matches(sh.name, "proxy"), "-only tls and -only proxy pick %q", sh.name)
+		}
+	}
+
+	// A stand-in examples/proxy whose -h lists the flags it has.
+	fake := func(flags string) {
+		script := "#!/bin/sh\necho 'Usage of proxy:\n  -backend value\n" + flags + "' >&2\nexit 2\n"
+		require.NoError(t, os.WriteFile(filepath.Join(bin, "proxy"), []byte(script), 0o755))
+	}
+	fake("  -addr value")
+	kept, note := proxyTLS(bin, proxies, slices.Clone(all))
+	assert.Zero(t, tlsRows(kept), "no -tls-cert: no TLS rows")
+	assert.Equal(t, len(all)-tlsRows(all), len(kept), "the others stay")
+	assert.Contains(t, note, "-tls-cert")
+
+	fake("  -tls-cert string\n  -tls-key string")
+	kept, note = proxyTLS(bin, proxies, slices.Clone(all))
+	assert.Equal(t, all, kept)
+	assert.Empty(t, note)
+
+	onlyHAProxy := proxies[:1]
+	fake("  -addr value")
+	kept, note = proxyTLS(bin, onlyHAProxy, slices.Clone(all))
+	assert.Equal(t, all, kept, "HAProxy alone needs no examples/proxy")
+	assert.Empty(t, note)
+}
+
+func TestTLSTable(t *testing.T) {
+	secure := tlsStacks(stacks)
+	assert.Equal(t, []string{"sluice", "sluice-uring", "nbio", "crypto/tls"}, tlsColumns(secure))
+	assert.Contains(t, tlsColumns(secure), tlsBase)
+	names, rows := map[string]bool{}, map[string]bool{}
+	for _, sh := range tlsShapes(fullTiming) {
+		assert.True(t, sh.tls, sh.name)
+		assert.True(t, matches(sh.name, "tls"), "-only tls picks %q", sh.name)
+		assert.False(t, names[sh.name], "shape %q twice", sh.name)
+		names[sh.name] = true
+		for _, r := range sh.rows {
+			assert.False(t, rows[r.name], "row %q twice", r.name)
+			rows[r.name] = true
+		}
+	}
+	for _, sh := range append(shapes(fullTiming), proxyShapes(fullTiming)...) {
+		assert.False(t, names[sh.name], "shape %q in two tables", sh.name)
+		assert.False(t, sh.tls && !matches(sh.name, "proxy"), "%q: only proxy shapes outside the TLS table speak TLS", sh.name)
+	}
+
+	cfg := config{certs: certs.Files{Cert: "/b/cert.pem", Key: "/b/key.pem"}}
+	assert.Equal(t, []string{"-tls-cert", "/b/cert.pem", "-tls-key", "/b/key.pem"}, cfg.serverTLS())
+	args := []string{"-mode", "paced"}
+	assert.Equal(t, []string{"-mode", "paced", "-tls-cert", "/b/cert.pem", "-tls-groups", tlsGroups}, cfg.clientTLS(args))
+	assert.Equal(t, []string{"-mode", "paced"}, args, "the shape's own flags stay as they are")
+	assert.Equal(t, []string{"-tls-groups", "default", "-tls-cert", "/b/cert.pem"}, cfg.clientTLS([]string{"-tls-groups", "default"}), "a shape's own key exchanges")
+
+	seen := newTLSSeen()
+	var resumed shape
+	for _, sh := range tlsShapes(fullTiming) {
+		if slices.Contains(sh.args, "-tls-resume") {
+			resumed = sh
+		}
+	}
+	require.NotEmpty(t, resumed.name)
+	seen.note("sluice", resumed, measure.Report{TLS: "TLS 1.3 X", RoundTrips: 100, Resumed: 100})
+	seen.note("sluice", resumed, measure.Report{TLS: "TLS 1.3 X", RoundTrips: 100, Resumed: 90})
+	seen.note("nbio", tlsShapes(fullTiming)[0], measure.Report{TLS: "TLS 1.3 Y", RoundTrips: 100})
+	seen.note("nbio", tlsShapes(fullTiming)[0], measure.Report{TLS: "TLS 1.3 Z", RoundTrips: 100})
+	seen.note("nbio", tlsShapes(fullTiming)[0], measure.Report{TLS: "TLS 1.3 Y", RoundTrips: 100})
+	pre := tlsPreamble(config{}, secure, seen)
+	assert.Contains(t, pre, "Negotiated: sluice: TLS 1.3 X; nbio: TLS 1.3 Y, TLS 1.3 Z.")
+	assert.Contains(t, pre, "lowest share of handshakes that resumed: sluice 90%.")
+}
+
+func TestTLSRows(t *testing.T) {
+	byName := map[string]row{}
+	for _, sh := range tlsShapes(quickTiming) {
+		for _, r := range sh.rows {
+			byName[r.name] = r
+		}
+	}
+	then := byName["1,000 idle TLS conns after a 16 KiB one too: resident B/conn"]
+	require.NotNil(t, then.value, "quick runs hold 1,000 idle TLS connections")
+	_, ok := then.value(measurement{load: measure.Report{PerConn: 5000}})
+	assert.False(t, ok, "no second message, no figure")
+	v, ok := then.value(measurement{load: measure.Report{PerConn: 5000, ThenSize: tlsFullRecord, ThenPerConn: 20000}})
+	assert.True(t, ok)
+	assert.Equal(t, 20000.0, v)
 }
 
 func TestProxyRows(t *testing.T) {

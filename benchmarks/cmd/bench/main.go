@@ -20,6 +20,10 @@
 // with -quick, or when -only names them, but not in the full run, which
 // they would take past 15 minutes.
 //
+// The TLS shapes (tls.go) fill a fourth: the stacks that serve TLS, over
+// TLS, beside crypto/tls. Like the proxy shapes they run with -quick or
+// -only, not in the full run.
+//
 // It exits 1 when a server or a proxy (or the C floor behind it) breaks: it
 // does not start, crashes, does not stop cleanly, or the load generator
 // sees mismatched bytes, resets or timeouts;
@@ -41,6 +45,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sluicenet/sluice/benchmarks/internal/certs"
 	"github.com/sluicenet/sluice/benchmarks/measure"
 	"github.com/sluicenet/sluice/benchmarks/syscount"
 	"github.com/sluicenet/sluice/benchmarks/table"
@@ -59,7 +64,8 @@ type config struct {
 	proxies        []proxyStack
 	server, client cpuList
 	only           string
-	idle           int // percent idle to wait for before each measurement; 0: no wait
+	idle           int         // percent idle to wait for before each measurement; 0: no wait
+	certs          certs.Files // the TLS rows' certificate, made in -bin for the run
 }
 
 func main() {
@@ -72,6 +78,14 @@ func main() {
 	if err := build(cfg, p); err != nil {
 		fmt.Fprintln(os.Stderr, "bench: build:", err)
 		os.Exit(1)
+	}
+	if cfg.certs, err = certs.Write(cfg.bin); err != nil {
+		fmt.Fprintln(os.Stderr, "bench: TLS certificate:", err)
+		os.Exit(1)
+	}
+	var note string
+	if p.proxy, note = proxyTLS(cfg.bin, p.proxies, p.proxy); note != "" {
+		p.notes = append(p.notes, note)
 	}
 	if err := pinSelf(cfg.client); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
@@ -86,7 +100,11 @@ func main() {
 		out += "\n" + clientPreamble(cfg) + "\n" + t.clients.Markdown()
 	}
 	if len(p.proxy) > 0 {
-		out += "\n" + proxyPreamble(cfg) + "\n" + t.proxies.Markdown()
+		secure := slices.ContainsFunc(p.proxy, func(sh shape) bool { return sh.tls })
+		out += "\n" + proxyPreamble(cfg, secure) + "\n" + t.proxies.Markdown()
+	}
+	if len(p.tls) > 0 {
+		out += "\n" + tlsPreamble(cfg, tlsStacks(cfg.stacks), t.seen) + "\n" + t.tls.Markdown()
 	}
 	fmt.Print(out)
 	if cfg.out != "" {
@@ -108,7 +126,7 @@ func parseFlags() (config, error) {
 	flag.StringVar(&cfg.bin, "bin", "", "`directory` to build into (benchmarks/run passes a fresh one)")
 	flag.StringVar(&cfg.out, "o", "", "also write the table to `file`")
 	flag.StringVar(&cfg.only, "only", "", "run only the shapes whose names contain one of these comma-separated `words`")
-	stackList := flag.String("stacks", "all", "comma-separated stacks to run: sluice,sluice-uring,gnet,evio,nbio,netpoll,std,C-floor,C-uring, and proxies: haproxy,haproxy-splice,sluice-proxy,sluice-proxy-uring")
+	stackList := flag.String("stacks", "all", "comma-separated stacks to run: sluice,sluice-uring,gnet,evio,nbio,netpoll,std,C-floor,C-uring (the TLS table's: sluice, sluice-uring, nbio and std, its crypto/tls column), and proxies: haproxy,haproxy-splice,sluice-proxy,sluice-proxy-uring")
 	flag.IntVar(&cfg.idle, "idle", 0, "before each measurement wait, up to a minute, until the measured CPUs are this `percent` idle (for a machine other work shares)")
 	serverCPUs := flag.String("server-cpus", "0", "`CPUs` for each server (taskset list); it runs one loop per CPU")
 	clientCPUs := flag.String("client-cpus", "1", "`CPUs` for the load generator; it runs one epoll loop per CPU")
@@ -197,6 +215,7 @@ type picked struct {
 	client  []clientShape
 	proxy   []shape
 	proxies []proxyStack
+	tls     []shape
 	notes   []string
 }
 
@@ -223,6 +242,18 @@ func pick(cfg config) picked {
 			}
 		}
 	}
+	full := !cfg.quick && cfg.only == ""
+	if len(tlsStacks(cfg.stacks)) > 0 {
+		if full {
+			p.notes = append(p.notes, "The TLS table is left out of the full run; -only tls runs it.")
+		} else {
+			for _, sh := range tlsShapes(timing) {
+				if matches(sh.name, cfg.only) {
+					p.tls = append(p.tls, sh)
+				}
+			}
+		}
+	}
 	var note string
 	if p.proxies, note = availableProxies(cfg.proxies); note != "" {
 		p.notes = append(p.notes, note)
@@ -230,7 +261,7 @@ func pick(cfg config) picked {
 	if len(p.proxies) == 0 {
 		return p
 	}
-	if !cfg.quick && cfg.only == "" {
+	if full {
 		p.notes = append(p.notes, "The proxy table is left out of the full run; -only proxy runs it.")
 		return p
 	}
@@ -245,7 +276,8 @@ func pick(cfg config) picked {
 // tables are a run's results: the server-side table, the client-side one
 // and the proxies'.
 type tables struct {
-	servers, clients, proxies *table.Table
+	servers, clients, proxies, tls *table.Table
+	seen                           *tlsSeen // what the TLS rows negotiated
 }
 
 // run takes every measurement and returns the tables and how many
@@ -271,6 +303,14 @@ func run(cfg config, p picked) (t tables, failures int) {
 		}
 	}
 	t.proxies = newProxyTable(p.proxy, p.proxies)
+	secure := tlsStacks(cfg.stacks)
+	t.tls = table.New(tlsBase, tlsColumns(secure))
+	for _, sh := range p.tls {
+		for _, r := range sh.rows {
+			t.tls.AddRow(r.name)
+		}
+	}
+	t.seen = newTLSSeen()
 	for round := range cfg.rounds {
 		for _, sh := range p.server {
 			for i := range cfg.stacks {
@@ -291,6 +331,18 @@ func run(cfg config, p picked) (t tables, failures int) {
 					continue
 				}
 				failures += record(cfg, t.proxies, round, sh.name, st.name, sh.rows, func() (measurement, error) { return measureProxy(cfg, st, sh) })
+			}
+		}
+		for _, sh := range p.tls {
+			for i := range secure {
+				st := secure[(i+round)%len(secure)]
+				failures += record(cfg, t.tls, round, sh.name, st.tls, sh.rows, func() (measurement, error) {
+					m, err := measureOne(cfg, st, sh)
+					if err == nil {
+						t.seen.note(st.tls, sh, m.load)
+					}
+					return m, err
+				})
 			}
 		}
 	}
@@ -343,9 +395,14 @@ func matches(name, only string) bool {
 	return false
 }
 
-// measureOne runs shape sh on a fresh server of stack st.
+// measureOne runs shape sh on a fresh server of stack st, over TLS if sh
+// says so.
 func measureOne(cfg config, st stack, sh shape) (measurement, error) {
-	srv, err := startServer(st, cfg.bin, cfg.server)
+	var more []string
+	if sh.tls {
+		more, sh.args = cfg.serverTLS(), cfg.clientTLS(sh.args)
+	}
+	srv, err := startServer(st, cfg.bin, cfg.server, more...)
 	if err != nil {
 		return measurement{}, err
 	}
@@ -412,7 +469,12 @@ func summary(m measurement) string {
 	}
 	switch l.Mode {
 	case "memory":
+		if l.ThenSize > 0 {
+			return fmt.Sprintf("%s B/conn, after %s B more %s B/conn", table.Format(l.PerConn), table.Format(float64(l.ThenSize)), table.Format(l.ThenPerConn))
+		}
 		return fmt.Sprintf("%s B/conn", table.Format(l.PerConn))
+	case "handshakes":
+		return fmt.Sprintf("%s/s, p50 %s µs, %s µs CPU/handshake, %s resumed", table.Format(l.Rate), table.Format(l.P50), table.Format(l.CPUPerRT), table.Format(float64(l.Resumed)))
 	case "syscalls":
 		return fmt.Sprintf("%s syscalls/rt, %s µs CPU/rt", table.Format(l.PerRT), table.Format(l.CPUPerRT))
 	}

@@ -6,7 +6,9 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"path"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -21,6 +23,11 @@ import (
 // and runs the load generator against the proxy, reading the proxy's CPU
 // time and memory: every load generator connection is one proxied pair,
 // client side and backend side.
+//
+// The TLS proxy shapes have the proxy terminate TLS (the load generator
+// speaks it, the backend does not): HAProxy with bind ... ssl crt,
+// examples/proxy with -tls-cert and -tls-key. A run whose examples/proxy
+// has no -tls-cert flag leaves them out, with a note (proxyTLS).
 
 // proxyBase is the proxy every ratio in the proxy table is to.
 const proxyBase = "haproxy"
@@ -97,7 +104,32 @@ func proxyShapes(t timing) []shape {
 		{name: "proxy syscalls 100 conns", perf: true, args: t.counted(100), rows: []row{
 			{"Closed loop, 100 conns, 64 B: proxy syscalls/rt", syscalls},
 		}},
+		{name: "proxy tls paced 100 conns", tls: true, args: t.pacedArgs(100), rows: []row{
+			{"TLS terminated: paced 30k rt/s, 100 conns, 64 B: proxy CPU µs/rt", cpu},
+			{"TLS terminated: paced 30k rt/s, 100 conns, 64 B: p99 µs", p99},
+		}},
+		{name: "proxy tls handshakes", tls: true, args: loadArgs("handshakes", handshakesInFlight, 64, "-warmup", t.warm.String(), "-duration", t.handshakes.String()), rows: []row{
+			{"TLS terminated: full handshakes/s (connect, handshake, 64 B round trip, close; 50 at a time)", rate},
+			{"TLS terminated: proxy CPU µs/handshake, its dial to the floor included", cpu},
+		}},
 	}
+}
+
+// proxyTLS returns shapes without the TLS ones, and a note, when the
+// examples/proxy built into bin cannot terminate TLS (has no -tls-cert
+// flag) and list measures it; else shapes as they are.
+func proxyTLS(bin string, list []proxyStack, shapes []shape) ([]shape, string) {
+	if !slices.ContainsFunc(list, func(p proxyStack) bool { return !p.haproxy }) ||
+		!slices.ContainsFunc(shapes, func(sh shape) bool { return sh.tls }) {
+		return shapes, ""
+	}
+	// -h prints the flags and exits, 0 or 2 by Go's version: read the text.
+	out, _ := exec.Command(filepath.Join(bin, path.Base(proxyPkg)), "-h").CombinedOutput()
+	if strings.Contains(string(out), "-tls-cert") {
+		return shapes, ""
+	}
+	return slices.DeleteFunc(shapes, func(sh shape) bool { return sh.tls }),
+		"TLS proxy rows skipped: this examples/proxy has no -tls-cert flag."
 }
 
 // proxyIdlePairs is how many pairs the memory row holds open: the proxy
@@ -143,10 +175,13 @@ func measureProxy(cfg config, st proxyStack, sh shape) (measurement, error) {
 	if err != nil {
 		return measurement{}, fmt.Errorf("backend: %w", err)
 	}
-	px, err := startProxy(cfg, st, backend.addr)
+	px, err := startProxy(cfg, st, backend.addr, sh.tls)
 	if err != nil {
 		backend.kill()
 		return measurement{}, err
+	}
+	if sh.tls {
+		sh.args = cfg.clientTLS(sh.args)
 	}
 	load, loadErr := runLoad(cfg, px, sh)
 	haltErr := px.halt()
@@ -160,20 +195,29 @@ func measureProxy(cfg config, st proxyStack, sh shape) (measurement, error) {
 	return measurement{load: load}, nil
 }
 
-// startProxy starts st pinned to the server CPUs, relaying to backend, and
-// waits until its port accepts connections.
-func startProxy(cfg config, st proxyStack, backend string) (*server, error) {
+// startProxy starts st pinned to the server CPUs, relaying to backend and
+// terminating TLS if secure is set, and waits until its port accepts
+// connections.
+func startProxy(cfg config, st proxyStack, backend string, secure bool) (*server, error) {
 	port, err := freePort()
 	if err != nil {
 		return nil, err
 	}
 	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
 	var s *server
+	crt := ""
+	if secure {
+		crt = cfg.certs.Combined
+	}
 	if st.haproxy {
-		s, err = startHAProxy(cfg, st, addr, backend)
+		s, err = startHAProxy(cfg, st, addr, backend, crt)
 	} else {
 		sluice := stack{name: st.name, pkg: proxyPkg, loops: true, flags: st.flags}
-		s, err = launch(sluice, cfg.bin, cfg.server, "-addr", addr, "-backend", backend)
+		args := []string{"-addr", addr, "-backend", backend}
+		if secure {
+			args = append(args, cfg.serverTLS()...)
+		}
+		s, err = launch(sluice, cfg.bin, cfg.server, args...)
 	}
 	if err != nil {
 		return nil, err
@@ -187,14 +231,15 @@ func startProxy(cfg config, st proxyStack, backend string) (*server, error) {
 }
 
 // startHAProxy writes HAProxy's configuration for one measurement into
-// -bin and starts it in the foreground. SIGUSR1 is its graceful stop.
-func startHAProxy(cfg config, st proxyStack, addr, backend string) (*server, error) {
+// -bin and starts it in the foreground, terminating TLS with the PEM file
+// crt if it is not empty. SIGUSR1 is its graceful stop.
+func startHAProxy(cfg config, st proxyStack, addr, backend, crt string) (*server, error) {
 	path, err := haproxyPath()
 	if err != nil {
 		return nil, err
 	}
 	file := filepath.Join(cfg.bin, "haproxy.cfg")
-	if err := os.WriteFile(file, []byte(haproxyConfig(st, len(cfg.server.cpus), addr, backend)), 0o644); err != nil {
+	if err := os.WriteFile(file, []byte(haproxyConfig(st, len(cfg.server.cpus), addr, backend, crt)), 0o644); err != nil {
 		return nil, err
 	}
 	return start(cfg.server, syscall.SIGUSR1, []string{path, "-db", "-f", file})
@@ -203,8 +248,11 @@ func startHAProxy(cfg config, st proxyStack, addr, backend string) (*server, err
 // haproxyConfig returns HAProxy's configuration: threads threads (one per
 // server CPU, as examples/proxy gets one loop per CPU), TCP mode, one
 // frontend on addr relaying to one backend server, timeouts no
-// measurement reaches, and splice-auto if st asks for it.
-func haproxyConfig(st proxyStack, threads int, addr, backend string) string {
+// measurement reaches, and splice-auto if st asks for it. With crt, the
+// frontend terminates TLS with that certificate and key, preferring
+// AES-128-GCM, the cipher suite crypto/tls picks, to OpenSSL's default
+// AES-256-GCM.
+func haproxyConfig(st proxyStack, threads int, addr, backend, crt string) string {
 	lines := []string{
 		"global",
 		"\tnbthread " + strconv.Itoa(threads),
@@ -215,6 +263,11 @@ func haproxyConfig(st proxyStack, threads int, addr, backend string) string {
 		// Each pipe is two more descriptors: the default, a quarter of
 		// maxconn, would take HAProxy past the limit.
 		lines = append(lines, "\tmaxpipes "+strconv.Itoa(haproxyMaxPipes))
+	}
+	bind := "\tbind " + addr
+	if crt != "" {
+		lines = append(lines, "\tssl-default-bind-ciphersuites TLS_AES_128_GCM_SHA256:TLS_AES_256_GCM_SHA384:TLS_CHACHA20_POLY1305_SHA256")
+		bind += " ssl crt " + crt
 	}
 	lines = append(lines,
 		"defaults",
@@ -229,7 +282,7 @@ func haproxyConfig(st proxyStack, threads int, addr, backend string) string {
 	}
 	lines = append(lines,
 		"frontend bench",
-		"\tbind "+addr,
+		bind,
 		"\tdefault_backend echo",
 		"backend echo",
 		"\tserver floor "+backend,
@@ -237,14 +290,19 @@ func haproxyConfig(st proxyStack, threads int, addr, backend string) string {
 	return strings.Join(lines, "\n") + "\n"
 }
 
-// proxyPreamble says how the proxy table was made.
-func proxyPreamble(cfg config) string {
+// proxyPreamble says how the proxy table was made; secure: with TLS rows.
+func proxyPreamble(cfg config, secure bool) string {
+	tlsRows := ""
+	if secure {
+		tlsRows = "TLS terminated rows: the proxy terminates TLS 1.3 from the load generator (as in the TLS table: " + strings.ToUpper(tlsGroups) +
+			", the run's ECDSA P-256 certificate) and relays plaintext to the floor; HAProxy with bind ... ssl crt, AES-128-GCM preferred as crypto/tls prefers it; examples/proxy with -tls-cert and -tls-key. "
+	}
 	return fmt.Sprintf("Proxies. Each proxy on CPUs %s (HAProxy: mode tcp, nbthread %s, maxconn %d; examples/proxy: -loops %s, GOMAXPROCS %s), "+
 		"relaying each client to its own connection to the C epoll floor, which runs on CPUs %s beside the load generator; "+
 		"a fresh proxy and floor for every measurement. CPU and memory are the proxy process's alone. "+
 		"MB/s: message bytes echoed per second (each crosses the proxy twice, up and back); µs/MB: proxy CPU per MB echoed. "+
-		"Cells: median over rounds (median per-round ratio to %s, low–high).\n",
-		cfg.server.spec, cfg.server.n(), haproxyMaxConn, cfg.server.n(), cfg.server.n(), cfg.client.spec, proxyBase)
+		"%sCells: median over rounds (median per-round ratio to %s, low–high).\n",
+		cfg.server.spec, cfg.server.n(), haproxyMaxConn, cfg.server.n(), cfg.server.n(), cfg.client.spec, tlsRows, proxyBase)
 }
 
 // proxyColumns returns the proxy table's columns for list.

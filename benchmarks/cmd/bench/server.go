@@ -41,15 +41,15 @@ type server struct {
 	err    error          // its exit status, once done is closed
 }
 
-// startServer starts st's server pinned to cpus and waits until its port
-// accepts connections.
-func startServer(st stack, bin string, cpus cpuList) (*server, error) {
+// startServer starts st's server pinned to cpus, with more flags if any,
+// and waits until its port accepts connections.
+func startServer(st stack, bin string, cpus cpuList, more ...string) (*server, error) {
 	port, err := freePort()
 	if err != nil {
 		return nil, err
 	}
 	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
-	s, err := launch(st, bin, cpus, "-addr", addr)
+	s, err := launch(st, bin, cpus, append([]string{"-addr", addr}, more...)...)
 	if err != nil {
 		return nil, err
 	}

@@ -15,6 +15,9 @@ type shape struct {
 	args []string // cmd/loadgen flags beyond -addr, -pid and -workers
 	rows []row
 	perf bool // needs perf (syscall counts)
+	// tls: the server serves TLS and the load generator speaks it, with
+	// the run's certificate (config.serverTLS, config.clientTLS)
+	tls bool
 	// large: moves large messages, the rows the proxy table measures
 	// HAProxy's splice variant in
 	large bool
@@ -42,6 +45,8 @@ type timing struct {
 	warm, window      time.Duration // closed loop and accepts
 	pacedWarm, paced  time.Duration
 	syscallRoundTrips int
+	handshakes        time.Duration // the TLS handshake rows' window
+	tlsIdle           int           // the TLS memory row's connections
 }
 
 var (
@@ -49,11 +54,13 @@ var (
 		warm: 150 * time.Millisecond, window: 600 * time.Millisecond,
 		pacedWarm: 200 * time.Millisecond, paced: 1200 * time.Millisecond,
 		syscallRoundTrips: 10000,
+		handshakes:        time.Second, tlsIdle: 10000,
 	}
 	quickTiming = timing{
 		warm: 50 * time.Millisecond, window: 200 * time.Millisecond,
 		pacedWarm: 50 * time.Millisecond, paced: 300 * time.Millisecond,
 		syscallRoundTrips: 3000,
+		handshakes:        300 * time.Millisecond, tlsIdle: 1000,
 	}
 )
 

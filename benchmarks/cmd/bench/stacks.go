@@ -21,17 +21,20 @@ type stack struct {
 	// client-side rows; its server also takes -dial. Empty for stacks
 	// those rows leave out.
 	client string
+	// tls is the stack's column in the TLS table, whose servers take
+	// -tls-cert and -tls-key; empty for stacks that table leaves out.
+	tls string
 }
 
 // stacks lists every stack, in the table's column order.
 var stacks = []stack{
-	{name: "sluice", pkg: "./servers/sluice", loops: true, client: "./clients/sluice"},
-	{name: "sluice-uring", pkg: "./servers/sluice", loops: true, flags: []string{"-poller", "uring"}, client: "./clients/sluice"},
+	{name: "sluice", pkg: "./servers/sluice", loops: true, client: "./clients/sluice", tls: "sluice"},
+	{name: "sluice-uring", pkg: "./servers/sluice", loops: true, flags: []string{"-poller", "uring"}, client: "./clients/sluice", tls: "sluice-uring"},
 	{name: "gnet", pkg: "./servers/gnet", loops: true, client: "./clients/gnet"},
 	{name: "evio", pkg: "./servers/evio", loops: true},
-	{name: "nbio", pkg: "./servers/nbio", loops: true},
+	{name: "nbio", pkg: "./servers/nbio", loops: true, tls: "nbio"},
 	{name: "netpoll", pkg: "./servers/netpoll", loops: true},
-	{name: "std", pkg: "./servers/std", loops: true, client: "./clients/std"},
+	{name: "std", pkg: "./servers/std", loops: true, client: "./clients/std", tls: "crypto/tls"},
 	{name: "C floor", c: "cfloor/epoll_echo.c"},
 	{name: "C uring", c: "cfloor/uring_echo.c"},
 }
@@ -44,6 +47,17 @@ func clientStacks(list []stack) []stack {
 	var picked []stack
 	for _, s := range list {
 		if s.client != "" {
+			picked = append(picked, s)
+		}
+	}
+	return picked
+}
+
+// tlsStacks returns those of list that serve TLS, in order.
+func tlsStacks(list []stack) []stack {
+	var picked []stack
+	for _, s := range list {
+		if s.tls != "" {
 			picked = append(picked, s)
 		}
 	}

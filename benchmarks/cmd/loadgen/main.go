@@ -7,44 +7,61 @@
 //
 // Modes: closed (each connection keeps one message in flight), paced (a fixed
 // total rate, latency from the intended send time), accepts (connect, one
-// round trip, close), memory (resident bytes per idle connection after one
-// message each), syscalls (system calls per round trip over -count round
-// trips, counted with perf).
+// round trip, close), handshakes (the same over TLS), memory (resident bytes
+// per idle connection after one message each), syscalls (system calls per
+// round trip over -count round trips, counted with perf).
 //
 // With -listen-fd N the closed, paced and syscalls modes accept their -conns
 // connections on the listening socket inherited as descriptor N, dialed by
 // the server (one started with -dial), instead of dialing -addr.
+//
+// With -tls-cert FILE every connection speaks TLS 1.3 to a server that must
+// present the certificate in FILE, offering the key exchanges -tls-groups
+// names, and the handshakes mode measures TLS connection setup (connect,
+// handshake, one round trip, close; with -tls-resume, resuming sessions
+// from tickets earlier handshakes were given):
+//
+//	loadgen -addr 127.0.0.1:9443 -pid $(pgrep -n sluice) -tls-cert cert.pem -mode handshakes -conns 50
 //
 // It exits 1 if the measurement could not be taken; errors seen while taking
 // it (mismatched bytes, resets, timeouts) are in the report.
 package main
 
 import (
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"net/netip"
 	"os"
+	"strings"
 	"time"
 
+	"github.com/sluicenet/sluice/benchmarks/loadgen"
 	"github.com/sluicenet/sluice/benchmarks/measure"
 )
 
 var (
 	errMode   = errors.New("unknown -mode")
-	errListen = errors.New("-listen-fd works with closed, paced and syscalls only")
+	errListen = errors.New("-listen-fd works with closed, paced and syscalls only, over plain TCP")
+	errTLS    = errors.New("the handshakes mode needs -tls-cert, and the accepts mode is plain TCP")
+	errGroup  = errors.New("unknown -tls-groups name")
 )
 
 func main() {
 	var (
-		t     measure.Target
-		addr  = flag.String("addr", "127.0.0.1:9000", "server `host:port`")
-		mode  = flag.String("mode", "closed", "closed, paced, accepts, memory or syscalls")
-		warm  = flag.Duration("warmup", 500*time.Millisecond, "warm-up before the measured window")
-		d     = flag.Duration("duration", 2*time.Second, "measured window (closed, paced, accepts)")
-		rate  = flag.Int("rate", 30000, "paced: round trips per second in all")
-		count = flag.Int64("count", 20000, "syscalls: round trips to count over")
+		t      measure.Target
+		addr   = flag.String("addr", "127.0.0.1:9000", "server `host:port`")
+		mode   = flag.String("mode", "closed", "closed, paced, accepts, handshakes, memory or syscalls")
+		warm   = flag.Duration("warmup", 500*time.Millisecond, "warm-up before the measured window")
+		d      = flag.Duration("duration", 2*time.Second, "measured window (closed, paced, accepts, handshakes)")
+		rate   = flag.Int("rate", 30000, "paced: round trips per second in all")
+		count  = flag.Int64("count", 20000, "syscalls: round trips to count over")
+		cert   = flag.String("tls-cert", "", "speak TLS 1.3 to a server presenting the certificate in this PEM `file`")
+		groups = flag.String("tls-groups", "x25519", "TLS key exchanges to offer, comma-separated: x25519, x25519mlkem768, p256, or default (crypto/tls's)")
+		then   = flag.Int("then-size", 0, "memory: then send one message of this many `bytes` on each connection and measure again")
+		resume = flag.Bool("tls-resume", false, "handshakes: resume sessions from the tickets earlier handshakes were given")
 	)
 	flag.IntVar(&t.PID, "pid", 0, "server process id, for its CPU time, memory and system calls")
 	flag.IntVar(&t.Conns, "conns", 100, "connections (accepts: connections in progress at once)")
@@ -58,7 +75,17 @@ func main() {
 		os.Exit(2)
 	}
 	t.Addr = ap
-	r, err := run(t, *mode, *warm, *d, *rate, *count)
+	if *cert != "" {
+		curves, err := parseGroups(*groups)
+		if err == nil {
+			t.TLS, err = loadgen.ClientTLS(*cert, curves, *resume)
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "loadgen:", err)
+			os.Exit(2)
+		}
+	}
+	r, err := run(t, *mode, *warm, *d, *rate, *count, *then)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "loadgen: %s: %v\n", *mode, err)
 		os.Exit(1)
@@ -66,20 +93,45 @@ func main() {
 	json.NewEncoder(os.Stdout).Encode(r)
 }
 
-func run(t measure.Target, mode string, warm, d time.Duration, rate int, count int64) (measure.Report, error) {
+// parseGroups reads -tls-groups: nil for crypto/tls's default.
+func parseGroups(list string) ([]tls.CurveID, error) {
+	if list == "default" {
+		return nil, nil
+	}
+	names := map[string]tls.CurveID{"x25519": tls.X25519, "x25519mlkem768": tls.X25519MLKEM768, "p256": tls.CurveP256}
+	var curves []tls.CurveID
+	for name := range strings.SplitSeq(list, ",") {
+		c, ok := names[name]
+		if !ok {
+			return nil, fmt.Errorf("%w %q", errGroup, name)
+		}
+		curves = append(curves, c)
+	}
+	return curves, nil
+}
+
+func run(t measure.Target, mode string, warm, d time.Duration, rate int, count int64, then int) (measure.Report, error) {
 	switch mode {
 	case "closed":
 		return measure.Closed(t, warm, d)
 	case "paced":
 		return measure.Paced(t, rate, warm, d)
+	case "handshakes":
+		if t.TLS == nil || t.Listener > 0 {
+			return measure.Report{}, errTLS
+		}
+		return measure.Handshakes(t, warm, d)
 	case "accepts", "memory":
 		if t.Listener > 0 {
 			return measure.Report{}, errListen
 		}
+		if mode == "accepts" && t.TLS != nil {
+			return measure.Report{}, errTLS
+		}
 		if mode == "accepts" {
 			return measure.Accepts(t, warm, d)
 		}
-		return measure.Memory(t)
+		return measure.Memory(t, then)
 	case "syscalls":
 		return measure.Syscalls(t, warm, count)
 	}

@@ -9,12 +9,17 @@
 // generator accepts, and echoes on them as it does on accepted ones, so that
 // the cost of a dialed connection can be set beside an accepted one's.
 //
+// A server that can serve TLS (a [TLSServer]) runs with -tls-cert FILE
+// -tls-key FILE: it terminates TLS with that certificate on the connections
+// it accepts and echoes the plaintext.
+//
 // Each server under benchmarks/servers wires its stack into a [Server] and
 // calls [Main]; the runner reads the line back with [ParseReport].
 package serve
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"flag"
 	"fmt"
@@ -30,6 +35,23 @@ type Config struct {
 	Loops int    // event loops (or pollers) to run; the runner pins the process to as many cores
 	Dial  string // host:port to dial instead of listening (DialingServer only)
 	Conns int    // connections to dial
+	// TLSCert and TLSKey are PEM files: the certificate and key to serve
+	// TLS with (TLSServer only); empty for plain TCP.
+	TLSCert, TLSKey string
+}
+
+// TLS reports whether the server is to serve TLS.
+func (c Config) TLS() bool { return c.TLSCert != "" }
+
+// StdTLS returns crypto/tls's configuration for c's certificate, for the
+// servers built on crypto/tls: the certificate, crypto/tls's defaults for
+// the rest, as a user configures a server.
+func (c Config) StdTLS() (*tls.Config, error) {
+	cert, err := tls.LoadX509KeyPair(c.TLSCert, c.TLSKey)
+	if err != nil {
+		return nil, err
+	}
+	return &tls.Config{Certificates: []tls.Certificate{cert}}, nil
 }
 
 // A Server is one stack's echo server.
@@ -51,8 +73,20 @@ type DialingServer interface {
 	ServeDialed(cfg Config, m *Meter) error
 }
 
+// A TLSServer can serve TLS: given Config.TLSCert and TLSKey, its Serve
+// terminates TLS on every connection it accepts and echoes the plaintext.
+type TLSServer interface {
+	Server
+	// ServesTLS marks the servers that read Config.TLSCert and TLSKey.
+	ServesTLS()
+}
+
 // ErrNoDial reports -dial given to a server that cannot dial.
 var ErrNoDial = errors.New("serve: this server cannot dial")
+
+// ErrNoTLS reports -tls-cert given to a server that cannot serve TLS, or
+// with -dial, or without -tls-key.
+var ErrNoTLS = errors.New("serve: TLS needs a TLS server, -tls-cert and -tls-key both, and no -dial")
 
 // stopTimeout bounds a graceful stop: a stack that cannot stop by then has
 // broken, and the runner reports it.
@@ -67,6 +101,8 @@ func Main(s Server) {
 	flag.IntVar(&cfg.Loops, "loops", 1, "event loops to run")
 	flag.StringVar(&cfg.Dial, "dial", "", "dial -conns connections to `host:port` and echo on them, instead of listening")
 	flag.IntVar(&cfg.Conns, "conns", 100, "connections to dial with -dial")
+	flag.StringVar(&cfg.TLSCert, "tls-cert", "", "serve TLS with the certificate in this PEM `file` (needs -tls-key)")
+	flag.StringVar(&cfg.TLSKey, "tls-key", "", "the PEM `file` of -tls-cert's private key")
 	flag.Parse()
 	if cfg.Loops < 1 || cfg.Conns < 1 || flag.NArg() > 0 {
 		flag.Usage()
@@ -76,10 +112,25 @@ func Main(s Server) {
 		fmt.Fprintln(os.Stderr, ErrNoDial)
 		os.Exit(2)
 	}
+	if err := checkTLS(s, cfg); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(2)
+	}
 	if err := run(s, cfg); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
+}
+
+// checkTLS checks the TLS flags against s.
+func checkTLS(s Server, cfg Config) error {
+	if cfg.TLSCert == "" && cfg.TLSKey == "" {
+		return nil
+	}
+	if _, ok := s.(TLSServer); !ok || cfg.TLSCert == "" || cfg.TLSKey == "" || cfg.Dial != "" {
+		return ErrNoTLS
+	}
+	return nil
 }
 
 // ErrServeEnded reports a server whose Serve returned before it was told to stop.

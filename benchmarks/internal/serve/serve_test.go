@@ -9,6 +9,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/sluicenet/sluice/benchmarks/internal/certs"
 )
 
 func TestReportRoundTrip(t *testing.T) {
@@ -101,4 +103,41 @@ func TestRunReportsAServerThatEnds(t *testing.T) {
 	boom := errors.New("boom")
 	err := run(&fake{serveErr: boom}, Config{Addr: "127.0.0.1:0", Loops: 1})
 	assert.ErrorIs(t, err, ErrServeEnded)
+}
+
+// tlsFake is a fake that serves TLS.
+type tlsFake struct{ fake }
+
+func (*tlsFake) ServesTLS() {}
+
+func TestCheckTLS(t *testing.T) {
+	plain, secure := &fake{}, &tlsFake{}
+	both := Config{TLSCert: "c.pem", TLSKey: "k.pem"}
+	assert.NoError(t, checkTLS(plain, Config{}), "no TLS asked")
+	assert.NoError(t, checkTLS(secure, Config{}))
+	assert.NoError(t, checkTLS(secure, both))
+	assert.True(t, both.TLS())
+	assert.False(t, Config{}.TLS())
+	for _, tc := range []struct {
+		name string
+		s    Server
+		cfg  Config
+	}{
+		{"a server without TLS", plain, both},
+		{"no key", secure, Config{TLSCert: "c.pem"}},
+		{"no certificate", secure, Config{TLSKey: "k.pem"}},
+		{"with -dial", secure, Config{TLSCert: "c.pem", TLSKey: "k.pem", Dial: "127.0.0.1:1"}},
+	} {
+		assert.ErrorIs(t, checkTLS(tc.s, tc.cfg), ErrNoTLS, tc.name)
+	}
+}
+
+func TestStdTLS(t *testing.T) {
+	f, err := certs.Write(t.TempDir())
+	require.NoError(t, err)
+	tc, err := Config{TLSCert: f.Cert, TLSKey: f.Key}.StdTLS()
+	require.NoError(t, err)
+	assert.Len(t, tc.Certificates, 1)
+	_, err = Config{TLSCert: f.Cert, TLSKey: f.Cert}.StdTLS()
+	assert.Error(t, err, "a certificate is no key")
 }

@@ -7,6 +7,10 @@
 //
 // With -dial host:port -conns N it runs with no listener instead: the same
 // engine, options and echo on N connections it dials from OnBoot.
+//
+// With -tls-cert and -tls-key it serves TLS on its listener (WithTLS, the
+// handshake on a goroutine, the records on the loop): the same handler
+// echoes the plaintext.
 package main
 
 import (
@@ -67,8 +71,19 @@ type server struct {
 }
 
 func (s server) Serve(cfg serve.Config, m *serve.Meter) error {
-	return sluice.Run(&echo{meter: m, eng: s.eng}, "tcp://"+cfg.Addr, s.options(cfg)...)
+	opts := s.options(cfg)
+	if cfg.TLS() {
+		tc, err := cfg.StdTLS()
+		if err != nil {
+			return err
+		}
+		opts = append(opts, sluice.WithTLS(tc))
+	}
+	return sluice.Run(&echo{meter: m, eng: s.eng}, "tcp://"+cfg.Addr, opts...)
 }
+
+// ServesTLS: Serve reads the TLS flags.
+func (server) ServesTLS() {}
 
 // ServeDialed runs the same engine with no listener; OnBoot dials.
 func (s server) ServeDialed(cfg serve.Config, m *serve.Meter) error {

@@ -4,10 +4,16 @@
 // pipe, which no one writing an echo server means.) -loops is ignored beyond
 // the runner's GOMAXPROCS. With -dial host:port -conns N it dials N
 // connections with net.Dial instead and echoes on each the same way.
+//
+// With -tls-cert and -tls-key it is the crypto/tls server a Go user writes:
+// the listener wrapped by tls.NewListener, the handshake run by the
+// connection's first Read on its own goroutine, the same echo over the
+// tls.Conn.
 package main
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"net"
 
@@ -23,6 +29,14 @@ func (s server) Serve(cfg serve.Config, m *serve.Meter) error {
 	if err != nil {
 		return err
 	}
+	if cfg.TLS() {
+		tc, err := cfg.StdTLS()
+		if err != nil {
+			ln.Close()
+			return err
+		}
+		ln = tls.NewListener(ln, tc)
+	}
 	s.stop.Put(ln.Close)
 	for {
 		c, err := ln.Accept()
@@ -33,6 +47,9 @@ func (s server) Serve(cfg serve.Config, m *serve.Meter) error {
 		go echo(c)
 	}
 }
+
+// ServesTLS: Serve reads the TLS flags.
+func (server) ServesTLS() {}
 
 // ServeDialed dials, echoes on each connection, and waits for Stop.
 func (s server) ServeDialed(cfg serve.Config, m *serve.Meter) error {
