@@ -27,6 +27,27 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
+// waitForEarlyData waits until a connection of eng's loop 0 still in its
+// handshake holds whole records the handshake has yet to read: the
+// client's first data, come before the server's handshake ended.
+func waitForEarlyData(t *testing.T, eng Engine) {
+	t.Helper()
+	waitFor(t, 5*time.Second, func() bool {
+		var fed bool
+		onLoopOf(t, eng, 0, func() {
+			for _, sc := range eng.e.loops[0].conns {
+				if sc != nil && sc.state == stateHandshake {
+					w := &sc.ext.sec.wire
+					w.mu.Lock()
+					fed = w.whole > w.read
+					w.mu.Unlock()
+				}
+			}
+		})
+		return fed
+	}, func() string { return "the first data did not reach the server during its handshake" })
+}
+
 // onLoopOf runs fn on eng's loop i and waits for it.
 func onLoopOf(t testing.TB, eng Engine, i int, fn func()) {
 	t.Helper()
@@ -209,20 +230,7 @@ func TestTLSPauseInOnOpenWithTheFirstData(t *testing.T) {
 	require.NoError(t, c.Handshake())
 	_, err := c.Write([]byte("first"))
 	require.NoError(t, err)
-	waitFor(t, 5*time.Second, func() bool {
-		var fed bool
-		onLoopOf(t, eng, 0, func() {
-			for _, sc := range eng.e.loops[0].conns {
-				if sc != nil && sc.state == stateHandshake {
-					w := &sc.ext.sec.wire
-					w.mu.Lock()
-					fed = w.whole > w.read
-					w.mu.Unlock()
-				}
-			}
-		})
-		return fed
-	}, func() string { return "the first data did not reach the server during its handshake" })
+	waitForEarlyData(t, eng)
 	released = true
 	close(release)
 	sc := h.conn(h.next(t))
@@ -468,20 +476,7 @@ func TestTLSWritesAroundTheHandshake(t *testing.T) {
 	require.NoError(t, c.Handshake())
 	_, err := c.Write([]byte("x"))
 	require.NoError(t, err)
-	waitFor(t, 5*time.Second, func() bool {
-		var fed bool
-		onLoopOf(t, eng, 0, func() {
-			for _, sc := range eng.e.loops[0].conns {
-				if sc != nil && sc.state == stateHandshake {
-					w := &sc.ext.sec.wire
-					w.mu.Lock()
-					fed = w.whole > w.read
-					w.mu.Unlock()
-				}
-			}
-		})
-		return fed
-	}, func() string { return "the first data did not reach the server during its handshake" })
+	waitForEarlyData(t, eng)
 	released = true
 	close(release)
 
