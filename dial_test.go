@@ -294,13 +294,28 @@ func closedPort(t testing.TB) string {
 }
 
 // echoListener serves an echo on a plain net.Listener, for the engine to
-// dial, and returns its address with a scheme. Cleanup closes the
-// listener and every connection it accepted, and waits for its
-// goroutines.
+// dial, and returns its address with a scheme.
 func echoListener(t testing.TB, network, address string) string {
 	t.Helper()
 	ln, err := net.Listen(network, address)
 	require.NoError(t, err)
+	serveEach(t, ln, func(c net.Conn) {
+		// A plain copy: io.Copy between two TCP sockets splices through
+		// pipes the runtime pools and closes only when the garbage
+		// collector gets to them, which the leak check would count.
+		// Closing at the end of the stream ends the engine's lingering
+		// close, which waits for this side's FIN.
+		io.CopyBuffer(struct{ io.Writer }{c}, struct{ io.Reader }{c}, make([]byte, 32<<10))
+		c.Close()
+	})
+	return network + "://" + ln.Addr().String()
+}
+
+// serveEach accepts from ln until the test ends and runs serve on each
+// connection in a goroutine of its own. Cleanup closes the listener and
+// every connection it accepted, and waits for the goroutines, so the leak
+// check finds nothing left.
+func serveEach(t testing.TB, ln net.Listener, serve func(net.Conn)) {
 	var (
 		wg    sync.WaitGroup
 		mu    sync.Mutex
@@ -315,16 +330,7 @@ func echoListener(t testing.TB, network, address string) string {
 			mu.Lock()
 			conns = append(conns, c)
 			mu.Unlock()
-			wg.Go(func() {
-				// A plain copy: io.Copy between two TCP sockets splices
-				// through pipes the runtime pools and closes only when
-				// the garbage collector gets to them, which the leak
-				// check would count. Closing at the end of the stream
-				// ends the engine's lingering close, which waits for
-				// this side's FIN.
-				io.CopyBuffer(struct{ io.Writer }{c}, struct{ io.Reader }{c}, make([]byte, 32<<10))
-				c.Close()
-			})
+			wg.Go(func() { serve(c) })
 		}
 	})
 	t.Cleanup(func() {
@@ -336,7 +342,6 @@ func echoListener(t testing.TB, network, address string) string {
 		mu.Unlock()
 		wg.Wait()
 	})
-	return network + "://" + ln.Addr().String()
 }
 
 // hostPort strips the scheme off an address as serve returns it.

@@ -11,7 +11,6 @@ import (
 	"net"
 	"runtime"
 	"slices"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -41,41 +40,16 @@ func goTLSServer(t testing.TB, cfg *tls.Config) *goTLS {
 	ln, err := tls.Listen("tcp", "127.0.0.1:0", cfg)
 	require.NoError(t, err)
 	s := &goTLS{addr: "tcp://" + ln.Addr().String(), states: make(chan tls.ConnectionState, 16), errs: make(chan error, 16)}
-	var (
-		wg    sync.WaitGroup
-		mu    sync.Mutex
-		conns []net.Conn
-	)
-	wg.Go(func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			mu.Lock()
-			conns = append(conns, c)
-			mu.Unlock()
-			wg.Go(func() {
-				defer c.Close()
-				tc := c.(*tls.Conn)
-				tc.SetDeadline(time.Now().Add(30 * time.Second))
-				if err := tc.Handshake(); err != nil {
-					s.errs <- err
-					return
-				}
-				s.states <- tc.ConnectionState()
-				io.CopyBuffer(struct{ io.Writer }{tc}, struct{ io.Reader }{tc}, make([]byte, 32<<10))
-			})
+	serveEach(t, ln, func(c net.Conn) {
+		defer c.Close()
+		tc := c.(*tls.Conn)
+		tc.SetDeadline(time.Now().Add(30 * time.Second))
+		if err := tc.Handshake(); err != nil {
+			s.errs <- err
+			return
 		}
-	})
-	t.Cleanup(func() {
-		ln.Close()
-		mu.Lock()
-		for _, c := range conns {
-			c.Close()
-		}
-		mu.Unlock()
-		wg.Wait()
+		s.states <- tc.ConnectionState()
+		io.CopyBuffer(struct{ io.Writer }{tc}, struct{ io.Reader }{tc}, make([]byte, 32<<10))
 	})
 	return s
 }
@@ -86,32 +60,7 @@ func silentListener(t testing.TB) string {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
-	var (
-		wg    sync.WaitGroup
-		mu    sync.Mutex
-		conns []net.Conn
-	)
-	wg.Go(func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			mu.Lock()
-			conns = append(conns, c)
-			mu.Unlock()
-			wg.Go(func() { io.Copy(io.Discard, c) })
-		}
-	})
-	t.Cleanup(func() {
-		ln.Close()
-		mu.Lock()
-		for _, c := range conns {
-			c.Close()
-		}
-		mu.Unlock()
-		wg.Wait()
-	})
+	serveEach(t, ln, func(c net.Conn) { io.Copy(io.Discard, c) })
 	return "tcp://" + ln.Addr().String()
 }
 
