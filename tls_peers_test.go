@@ -27,6 +27,31 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
+// holdHandshakes makes every server handshake under cfg wait, after the
+// server's flight is sent and before the client's Finished is read, until
+// the returned release is called (once or more).
+func holdHandshakes(cfg *tls.Config) (release func()) {
+	ch := make(chan struct{})
+	cfg.VerifyConnection = func(tls.ConnectionState) error { <-ch; return nil }
+	var once sync.Once
+	return func() { once.Do(func() { close(ch) }) }
+}
+
+// writeInHandshake completes a TLS 1.3 client handshake with addr, whose
+// server holdHandshakes holds, and writes first: it reaches the server
+// while the server's handshake still runs. Cleanup releases the server's
+// handshakes before the engine stops, should the test end first.
+func writeInHandshake(t *testing.T, addr string, release func(), first string, d time.Duration) *tls.Conn {
+	t.Helper()
+	t.Cleanup(release)
+	c := tls.Client(dial(t, addr), clientTLS(t, tls.VersionTLS13))
+	require.NoError(t, c.SetDeadline(time.Now().Add(d)))
+	require.NoError(t, c.Handshake())
+	_, err := c.Write([]byte(first))
+	require.NoError(t, err)
+	return c
+}
+
 // waitForEarlyData waits until a connection of eng's loop 0 still in its
 // handshake holds whole records the handshake has yet to read: the
 // client's first data, come before the server's handshake ended.
@@ -88,26 +113,12 @@ func handshakeSawEnd(t testing.TB, eng Engine) bool {
 // end of the stream acted on: the server answers and closes, on every
 // driver, rather than waiting for an end it was already told of.
 func TestTLSEndOfStreamWithTheLastFlight(t *testing.T) {
-	release := make(chan struct{})
 	cfg := serverTLS(t)
-	// Runs on the server's handshake goroutine after its flight is sent
-	// and before the client's Finished is read.
-	cfg.VerifyConnection = func(tls.ConnectionState) error { <-release; return nil }
+	release := holdHandshakes(cfg)
 	h := newLifetimes()
 	eng, addr := serve(t, h, WithTLS(cfg), WithNumEventLoop(1))
-	released := false
-	t.Cleanup(func() {
-		if !released {
-			close(release)
-		}
-	})
-	raw := dial(t, addr)
-	c := tls.Client(raw, clientTLS(t, tls.VersionTLS13))
-	require.NoError(t, c.SetDeadline(time.Now().Add(10*time.Second)))
-	require.NoError(t, c.Handshake())
-	_, err := c.Write([]byte("ping"))
-	require.NoError(t, err)
-	require.NoError(t, raw.(*net.TCPConn).CloseWrite())
+	c := writeInHandshake(t, addr, release, "ping", 10*time.Second)
+	require.NoError(t, c.NetConn().(*net.TCPConn).CloseWrite())
 	waitFor(t, 5*time.Second, func() bool { return handshakeSawEnd(t, eng) },
 		func() string { return "the end of the stream did not reach the handshake" })
 	// Told of the end, the loop stops reading rather than reading it
@@ -115,8 +126,7 @@ func TestTLSEndOfStreamWithTheLastFlight(t *testing.T) {
 	before := cpuTime(t)
 	assert.True(t, holdsFor(300*time.Millisecond, func() bool { return cpuTime(t)-before < 150*time.Millisecond }),
 		"the loop spun on the end of the stream: %v of CPU", cpuTime(t)-before)
-	released = true
-	close(release)
+	release()
 
 	got, err := io.ReadAll(c)
 	require.NoError(t, err, "the server's close_notify ends the stream")
@@ -207,9 +217,8 @@ func TestTLSHalfClose(t *testing.T) {
 // OnOpen has paused reading, and offered once reading resumes, with no
 // more input from the client.
 func TestTLSPauseInOnOpenWithTheFirstData(t *testing.T) {
-	release := make(chan struct{})
 	cfg := serverTLS(t)
-	cfg.VerifyConnection = func(tls.ConnectionState) error { <-release; return nil }
+	release := holdHandshakes(cfg)
 	var offered atomic.Int64
 	h := newLifetimes()
 	h.onOpen = func(c Conn) { c.PauseRead() }
@@ -218,21 +227,9 @@ func TestTLSPauseInOnOpenWithTheFirstData(t *testing.T) {
 		return echoHandler{}.OnTraffic(c)
 	}
 	eng, addr := serve(t, h, WithTLS(cfg), WithNumEventLoop(1))
-	released := false
-	t.Cleanup(func() {
-		if !released {
-			close(release)
-		}
-	})
-	raw := dial(t, addr)
-	c := tls.Client(raw, clientTLS(t, tls.VersionTLS13))
-	require.NoError(t, c.SetDeadline(time.Now().Add(10*time.Second)))
-	require.NoError(t, c.Handshake())
-	_, err := c.Write([]byte("first"))
-	require.NoError(t, err)
+	c := writeInHandshake(t, addr, release, "first", 10*time.Second)
 	waitForEarlyData(t, eng)
-	released = true
-	close(release)
+	release()
 	sc := h.conn(h.next(t))
 	assert.True(t, holdsFor(200*time.Millisecond, func() bool { return offered.Load() == 0 }), "offered while paused")
 	var held int
@@ -240,7 +237,7 @@ func TestTLSPauseInOnOpenWithTheFirstData(t *testing.T) {
 	assert.Equal(t, len("first"), held, "the plaintext held while paused")
 	onConnLoop(t, sc, func() { sc.ResumeRead() })
 	got := make([]byte, 5)
-	_, err = io.ReadFull(c, got)
+	_, err := io.ReadFull(c, got)
 	require.NoError(t, err)
 	assert.Equal(t, "first", string(got))
 }
@@ -442,9 +439,8 @@ func TestTLSRecordsSplitAtEveryByte(t *testing.T) {
 // the echoes.
 func TestTLSWritesAroundTheHandshake(t *testing.T) {
 	const posts = 500
-	release := make(chan struct{})
 	cfg := serverTLS(t)
-	cfg.VerifyConnection = func(tls.ConnectionState) error { <-release; return nil }
+	release := holdHandshakes(cfg)
 	h := newLifetimes()
 	var wg sync.WaitGroup
 	t.Cleanup(wg.Wait)
@@ -464,21 +460,9 @@ func TestTLSWritesAroundTheHandshake(t *testing.T) {
 		return None
 	}
 	eng, addr := serve(t, h, WithTLS(cfg), WithNumEventLoop(1))
-	released := false
-	t.Cleanup(func() {
-		if !released {
-			close(release)
-		}
-	})
-	raw := dial(t, addr)
-	c := tls.Client(raw, clientTLS(t, tls.VersionTLS13))
-	require.NoError(t, c.SetDeadline(time.Now().Add(20*time.Second)))
-	require.NoError(t, c.Handshake())
-	_, err := c.Write([]byte("x"))
-	require.NoError(t, err)
+	c := writeInHandshake(t, addr, release, "x", 20*time.Second)
 	waitForEarlyData(t, eng)
-	released = true
-	close(release)
+	release()
 
 	var got []byte
 	buf := make([]byte, 4096)
