@@ -706,7 +706,11 @@ func WithTLSHandshakeTimeout(d time.Duration) Option {
 // goroutine runs one of the tls.Config's callbacks (GetCertificate,
 // VerifyConnection, ...) counts until the callback returns, and its
 // goroutine ends then, which may be after Engine.Wait has returned.
-// Zero or less means DefaultTLSMaxHandshakes.
+// It also bounds what handshakes hold of their peers' bytes, which
+// WithInboundBudget does not count: a connection in its handshake stops
+// being read once it holds two records of the largest size (about 36 KiB)
+// that the handshake has not read, so the handshakes hold at most n times
+// a few records' worth. Zero or less means DefaultTLSMaxHandshakes.
 func WithTLSMaxHandshakes(n int) Option {
 	return func(o *options) {
 		o.tlsMaxHandshakes = n

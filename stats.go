@@ -69,7 +69,9 @@ type Stats struct {
 	// they held among the most.
 	InboundOverBudget uint64
 	// InboundHeld is how many bytes the connections' inbound buffers hold
-	// now, all together: what WithInboundBudget bounds.
+	// now, all together: what WithInboundBudget bounds. The bytes of a TLS
+	// handshake still in progress are not among them; WithTLSMaxHandshakes
+	// bounds those.
 	InboundHeld int64
 	// BytesIn and BytesOut count the bytes the loops read from
 	// connections' sockets and wrote to them: TLS records as they travel,
