@@ -33,7 +33,8 @@ const DefaultMaxSessions = 4096
 // goroutine, answer the peer through the listener's socket (to the
 // sender of its last datagram, the proxy's address behind a proxy);
 // Close, or the Close action, ends it, and OnClose runs; a later datagram
-// from the peer opens a new one. A session closes with ErrIdleTimeout
+// from the peer opens a new one. OnOpen's Close action refuses the peer:
+// its datagram is dropped. A session closes with ErrIdleTimeout
 // once its peer has sent nothing for idle (counted in
 // Stats.IdleTimeouts; what the server sends does not keep it open, since
 // a peer that has gone cannot say so), which Conn.SetIdleTimeout changes

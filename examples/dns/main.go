@@ -68,6 +68,10 @@ func main() {
 	if *loops < 1 {
 		*loops = 1
 	}
+	// Before the address is printed, so that a signal sent once it is
+	// stops the server gracefully.
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM)
 	s := newServer(z, uint32(*ttl), *loops)
 	eng, err := sluice.Start(s, *addr,
 		sluice.WithNumEventLoop(*loops),
@@ -77,9 +81,6 @@ func main() {
 		log.Fatalf("dns: %v", err)
 	}
 	fmt.Printf("dns: %d names, serving on %s\n", len(z), eng.Addrs()[0])
-
-	sig := make(chan os.Signal, 1)
-	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM)
 	select {
 	case <-sig:
 	case <-eng.Done():
