@@ -254,3 +254,71 @@ func TestUDPNoSessionsByDefault(t *testing.T) {
 	assert.Equal(t, "x", string(udpRoundTrip(t, udpDial(t, addr), []byte("x"))))
 	assert.Zero(t, h.opens.Load())
 }
+
+// OnOpen's Close action refuses the peer: its datagram goes nowhere, and
+// OnClose runs for the session. What the server sends a peer does not
+// keep its session open: only the peer's own datagrams do.
+func TestUDPSessionRefusedAndPushedTo(t *testing.T) {
+	h := &udpSessionGate{udpSessions: newUDPSessions(), refuse: make(map[string]bool)}
+	_, addr := serveAddr(t, "udp://127.0.0.1:0", h, WithNumEventLoop(1), WithDatagramSessions(300*time.Millisecond, 16))
+	refused := udpDial(t, addr)
+	h.mu.Lock()
+	h.refuse[refused.LocalAddr().String()] = true
+	h.mu.Unlock()
+	_, err := refused.Write([]byte("let me in"))
+	require.NoError(t, err)
+	assert.Equal(t, refused.LocalAddr().String()+"|nil", <-h.closing)
+	assert.Zero(t, h.traffic.Load(), "the refused peer's datagram reached OnTraffic")
+
+	pushed := udpDial(t, addr)
+	assert.Equal(t, "1:push", string(udpRoundTrip(t, pushed, []byte("push"))))
+	// The server keeps sending to it, every 20 ms, until the session
+	// closes, which it does once the peer has been quiet for its time.
+	buf := make([]byte, 64)
+	pushed.SetReadDeadline(time.Now().Add(10 * time.Second))
+	n, err := pushed.Read(buf)
+	require.NoError(t, err)
+	assert.Equal(t, "pushed", string(buf[:n]))
+	assert.Equal(t, pushed.LocalAddr().String()+"|"+ErrIdleTimeout.Error(), <-h.closing)
+}
+
+// udpSessionGate closes, in OnOpen, the sessions of the peers in refuse,
+// and pushes to a peer that says "push" from another goroutine until its
+// session closes.
+type udpSessionGate struct {
+	*udpSessions
+	refuse  map[string]bool
+	traffic atomic.Int64
+}
+
+func (h *udpSessionGate) OnOpen(c Conn) ([]byte, Action) {
+	h.udpSessions.OnOpen(c)
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.refuse[c.RemoteAddr().String()] {
+		return nil, Close
+	}
+	return nil, None
+}
+
+func (h *udpSessionGate) OnTraffic(c Conn) Action {
+	h.traffic.Add(1)
+	if b, _ := c.Peek(-1); string(b) == "push" {
+		go func() {
+			for c.AsyncWrite([]byte("pushed"), nil) == nil {
+				time.Sleep(20 * time.Millisecond)
+			}
+		}()
+	}
+	return h.udpSessions.OnTraffic(c)
+}
+
+func TestDatagramSessionsDefaults(t *testing.T) {
+	o := defaultOptions()
+	WithDatagramSessions(0, -1)(&o)
+	assert.Equal(t, DefaultSessionIdleTimeout, o.sessionIdle)
+	assert.Equal(t, DefaultMaxSessions, o.sessionMax)
+	WithDatagramSessions(time.Second, 7)(&o)
+	assert.Equal(t, time.Second, o.sessionIdle)
+	assert.Equal(t, 7, o.sessionMax)
+}
