@@ -32,8 +32,9 @@ const (
 	timerConnect   // a dial's bound, kept in readTimer (dial.go)
 	timerSoft      // over WithOutboundSoftLimit for its time
 	timerHandshake // a TLS handshake's bound, kept in readTimer (tls.go)
+	timerSession   // a datagram session's idle deadline; its handle holds the session's slot (udp_session.go)
 
-	timerKindBits = 3
+	timerKindBits = 4
 )
 
 // noTimer is the zero Timer, which stands for a deadline not set.
@@ -157,6 +158,10 @@ func (l *eventloop) runTimers() {
 // kind. The descriptor in the handle still names that connection: closing
 // a connection cancels its timers.
 func (l *eventloop) expire(handle uint64) {
+	if timerKind(handle&(1<<timerKindBits-1)) == timerSession {
+		l.sessionIdle(int32(handle >> timerKindBits))
+		return
+	}
 	c := l.conns[handle>>timerKindBits]
 	if c == nil {
 		return // closing a connection cancels its timers; this is a bug's guard

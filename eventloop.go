@@ -44,7 +44,8 @@ type eventloop struct {
 	sleeping  atomic.Bool
 	draining  bool
 	counts    counters
-	packets   packets // its UDP sockets (udp.go)
+	packets   packets  // its UDP sockets (udp.go)
+	sessions  sessions // its UDP listeners' peers' sessions (udp_session.go)
 
 	// Time and deadlines (deadline.go); the wheel is nil until needed.
 	wheel     *wheel.Wheel

@@ -348,3 +348,58 @@ func ExampleStart() {
 	// got: ping
 	// stopped: <nil>
 }
+
+// greeter keeps a count of datagrams per peer in its session's context
+// (WithDatagramSessions) and says goodbye when a peer goes idle.
+type greeter struct {
+	sluice.BuiltinEventEngine
+	gone chan string
+}
+
+func (g *greeter) OnOpen(c sluice.Conn) ([]byte, sluice.Action) {
+	c.SetContext(new(int))
+	return nil, sluice.None
+}
+
+func (g *greeter) OnTraffic(c sluice.Conn) sluice.Action {
+	n := c.Context().(*int)
+	*n++
+	name, _ := c.Next(-1)
+	fmt.Fprintf(c, "hello %s, datagram %d", name, *n)
+	return sluice.None
+}
+
+func (g *greeter) OnClose(c sluice.Conn, err error) sluice.Action {
+	g.gone <- fmt.Sprintf("%d datagrams, then %v", *c.Context().(*int), err)
+	return sluice.None
+}
+
+// Each peer of a UDP listener gets a session of its own, with a context,
+// closed once the peer has sent nothing for the idle time.
+func ExampleWithDatagramSessions() {
+	g := &greeter{gone: make(chan string, 1)}
+	eng, err := sluice.Start(g, "udp://127.0.0.1:0", sluice.WithNumEventLoop(1),
+		sluice.WithDatagramSessions(100*time.Millisecond, 1000))
+	if err != nil {
+		panic(err)
+	}
+	defer eng.Stop(context.Background())
+
+	c, err := net.Dial("udp", eng.Addrs()[0].String())
+	if err != nil {
+		panic(err)
+	}
+	buf := make([]byte, 64)
+	for range 2 {
+		c.Write([]byte("ada"))
+		c.SetReadDeadline(time.Now().Add(5 * time.Second))
+		n, _ := c.Read(buf)
+		fmt.Println(string(buf[:n]))
+	}
+	c.Close()
+	fmt.Println(<-g.gone)
+	// Output:
+	// hello ada, datagram 1
+	// hello ada, datagram 2
+	// 2 datagrams, then sluice: idle timeout
+}

@@ -104,8 +104,10 @@ type options struct {
 	maxConnsPerSource int // zero: no limit
 	dgramRate         int // WithDatagramRateLimit's (udp.go); zero: no limit
 	dgramBurst        int
-	maxInbound        int // zero: no limit
-	inBudget          int // zero: no budget; below zero: defaultInboundBudget, settled by Run
+	sessionIdle       time.Duration // WithDatagramSessions' (udp_session.go)
+	sessionMax        int           // zero: no sessions
+	maxInbound        int           // zero: no limit
+	inBudget          int           // zero: no budget; below zero: defaultInboundBudget, settled by Run
 	wipe              bool
 	keepMemory        bool // WithReleaseMemory(false)
 
@@ -564,6 +566,10 @@ const DefaultProxyHeaderTimeout = 5 * time.Second
 // connection runs on is chosen before its header is read, so
 // SourceAddrHash spreads connections by the balancer's address, not the
 // client's.
+//
+// A UDP listener reads a version 2 header at the start of each datagram,
+// as a proxy relaying UDP sends it, with no wait and so no timeout: a
+// datagram carries its header whole or is dropped (PacketConn).
 func WithProxyProtocol(mode ProxyMode, timeout time.Duration) Option {
 	return func(o *options) {
 		o.proxy = mode

@@ -49,7 +49,8 @@ type Stats struct {
 	// callback for them panicked (ErrHandlerPanic). With Killed, the
 	// deadlines' counts, InboundTooLarge, OutboundOverLimit and
 	// InboundOverBudget they count every connection the handler saw
-	// close, once.
+	// close, once: connected UDP sockets and datagram sessions
+	// (WithDatagramSessions) among them, which no peer closes.
 	ClosedByPeer, ClosedByHandler, ClosedByStop, ClosedByError, HandlerPanics uint64
 	// Killed counts connections reset by Engine.Kill.
 	Killed uint64
@@ -75,14 +76,18 @@ type Stats struct {
 	InboundHeld int64
 	// BytesIn and BytesOut count the bytes the loops read from
 	// connections' sockets and wrote to them: TLS records as they travel,
-	// PROXY headers and what a lingering close discards included.
+	// PROXY headers and what a lingering close discards included; and
+	// the bytes of the datagrams UDP sockets received and sent, those
+	// dropped unseen included.
 	BytesIn, BytesOut uint64
 	// BackpressurePauses counts the times a connection stopped being read
 	// because its unsent output passed WithBackpressureMark.
 	BackpressurePauses uint64
 	// ProxyTimeouts, ProxyInvalid and ProxyMissing count connections closed
 	// before opening (WithProxyProtocol) because their PROXY header did not
-	// complete in time, was malformed, or was missing where it is required.
+	// complete in time, was malformed, or was missing where it is required;
+	// ProxyInvalid and ProxyMissing also count the datagrams a UDP
+	// listener dropped for the same reasons.
 	ProxyTimeouts, ProxyInvalid, ProxyMissing uint64
 	// RingBuffersExhausted counts receives on io_uring that found every
 	// buffer of their loop's buffer ring taken. No bytes are lost: the
@@ -109,6 +114,10 @@ type Stats struct {
 	// DatagramsRateLimited counts datagrams dropped unseen because their
 	// source was over WithDatagramRateLimit's rate.
 	DatagramsRateLimited uint64
+	// SessionsRefused counts datagrams dropped because their peer had no
+	// session and their loop held as many as WithDatagramSessions allows
+	// (ErrTooManySessions).
+	SessionsRefused uint64
 }
 
 // counter names one of a loop's counters.
@@ -144,6 +153,7 @@ const (
 	countTLSHandshakeTimeouts
 	countDatagramsTruncated
 	countDatagramsRateLimited
+	countSessionsRefused
 	countBytesIn
 	countBytesOut
 	countBackpressurePauses
@@ -166,23 +176,29 @@ func (cs *counters) sub(c counter, n int)  { cs[c].Add(-uint64(n)) }
 // other counters count where they happen (Killed, the deadlines, the
 // bounds) are not counted again.
 func (l *eventloop) countClose(c *conn, err error) {
-	var why counter
+	if why, ok := closeCounter(err, c.flags&flagByPeer != 0, c.flags&flagByStop != 0); ok {
+		l.counts.add(why)
+	}
+}
+
+// closeCounter returns the counter of a close with err, begun by the peer
+// or by a stop of the engine when those say so, and false for one that
+// another counter counts where it happens.
+func closeCounter(err error, byPeer, byStop bool) (counter, bool) {
 	switch {
-	case err == nil && c.flags&flagByPeer != 0:
-		why = countClosedByPeer
-	case err == nil && c.flags&flagByStop != 0, err == ErrEngineStopped:
-		why = countClosedByStop
+	case err == nil && byPeer:
+		return countClosedByPeer, true
+	case err == nil && byStop, err == ErrEngineStopped:
+		return countClosedByStop, true
 	case err == nil:
-		why = countClosedByHandler
+		return countClosedByHandler, true
 	case err == ErrKilled, err == ErrIdleTimeout, err == ErrReadTimeout, err == ErrWriteTimeout,
 		err == ErrInboundTooLarge, err == ErrOutboundOverLimit, err == ErrInboundOverBudget:
-		return
+		return 0, false
 	case errors.Is(err, ErrHandlerPanic):
-		why = countHandlerPanics
-	default:
-		why = countClosedByError
+		return countHandlerPanics, true
 	}
-	l.counts.add(why)
+	return countClosedByError, true
 }
 
 // stats sums the counters of every loop into a Stats.
@@ -231,5 +247,6 @@ func (e *engine) stats() Stats {
 		TLSHandshakeTimeouts:  sum[countTLSHandshakeTimeouts],
 		DatagramsTruncated:    sum[countDatagramsTruncated],
 		DatagramsRateLimited:  sum[countDatagramsRateLimited],
+		SessionsRefused:       sum[countSessionsRefused],
 	}
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/sluicenet/sluice/internal/socket"
 	"github.com/sluicenet/sluice/kill"
 	"github.com/sluicenet/sluice/proxyproto"
+	"github.com/sluicenet/sluice/wheel"
 )
 
 // ErrDatagramTruncated reports a datagram larger than the loop's read
@@ -60,10 +61,20 @@ var errPacketUnsupported = fmt.Errorf("sluice: not for a UDP socket: %w", errors
 // the kernel reports on the socket's next receive or send, closes it with
 // an error that errors.Is tells as syscall.ECONNREFUSED.
 //
+// With WithProxyProtocol a listener's socket reads the version 2 header
+// a proxy that relays UDP prepends to each datagram (ProxyOptional: when
+// it begins with one): RemoteAddr is then the client the header names,
+// ProxyHeader returns the header, whose TLVs view the datagram and last
+// only as long as the callback, and Next and Peek give what follows it;
+// Write answers the proxy, the datagram's real sender, without a header.
+// A datagram whose header is malformed, or, in ProxyRequired mode,
+// missing, is dropped and counted (Stats.ProxyInvalid, ProxyMissing).
+// With WithDatagramSessions each peer of a listener has a Conn of its own.
+//
 // PauseRead, ResumeRead, CloseWrite, SetNoDelay, SetKeepAlive and
 // SetLinger return an error wrapping errors.ErrUnsupported; SetHalfClose
-// and SetIdleTimeout do nothing; Flush has nothing to send, since each
-// Write is sent at once.
+// does nothing, and SetIdleTimeout does nothing but to a datagram session;
+// Flush has nothing to send, since each Write is sent at once.
 type PacketConn interface {
 	Conn
 	// AsyncWriteTo sends p as one datagram to addr (a *net.UDPAddr, or
@@ -86,11 +97,22 @@ type PacketConn interface {
 // DatagramErrorHandler is an EventHandler that hears of datagrams a UDP
 // socket received but could not hand to OnTraffic whole.
 type DatagramErrorHandler interface {
-	// OnDatagramError runs on the socket's loop for a datagram larger than
-	// the read buffer (WithReadBufferCap), with ErrDatagramTruncated: c's
-	// RemoteAddr is its sender, and Next and Peek give the part that fit.
-	// The datagram is counted in Stats.DatagramsTruncated either way, and
-	// dropped.
+	// OnDatagramError runs on the socket's loop for a datagram dropped
+	// unseen, with why; the datagram is counted in Stats either way:
+	//
+	//   - ErrDatagramTruncated: larger than the read buffer
+	//     (WithReadBufferCap); Next and Peek give the part that fit, after
+	//     its PROXY header if it has one (Stats.DatagramsTruncated).
+	//   - proxyproto.ErrNotProxy: without the PROXY header a listener
+	//     requires (Stats.ProxyMissing); an error wrapping
+	//     proxyproto.ErrInvalid: with a malformed one (Stats.ProxyInvalid).
+	//     c's RemoteAddr is the datagram's real sender, and Next and Peek
+	//     give all of it.
+	//   - ErrTooManySessions: from a peer with no session when its loop
+	//     holds as many as WithDatagramSessions allows
+	//     (Stats.SessionsRefused); c's RemoteAddr is that peer.
+	//
+	// c is the socket's Conn, or a truncated datagram's session's.
 	OnDatagramError(c Conn, err error) Action
 }
 
@@ -105,14 +127,33 @@ type udpConn struct {
 	origin    Origin
 	v6        bool           // an IPv6 socket, which reaches IPv4 peers mapped
 	addr      net.Addr       // a listener's address, as Engine.Addrs lists it
-	peer      netip.AddrPort // connected: its peer; else the sender of the datagram in hand
+	peer      netip.AddrPort // connected: its peer; a session's: its peer's last sender; else the sender of the datagram in hand
 	buf       []byte         // the datagram in hand
 	id        uint64         // connected: its kill.ConnID
 	ctx       any
 	busy      bool  // a callback for it runs
 	closeErr  error // closed while busy: closed with this once the callback returns
 	closing   bool
+	byStop    bool         // closed by a stop of the engine, for Stats
 	posted    atomic.Int64 // bytes AsyncWriteTo posted, not yet sent, and their tasks
+
+	// A listener's socket's checks before a datagram reaches the handler
+	// (udp_vet.go): vet says whether it makes any.
+	vet   bool
+	proxy ProxyMode
+
+	// What the PROXY header of the datagram in hand said (udp_vet.go):
+	// client, when valid, is RemoteAddr in place of peer.
+	client    netip.AddrPort
+	header    proxyproto.Header
+	hasHeader bool
+
+	// A session's (udp_session.go): the listener's socket it speaks
+	// through, and its idle deadline.
+	sock      *udpConn
+	slot      int32
+	idle      time.Duration
+	idleTimer wheel.Timer
 }
 
 // packets are a loop's UDP sockets, by descriptor, and a buffer Writev
@@ -126,8 +167,9 @@ type packets struct {
 }
 
 // WithDatagramRateLimit bounds how many datagrams a second one source (an
-// IPv4 address, or an IPv6 /64) has handed to OnTraffic on a UDP
-// listener's socket, allowing bursts of up to burst (at least one) at
+// IPv4 address, or an IPv6 /64; with WithProxyProtocol, the client a
+// datagram's header names) has handed to OnTraffic on a UDP listener's
+// socket, allowing bursts of up to burst (at least one) at
 // once; datagrams over it are dropped unseen and counted in
 // Stats.DatagramsRateLimited. Each loop keeps the sources' rates in a
 // fixed table of rateBuckets entries by hash, 64 KiB, whatever the
@@ -203,9 +245,10 @@ func isPacket(network string) bool {
 // listenPackets opens the UDP sockets s asks for on loops: one each,
 // sharing the port with SO_REUSEPORT, or one on the first.
 func (e *engine) listenPackets(s listenSpec, network, address string, loops []*eventloop) error {
-	if s.tls != nil || s.proxy != ProxyOff {
-		return fmt.Errorf("%w: %q: TLS and the PROXY protocol are for stream listeners", ErrInvalidAddr, s.addr)
+	if s.tls != nil {
+		return fmt.Errorf("%w: %q: TLS is for stream listeners", ErrInvalidAddr, s.addr)
 	}
+	vet := s.proxy != ProxyOff || e.opts.dgramRate > 0 || e.opts.sessionMax > 0
 	for i, l := range loops {
 		fd, addr, v6, err := socket.ListenPacket(network, address, e.sock)
 		if err != nil {
@@ -215,7 +258,7 @@ func (e *engine) listenPackets(s listenSpec, network, address string, loops []*e
 			e.addrs = append(e.addrs, addr)
 			address = addr.String() // the others bind the port the first got
 		}
-		l.packets.put(&udpConn{fd: fd, loop: l, v6: v6, addr: e.addrs[len(e.addrs)-1]})
+		l.packets.put(&udpConn{fd: fd, loop: l, v6: v6, addr: e.addrs[len(e.addrs)-1], vet: vet, proxy: s.proxy})
 	}
 	return nil
 }
@@ -347,41 +390,53 @@ func (l *eventloop) packetFailed(u *udpConn, err error) {
 	l.eng.opts.logger.Debug("sluice: receiving a datagram failed", "addr", u.addr, "err", err)
 }
 
-// datagram hands the handler p, a datagram from from.
+// datagram hands the handler p, a datagram from from, once the socket's
+// checks, if it makes any, let it through.
 func (l *eventloop) datagram(u *udpConn, p []byte, from netip.AddrPort, truncated bool) {
-	if !u.connected {
-		if l.eng.opts.dgramRate > 0 && l.overRate(from) {
-			l.counts.add(countDatagramsRateLimited)
-			if l.eng.opts.wipe {
-				clear(p)
-			}
-			return
-		}
+	l.counts.addN(countBytesIn, len(p))
+	switch {
+	case u.connected:
+		l.handDatagram(u, p, truncated)
+	case u.vet:
+		l.vetDatagram(u, p, from, truncated)
+	default:
 		u.peer = from
-	}
-	u.buf = p
-	u.busy = true
-	a := None
-	if truncated {
-		l.counts.add(countDatagramsTruncated)
-		if h, ok := l.eng.handler.(DatagramErrorHandler); ok {
-			a = l.onDatagramError(h, u)
-		}
-	} else {
-		a = l.onPacketTraffic(u)
-	}
-	u.buf = nil
-	if !u.connected {
+		l.handDatagram(u, p, truncated)
 		u.peer = netip.AddrPort{} // Write speaks of the datagram in hand only
 	}
 	if l.eng.opts.wipe {
 		clear(p)
 	}
-	l.packetDone(u, a)
+}
+
+// handDatagram hands p to the handler as c's datagram in hand: to
+// OnTraffic, or, truncated, to OnDatagramError.
+func (l *eventloop) handDatagram(c *udpConn, p []byte, truncated bool) {
+	c.buf = p
+	c.busy = true
+	a := None
+	if truncated {
+		l.counts.add(countDatagramsTruncated)
+		a = l.datagramError(c, ErrDatagramTruncated)
+	} else {
+		a = l.onPacketTraffic(c)
+	}
+	c.buf = nil
+	l.packetDone(c, a)
+}
+
+// datagramError tells the handler, if it listens, why c's datagram in
+// hand does not reach OnTraffic, and returns its Action.
+func (l *eventloop) datagramError(c *udpConn, err error) Action {
+	if h, ok := l.eng.handler.(DatagramErrorHandler); ok {
+		return l.onDatagramError(h, c, err)
+	}
+	return None
 }
 
 // packetDone ends a callback on u and carries out its action: Close
-// closes a connected socket, and does nothing to a listener's.
+// closes a connected socket or a session, and does nothing to a
+// listener's socket.
 func (l *eventloop) packetDone(u *udpConn, a Action) {
 	u.busy = false
 	if u.closing {
@@ -390,7 +445,7 @@ func (l *eventloop) packetDone(u *udpConn, a Action) {
 	}
 	switch a {
 	case Close:
-		if u.connected {
+		if u.isConn() {
 			l.closePacket(u, nil)
 		}
 	case Shutdown:
@@ -431,6 +486,7 @@ func (l *eventloop) sendPacket(u *udpConn, p []byte, to netip.AddrPort, now bool
 		l.sendFailed(u, err)
 		return 0, err
 	}
+	l.counts.addN(countBytesOut, n)
 	return n, nil
 }
 
@@ -467,17 +523,35 @@ func (l *eventloop) closePacket(u *udpConn, err error) {
 		return
 	}
 	u.state = stateClosed
-	if !u.connected {
+	switch {
+	case u.sock != nil:
+		l.endSession(u, err)
+		return
+	case !u.connected:
+		l.closeSessions(u)
 		l.packets.remove(u)
 		l.drv.closePackets(u)
 		u.fd = -1 // its number may be reused: the Conn names no socket
 		return
 	}
 	l.eng.table.Kill(kill.ConnID(u.id))
+	l.countPacketClose(u, err)
 	u.busy = true
 	l.onPacketClose(u, err)
 	u.busy = false
 	l.releasePacket(u)
+}
+
+// isConn reports whether u is a connection of its own, with OnOpen and
+// OnClose: a connected socket or a session.
+func (u *udpConn) isConn() bool { return u.connected || u.sock != nil }
+
+// countPacketClose counts u, a connection of its own closing with err, in
+// Stats, as countClose counts a stream's. No peer ends a UDP exchange.
+func (l *eventloop) countPacketClose(u *udpConn, err error) {
+	if why, ok := closeCounter(err, false, u.byStop); ok {
+		l.counts.add(why)
+	}
 }
 
 // releasePacket lets go of u, connected and done with: its socket, its
@@ -499,6 +573,7 @@ func (l *eventloop) closePackets(all bool, err error) {
 	}
 	for _, u := range l.packets.socks {
 		if u != nil && (all || !u.connected) {
+			u.byStop = true
 			l.closePacket(u, err)
 		}
 	}
@@ -525,10 +600,14 @@ func (l *eventloop) runPacketTask(t *task) {
 	} else {
 		switch t.kind {
 		case taskPacketWrite:
+			to := t.to
+			if u.sock != nil && !to.IsValid() {
+				to = u.peer // a session's
+			}
 			if len(t.bufs) > 0 {
-				_, err = u.sendv(t.bufs, t.to, t.cb != nil)
+				_, err = u.sendv(t.bufs, to, t.cb != nil)
 			} else {
-				_, err = l.sendPacket(u, t.buf, t.to, t.cb != nil)
+				_, err = l.sendPacket(u, t.buf, to, t.cb != nil)
 			}
 		case taskPacketWake:
 			u.busy = true
@@ -550,7 +629,8 @@ func (l *eventloop) runPacketTask(t *task) {
 }
 
 // The handler's callbacks for a UDP socket, each guarded: a panic closes
-// a connected socket and is logged; a listener's socket goes on.
+// a connected socket or a session and is logged; a listener's socket goes
+// on.
 
 func (l *eventloop) onPacketTraffic(u *udpConn) Action {
 	defer l.recoverPacket(u)
@@ -569,9 +649,9 @@ func (l *eventloop) onPacketClose(u *udpConn, err error) {
 	}
 }
 
-func (l *eventloop) onDatagramError(h DatagramErrorHandler, u *udpConn) Action {
+func (l *eventloop) onDatagramError(h DatagramErrorHandler, u *udpConn, err error) Action {
 	defer l.recoverPacket(u)
-	return h.OnDatagramError(u, ErrDatagramTruncated)
+	return h.OnDatagramError(u, err)
 }
 
 func (l *eventloop) onPacketAsync(u *udpConn, cb AsyncCallback, err error) {
@@ -585,7 +665,7 @@ func (l *eventloop) recoverPacket(u *udpConn) {
 		return
 	}
 	l.eng.opts.logger.Error("sluice: handler panicked", "panic", r, "stack", string(debug.Stack()))
-	if u.connected && !u.closing && u.state != stateClosed {
+	if u.isConn() && !u.closing && u.state != stateClosed {
 		u.closing, u.closeErr = true, fmt.Errorf("%w: %v", ErrHandlerPanic, r)
 	}
 }
@@ -688,10 +768,14 @@ func (u *udpConn) LocalAddr() net.Addr {
 }
 
 func (u *udpConn) RemoteAddr() net.Addr {
-	if !u.peer.IsValid() {
+	ap := u.peer
+	if u.client.IsValid() {
+		ap = u.client
+	}
+	if !ap.IsValid() {
 		return nil
 	}
-	return net.UDPAddrFromAddrPort(unmapped(u.peer))
+	return net.UDPAddrFromAddrPort(unmapped(ap))
 }
 
 func (u *udpConn) ListenerAddr() net.Addr {
@@ -701,9 +785,8 @@ func (u *udpConn) ListenerAddr() net.Addr {
 	return u.addr
 }
 
-func (u *udpConn) ProxyHeader() (proxyproto.Header, bool)       { return proxyproto.Header{}, false }
+func (u *udpConn) ProxyHeader() (proxyproto.Header, bool)       { return u.header, u.hasHeader }
 func (u *udpConn) ConnectionState() (tls.ConnectionState, bool) { return tls.ConnectionState{}, false }
-func (u *udpConn) SetIdleTimeout(time.Duration)                 {}
 func (u *udpConn) SetHalfClose(bool)                            {}
 func (u *udpConn) PauseRead() error                             { return errPacketUnsupported }
 func (u *udpConn) ResumeRead() error                            { return errPacketUnsupported }
@@ -730,14 +813,14 @@ func (u *udpConn) SetWriteBuffer(n int) error {
 }
 
 func (u *udpConn) AsyncWrite(p []byte, cb AsyncCallback) error {
-	if !u.connected {
+	if !u.isConn() {
 		return ErrNeedAddress
 	}
 	return u.post(p, nil, netip.AddrPort{}, cb)
 }
 
 func (u *udpConn) AsyncWritev(bs [][]byte, cb AsyncCallback) error {
-	if !u.connected {
+	if !u.isConn() {
 		return ErrNeedAddress
 	}
 	return u.post(nil, bs, netip.AddrPort{}, cb)
@@ -756,7 +839,7 @@ func (u *udpConn) AsyncWriteTo(p []byte, addr net.Addr, cb AsyncCallback) error 
 		}
 		to = ap
 	}
-	if !to.IsValid() && !u.connected {
+	if !to.IsValid() && !u.isConn() {
 		return ErrNeedAddress
 	}
 	if u.connected && to.IsValid() && unmapped(to) != unmapped(u.peer) {
@@ -806,7 +889,7 @@ func (u *udpConn) Wake(cb AsyncCallback) error {
 }
 
 func (u *udpConn) Close() error {
-	if !u.connected {
+	if !u.isConn() {
 		return errPacketUnsupported
 	}
 	t := newTask(taskPacketClose, nil)

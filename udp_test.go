@@ -416,7 +416,7 @@ func (h *udpKill) OnOpen(c Conn) ([]byte, Action) {
 }
 
 func TestUDPListenerRefusesStreamOptions(t *testing.T) {
-	_, err := Start(&udpEcho{}, "udp://127.0.0.1:0", WithPoller(testPoller), WithProxyProtocol(ProxyRequired, 0))
+	_, err := Start(&udpEcho{}, "udp://127.0.0.1:0", WithPoller(testPoller), WithTLS(serverTLS(t)))
 	assert.ErrorIs(t, err, ErrInvalidAddr)
 }
 

@@ -8,13 +8,15 @@ import (
 	"net"
 	"net/netip"
 	"syscall"
+	"time"
 )
 
 // gram is a datagram a UDP handle's reader received, not yet taken by
-// RecvFrom.
+// RecvFrom, or the error a receive failed with in its place.
 type gram struct {
 	b    []byte
 	from netip.AddrPort
+	err  error
 }
 
 // packetBacklog bounds how many datagrams a UDP handle holds for
@@ -82,37 +84,53 @@ func addPacket(pc *net.UDPConn) int {
 }
 
 // readPackets is a UDP handle's reader: it keeps what it receives for
-// RecvFrom, up to packetBacklog datagrams, and stops at the first error.
+// RecvFrom, up to packetBacklog datagrams, and the errors receives fail
+// with in their turn, as a socket reports one datagram's trouble (an ICMP
+// error about an earlier send) and goes on. It stops once the socket is
+// closed. Receives that keep failing are tried again after a pause that
+// doubles from errPause up to a second, as net/http's Serve does accepts,
+// so that a socket that stays broken does not spin.
 func (h *handle) readPackets() {
 	buf := make([]byte, maxDatagram)
+	failed := 0 // receives failed in a row
 	for {
 		n, from, err := h.pc.ReadFromUDPAddrPort(buf)
+		if errors.Is(err, net.ErrClosed) {
+			return
+		}
+		g := gram{from: from}
+		if err != nil {
+			g.err = errno(err)
+		} else {
+			g.b = append([]byte(nil), buf[:n]...)
+		}
 		h.mu.Lock()
 		if h.closed {
 			h.mu.Unlock()
 			return
 		}
-		if err != nil {
-			h.inErr = errno(err)
-		} else {
-			h.grams = append(h.grams, gram{b: append([]byte(nil), buf[:n]...), from: from})
-		}
+		h.grams = append(h.grams, g)
 		full := len(h.grams) >= packetBacklog
 		h.mu.Unlock()
 		h.signal()
-		if err != nil {
-			return
-		}
 		if full {
 			<-h.more
+		}
+		if err == nil {
+			failed = 0
+		} else if failed++; failed > 1 {
+			time.Sleep(min(errPause<<(failed-2), time.Second))
 		}
 	}
 }
 
+// errPause is how long a UDP handle's reader waits after its second
+// failed receive in a row.
+const errPause = 5 * time.Millisecond
+
 // RecvFrom takes one datagram into p: n is how much of it p holds, from
 // its sender, truncated whether it was larger than p. It returns
-// syscall.EAGAIN when none waits, and the error that stopped the reader
-// once the datagrams before it are taken.
+// syscall.EAGAIN when none waits, and a receive's error in its turn.
 func RecvFrom(fd int, p []byte) (n int, from netip.AddrPort, truncated bool, err error) {
 	h := lookup(fd)
 	if h == nil || h.pc == nil {
@@ -121,9 +139,6 @@ func RecvFrom(fd int, p []byte) (n int, from netip.AddrPort, truncated bool, err
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if len(h.grams) == 0 {
-		if h.inErr != nil {
-			return 0, netip.AddrPort{}, false, h.inErr
-		}
 		return 0, netip.AddrPort{}, false, syscall.EAGAIN
 	}
 	g := h.grams[0]
@@ -131,6 +146,9 @@ func RecvFrom(fd int, p []byte) (n int, from netip.AddrPort, truncated bool, err
 	h.grams = h.grams[1:]
 	if len(h.grams) == packetBacklog-1 {
 		poke(h.more)
+	}
+	if g.err != nil {
+		return 0, netip.AddrPort{}, false, g.err
 	}
 	n = copy(p, g.b)
 	return n, g.from, n < len(g.b), nil

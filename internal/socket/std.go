@@ -143,7 +143,7 @@ func Poll(fd int) (readable, writable, failed, gone bool) {
 	case h.ln != nil:
 		return len(h.queue) > 0, false, false, false
 	case h.pc != nil:
-		return len(h.grams) > 0 || h.inErr != nil, false, false, false
+		return len(h.grams) > 0, false, false, false
 	case h.dialing && !h.dialed:
 		return false, false, false, false
 	case h.dialing && h.connErr != nil:

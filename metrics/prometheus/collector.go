@@ -71,7 +71,8 @@ func NewCollector(stats func() sluice.Stats, o Opts) *Collector {
 		dials:           desc("dials_total", "Outbound connections, by result: connected or failed.", "result"),
 		enrolled:        desc("enrolled_connections_total", "Connections handed to the engine (Enroll)."),
 		datagramsDropped: desc("datagrams_dropped_total", "Datagrams a UDP listener received and did not hand to OnTraffic, by reason: "+
-			"truncated (larger than the read buffer), rate_limited (past WithDatagramRateLimit).", "reason"),
+			"truncated (larger than the read buffer), rate_limited (past WithDatagramRateLimit), "+
+			"sessions_full (from a new peer while its loop held WithDatagramSessions' maximum).", "reason"),
 	}}
 }
 
@@ -145,4 +146,5 @@ func (c *Collector) Collect(ch chan<- prom.Metric) {
 	counter(d.enrolled, s.Enrolled)
 	counter(d.datagramsDropped, s.DatagramsTruncated, "truncated")
 	counter(d.datagramsDropped, s.DatagramsRateLimited, "rate_limited")
+	counter(d.datagramsDropped, s.SessionsRefused, "sessions_full")
 }

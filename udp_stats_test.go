@@ -1,0 +1,119 @@
+//go:build linux
+
+package sluice
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"golang.org/x/sys/unix"
+)
+
+// The bytes of datagrams count in BytesIn and BytesOut, as a stream's do.
+func TestUDPBytesCounted(t *testing.T) {
+	eng, addr := serveAddr(t, "udp://127.0.0.1:0", &udpEcho{}, WithNumEventLoop(1))
+	c := udpDial(t, addr)
+	p := make([]byte, 100)
+	for range 3 {
+		require.Len(t, udpRoundTrip(t, c, p), 100)
+	}
+	// The answer may arrive before its bytes are counted; udpRoundTrip
+	// sends again when an answer is lost: a multiple of 100.
+	waitFor(t, 5*time.Second, func() bool {
+		st := eng.Stats()
+		return st.BytesIn >= 300 && st.BytesIn%100 == 0 && st.BytesOut == st.BytesIn
+	}, func() string { return fmt.Sprintf("in %d, out %d", eng.Stats().BytesIn, eng.Stats().BytesOut) })
+}
+
+// Connected UDP sockets count in ClosedBy* as connections do: closed by
+// the handler, by an error (the peer unreachable), by a stop.
+func TestUDPConnectedClosesCounted(t *testing.T) {
+	h := &udpPeerGone{opened: make(chan Conn, 3), closed: make(chan error, 3)}
+	eng, _ := serveAddr(t, "udp://127.0.0.1:0", h, WithNumEventLoop(1))
+	peer, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	require.NoError(t, err)
+	defer peer.Close()
+
+	require.NoError(t, eng.Dial("udp://"+peer.LocalAddr().String(), nil))
+	require.NoError(t, (<-h.opened).Close())
+	assert.NoError(t, <-h.closed)
+
+	gone, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	require.NoError(t, err)
+	require.NoError(t, eng.Dial("udp://"+gone.LocalAddr().String(), nil))
+	c := <-h.opened
+	gone.Close()
+	for refused := false; !refused; {
+		c.AsyncWrite([]byte("anyone?"), nil)
+		select {
+		case err := <-h.closed:
+			assert.ErrorIs(t, err, syscall.ECONNREFUSED)
+			refused = true
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+
+	require.NoError(t, eng.Dial("udp://"+peer.LocalAddr().String(), nil))
+	<-h.opened
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	require.NoError(t, eng.Stop(ctx))
+	st := eng.Stats()
+	assert.Equal(t, [3]uint64{1, 1, 1}, [3]uint64{st.ClosedByHandler, st.ClosedByError, st.ClosedByStop}, "by handler, error, stop")
+	assert.Zero(t, st.ClosedByPeer)
+}
+
+// A receive that fails for one datagram's sake (with IP_RECVERR, the ICMP
+// port unreachable an earlier send met) does not stop a listener's
+// socket: the next datagram is served. The development backend's reader
+// is held to the same in package socket, where its socket is reached.
+func TestUDPListenerGoesOnPastAReceiveError(t *testing.T) {
+	if stdBackend {
+		t.Skip("a descriptor is a handle here; see TestPacketReaderGoesOnPastAnError")
+	}
+	dead, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	require.NoError(t, err)
+	deadAddr := dead.LocalAddr()
+	dead.Close()
+	h := &udpRecvErr{to: deadAddr, sent: make(chan error, 1)}
+	var log syncBuffer
+	logger := slog.New(slog.NewTextHandler(&log, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	_, addr := serveAddr(t, "udp://127.0.0.1:0", h, WithNumEventLoop(1), WithLogger(logger))
+	c := udpDial(t, addr)
+	_, err = c.Write([]byte("arm"))
+	require.NoError(t, err)
+	require.NoError(t, <-h.sent)
+	waitFor(t, 5*time.Second, func() bool { return strings.Contains(log.String(), "connection refused") }, func() string {
+		return "no receive failed: " + log.String()
+	})
+	assert.Equal(t, "after", string(udpRoundTrip(t, c, []byte("after"))))
+}
+
+// udpRecvErr, on "arm", has its socket report ICMP errors and sends to a
+// port no one listens on; it echoes anything else.
+type udpRecvErr struct {
+	udpEcho
+	to   net.Addr
+	sent chan error
+}
+
+func (h *udpRecvErr) OnTraffic(c Conn) Action {
+	if b, _ := c.Peek(-1); string(b) == "arm" {
+		c.Discard(-1)
+		if err := unix.SetsockoptInt(c.Fd(), unix.IPPROTO_IP, unix.IP_RECVERR, 1); err != nil {
+			h.sent <- err
+			return None
+		}
+		c.(PacketConn).AsyncWriteTo([]byte("to no one"), h.to, func(_ Conn, err error) { h.sent <- err })
+		return None
+	}
+	return h.udpEcho.OnTraffic(c)
+}

@@ -1,0 +1,61 @@
+//go:build linux && !sluice_std
+
+package sluice
+
+import (
+	"bytes"
+	"net"
+	"net/netip"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/sluicenet/sluice/internal/syscount"
+	"github.com/sluicenet/sluice/poller"
+)
+
+// Behind a proxy, with sessions and a rate limit, a datagram from a peer
+// whose session is open costs what a plain one does: no allocation, and
+// on epoll its wait, its recvmmsg and its sendto; on io_uring the turn's
+// io_uring_enter. Reading its PROXY header, finding its session and
+// taking a token from its rate are all in memory.
+func TestUDPVettedEchoSystemCallsAndAllocations(t *testing.T) {
+	syscount.Enabled = true
+	t.Cleanup(func() { syscount.Enabled = false })
+	eng, addr := serveAddr(t, "udp://127.0.0.1:0", echoHandler{}, WithNumEventLoop(1),
+		WithProxyProtocol(ProxyRequired, 0), WithDatagramSessions(0, 0), WithDatagramRateLimit(1<<30, 1<<30))
+	dst := eng.Addrs()[0].(*net.UDPAddr).AddrPort()
+	hdr := dgramHeader(1, 0x12, netip.MustParseAddrPort("192.0.2.1:5353"), dst)
+	payload := bytes.Repeat([]byte("u"), 64)
+	c := udpDial(t, addr)
+	got := make([]byte, 256)
+	msg := append(hdr, payload...)
+	roundTrip := func() {
+		if _, err := c.Write(msg); err != nil {
+			t.Fatal(err)
+		}
+		n, err := c.Read(got)
+		if err != nil || !bytes.Equal(got[:n], payload) {
+			t.Fatalf("echo: %q, %v", got[:n], err)
+		}
+	}
+	for range 100 {
+		roundTrip()
+	}
+	const trips = 1000
+	perTrip := float64(fewestSystemCalls(eng.e.loops[0], func() {
+		for range trips {
+			roundTrip()
+		}
+	})) / trips
+	t.Logf("%.2f system calls per 64-byte datagram echoed", perTrip)
+	budget := 3.0
+	if testPoller == poller.IOUring {
+		budget = 1.0
+	}
+	require.LessOrEqual(t, perTrip, budget)
+
+	skipUnderRace(t)
+	allocs := testing.AllocsPerRun(1000, roundTrip)
+	require.Zero(t, allocs, "heap allocations per datagram echoed")
+}
