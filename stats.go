@@ -107,6 +107,11 @@ type Stats struct {
 	// DatagramsRateLimited counts datagrams dropped unseen because their
 	// source was over WithDatagramRateLimit's rate.
 	DatagramsRateLimited uint64
+	// DatagramsSendFailed counts datagrams the kernel refused to send
+	// from a UDP socket: at once, an error Write, Writev or AsyncWriteTo's
+	// callback is told, or in a batch sent after Write returned
+	// (PacketConn), a failure otherwise dropped.
+	DatagramsSendFailed uint64
 }
 
 // counter names one of a loop's counters.
@@ -142,6 +147,7 @@ const (
 	countTLSHandshakeTimeouts
 	countDatagramsTruncated
 	countDatagramsRateLimited
+	countDatagramsSendFailed
 	countBytesIn
 	countBytesOut
 	countBackpressurePauses
@@ -229,5 +235,6 @@ func (e *engine) stats() Stats {
 		TLSHandshakeTimeouts:  sum[countTLSHandshakeTimeouts],
 		DatagramsTruncated:    sum[countDatagramsTruncated],
 		DatagramsRateLimited:  sum[countDatagramsRateLimited],
+		DatagramsSendFailed:   sum[countDatagramsSendFailed],
 	}
 }
