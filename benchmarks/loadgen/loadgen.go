@@ -38,6 +38,9 @@ type Result struct {
 	// Handshakes' resumed a session.
 	TLS     string
 	Resumed int64
+	// Datagrams (DatagramSession): how many were not echoed within
+	// LossTimeout, and how many echoes came after that.
+	Lost, Late int64
 }
 
 // Rate returns round trips per second.
@@ -52,6 +55,8 @@ func (r *Result) Rate() float64 {
 func (r *Result) merge(o *Result) {
 	r.RoundTrips += o.RoundTrips
 	r.Resumed += o.Resumed
+	r.Lost += o.Lost
+	r.Late += o.Late
 	r.Latency.Merge(&o.Latency)
 	r.Errors.Add(o.Errors)
 }
