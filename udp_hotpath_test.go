@@ -31,8 +31,8 @@ func (p *udpPing) roundTrip(t testing.TB) {
 }
 
 // A datagram's echo costs, on epoll, its wait, its recvmmsg, which tells
-// by taking fewer than it asked for that the socket is empty, and its
-// sendto; on io_uring, the turn's io_uring_enter, which brought it and
+// by taking fewer than it asked for that the socket is empty, and the
+// sendmmsg that sends the answer gathered meanwhile; on io_uring, the turn's io_uring_enter, which brought it and
 // sends the answer. Neither allocates.
 func TestUDPEchoSystemCallsAndAllocations(t *testing.T) {
 	syscount.Enabled = true
