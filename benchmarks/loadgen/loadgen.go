@@ -17,6 +17,11 @@
 // [Accepts] measures connection setup instead: connect, one round trip, close.
 // Every echo is checked byte for byte against what was sent.
 //
+// A [DatagramSession] drives a UDP echo server the same three ways from
+// peers that are UDP sockets of their own, every echo matched to its
+// datagram by a sequence number, and counts the datagrams not echoed in
+// time as lost ([Result].Lost): loss is a figure, not an error.
+//
 // With [Config].TLS set, sessions speak TLS (the handshake on a goroutine,
 // then the record layer in the worker's loop, every echo checked as
 // plaintext), and [Handshakes] measures TLS connection setup: connect,
