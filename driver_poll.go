@@ -225,20 +225,32 @@ func (d *pollDriver) closeSocket(c *conn) { socket.Close(c.fd) }
 
 func (d *pollDriver) watchPackets(u *udpConn) error { return d.p.Add(u.fd, poller.Readable) }
 
-// receivePackets hands the loop what u's readiness brought, gathering what
-// its callbacks send from u, a listener's socket, and sends that after
-// them.
+// receivePackets hands the loop what u's readiness brought, up to
+// packetBatch datagrams, gathering what its callbacks send from u, a
+// listener's socket, and sending that after them. When a receive brought
+// more than one and emptied the socket, it receives again once the
+// answers are out, without waiting: senders that answer echoes (a client
+// keeping datagrams in flight) have sent more meanwhile, and the wait the
+// loop would go back to would return at once for them, one more system
+// call each time. One datagram at a time is the light load's pattern,
+// where the socket is most likely still empty.
 func (d *pollDriver) receivePackets(u *udpConn) {
 	if u.connected {
-		d.l.receivePackets(u)
+		d.l.receivePackets(u, packetBatch)
 		return
 	}
 	if d.out == nil {
 		d.out = socket.NewSendBatch(sendBatch, sendBatchBytes)
 	}
-	d.gathering = u
-	d.l.receivePackets(u)
-	d.sendGathered(u)
+	for budget := packetBatch; budget > 0; {
+		d.gathering = u
+		n, empty := d.l.receivePackets(u, budget)
+		d.sendGathered(u)
+		if !empty || n < 2 || u.state == stateClosed {
+			return
+		}
+		budget -= n
+	}
 }
 
 // sendGathered sends what u's callbacks gathered, stops gathering, and

@@ -320,35 +320,38 @@ func recvBatch(size int) int {
 }
 
 // receivePackets hands u's waiting datagrams to the handler, up to
-// packetBatch of them: drivers call it when u is readable.
-func (l *eventloop) receivePackets(u *udpConn) {
+// budget of them: drivers call it when u is readable, with packetBatch
+// or what is left of it. It returns how many it handed over, and whether
+// it found the socket empty, rather than spent the budget (or closed).
+func (l *eventloop) receivePackets(u *udpConn, budget int) (got int, empty bool) {
 	ps := &l.packets
 	if ps.batch == nil {
 		size := l.eng.opts.readBufferCap
 		ps.batch = socket.NewBatch(recvBatch(size), size)
 	}
 	b := ps.batch
-	for got := 0; got < packetBatch; {
+	for got < budget {
 		n, err := b.Recv(u.fd)
 		switch {
 		case err == syscall.EAGAIN:
-			return
+			return got, true
 		case err != nil:
 			l.packetFailed(u, err)
-			return
+			return got, false
 		}
 		for i := range n {
 			p, from, truncated := b.At(i)
 			l.datagram(u, p, from, truncated)
+			got++
 			if u.state == stateClosed {
-				return
+				return got, false
 			}
 		}
 		if n < b.Len() {
-			return // none left
+			return got, true // none left
 		}
-		got += n
 	}
+	return got, false
 }
 
 // packetFailed handles a receive that failed: a connected socket closes
