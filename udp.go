@@ -331,7 +331,8 @@ func (l *eventloop) receivePackets(u *udpConn, budget int) (got int, empty bool)
 	}
 	b := ps.batch
 	for got < budget {
-		n, err := b.Recv(u.fd)
+		ask := min(b.Len(), budget-got)
+		n, err := b.Recv(u.fd, ask)
 		switch {
 		case err == syscall.EAGAIN:
 			return got, true
@@ -347,7 +348,7 @@ func (l *eventloop) receivePackets(u *udpConn, budget int) (got int, empty bool)
 				return got, false
 			}
 		}
-		if n < b.Len() {
+		if n < ask {
 			return got, true // none left
 		}
 	}

@@ -50,18 +50,19 @@ func NewBatch(n, size int) *Batch {
 // Len returns how many datagrams one Recv takes at most.
 func (b *Batch) Len() int { return len(b.hdrs) }
 
-// Recv receives up to Len datagrams waiting on fd, without waiting, and
-// returns how many; fewer than Len means none is left. It returns
-// unix.EAGAIN when none waits, and on a connected socket the error an
-// ICMP message reported.
-func (b *Batch) Recv(fd int) (int, error) {
+// Recv receives up to max datagrams waiting on fd (Len at most),
+// without waiting, and returns how many; fewer than it asked for means
+// none is left. It returns unix.EAGAIN when none waits, and on a
+// connected socket the error an ICMP message reported.
+func (b *Batch) Recv(fd, max int) (int, error) {
 	syscount.Inc()
-	for i := range b.hdrs {
-		b.hdrs[i].hdr.Namelen = unix.SizeofSockaddrInet6
-		b.hdrs[i].hdr.Flags = 0
+	hdrs := b.hdrs[:min(max, len(b.hdrs))]
+	for i := range hdrs {
+		hdrs[i].hdr.Namelen = unix.SizeofSockaddrInet6
+		hdrs[i].hdr.Flags = 0
 	}
 	for {
-		n, _, e := syscall.RawSyscall6(unix.SYS_RECVMMSG, uintptr(fd), uintptr(unsafe.Pointer(&b.hdrs[0])), uintptr(len(b.hdrs)),
+		n, _, e := syscall.RawSyscall6(unix.SYS_RECVMMSG, uintptr(fd), uintptr(unsafe.Pointer(&hdrs[0])), uintptr(len(hdrs)),
 			unix.MSG_DONTWAIT|unix.MSG_TRUNC, 0, 0)
 		switch e {
 		case 0:

@@ -20,8 +20,8 @@ func NewBatch(n, size int) *Batch { return &Batch{buf: make([]byte, size)} }
 func (b *Batch) Len() int { return 1 }
 
 // Recv receives the datagram waiting on fd, without waiting; see the
-// Linux version.
-func (b *Batch) Recv(fd int) (int, error) {
+// Linux version (max is at least one, and one is all it takes).
+func (b *Batch) Recv(fd, max int) (int, error) {
 	var err error
 	b.n, b.from, b.truncated, err = RecvFrom(fd, b.buf)
 	if err != nil {
