@@ -13,10 +13,29 @@ import (
 // Linux, kqueue on macOS and the BSDs, the development backend's poller
 // on Windows and with sluice_std. The poller says a socket is ready; the
 // driver then reads it into the loop's read buffer, accepts, or writes.
+//
+// The datagrams a UDP listener's callbacks send from its socket while the
+// driver hands it what one readiness brought (gathering) are gathered in
+// out and sent together once the loop is done with them, with one
+// sendmmsg(2) on Linux; elsewhere out gathers nothing and each is sent at
+// once. A connected socket's are sent at once: sendmmsg reports only the
+// first failure of a call, and the ICMP error one datagram brings back
+// (ECONNREFUSED) is reported by the next send, inside the same call, so a
+// batch would lose it, where a Write returns it.
 type pollDriver struct {
-	l *eventloop
-	p *poller.Poller
+	l         *eventloop
+	p         *poller.Poller
+	out       *socket.SendBatch // made with the loop's first UDP readiness
+	gathering *udpConn
 }
+
+// The room a pollDriver's out has: as many datagrams as one readiness
+// hands the loop, and as many bytes as the ring gathers in a turn (one
+// datagram that does not fit is sent once the ones before it are).
+const (
+	sendBatch      = packetBatch
+	sendBatchBytes = 256 << 10
+)
 
 func newPollDriver(l *eventloop) (*pollDriver, error) {
 	p, err := poller.Open()
@@ -65,7 +84,7 @@ func (d *pollDriver) dispatch(r poller.Ready) {
 	}
 	if r.Fd >= len(l.conns) || l.conns[r.Fd] == nil {
 		if u := l.packets.at(r.Fd); u != nil {
-			l.receivePackets(u)
+			d.receivePackets(u)
 		}
 		return
 	}
@@ -206,9 +225,72 @@ func (d *pollDriver) closeSocket(c *conn) { socket.Close(c.fd) }
 
 func (d *pollDriver) watchPackets(u *udpConn) error { return d.p.Add(u.fd, poller.Readable) }
 
-func (d *pollDriver) closePackets(u *udpConn) { socket.Close(u.fd) }
+// receivePackets hands the loop what u's readiness brought, up to
+// packetBatch datagrams, gathering what its callbacks send from u, a
+// listener's socket, and sending that after them. When a receive brought
+// more than one and emptied the socket, it receives again once the
+// answers are out, without waiting: senders that answer echoes (a client
+// keeping datagrams in flight) have sent more meanwhile, and the wait the
+// loop would go back to would return at once for them, one more system
+// call each time. One datagram at a time is the light load's pattern,
+// where the socket is most likely still empty.
+func (d *pollDriver) receivePackets(u *udpConn) {
+	if u.connected {
+		d.l.receivePackets(u, packetBatch)
+		return
+	}
+	if d.out == nil {
+		d.out = socket.NewSendBatch(sendBatch, sendBatchBytes)
+	}
+	for budget := packetBatch; budget > 0; {
+		d.gathering = u
+		n, empty := d.l.receivePackets(u, budget)
+		d.sendGathered(u)
+		if !empty || n < 2 || u.state == stateClosed {
+			return
+		}
+		budget -= n
+	}
+}
 
+// sendGathered sends what u's callbacks gathered, stops gathering, and
+// hands each datagram that failed to sendFailed, as a failure the ring
+// reports after its turn is.
+func (d *pollDriver) sendGathered(u *udpConn) {
+	d.gathering = nil
+	for d.out.Pending() > 0 && u.state != stateClosed {
+		if lost, err := d.out.Send(u.fd); err != nil {
+			d.l.counts.sub(countBytesOut, lost) // counted when it was gathered
+			d.l.sendFailed(u, os.NewSyscallError("sendmmsg", err))
+		}
+	}
+	d.out.Reset(d.l.eng.opts.wipe)
+}
+
+// closePackets sends what u's callbacks gathered before it closes u.
+func (d *pollDriver) closePackets(u *udpConn) {
+	if d.gathering == u {
+		d.sendGathered(u)
+	}
+	socket.Close(u.fd)
+}
+
+// sendDatagram gathers p while the loop handles what u's readiness
+// brought (receivePackets), and otherwise, or when it finds no room even
+// once the gathered ones are sent, sends it at once.
 func (d *pollDriver) sendDatagram(u *udpConn, p []byte, to netip.AddrPort) (int, error) {
+	if d.gathering == u {
+		if d.out.Add(p, to, u.v6) {
+			return len(p), nil
+		}
+		if d.out.Pending() > 0 {
+			d.sendGathered(u)
+			d.gathering = u
+			if u.state != stateClosed && d.out.Add(p, to, u.v6) {
+				return len(p), nil
+			}
+		}
+	}
 	return socket.SendTo(u.fd, p, to, u.v6)
 }
 

@@ -118,6 +118,11 @@ type Stats struct {
 	// session and their loop held as many as WithDatagramSessions allows
 	// (ErrTooManySessions).
 	SessionsRefused uint64
+	// DatagramsSendFailed counts datagrams the kernel refused to send
+	// from a UDP socket: at once, an error Write, Writev or AsyncWriteTo's
+	// callback is told, or in a batch sent after Write returned
+	// (PacketConn), a failure otherwise dropped.
+	DatagramsSendFailed uint64
 }
 
 // counter names one of a loop's counters.
@@ -154,6 +159,7 @@ const (
 	countDatagramsTruncated
 	countDatagramsRateLimited
 	countSessionsRefused
+	countDatagramsSendFailed
 	countBytesIn
 	countBytesOut
 	countBackpressurePauses
@@ -248,5 +254,6 @@ func (e *engine) stats() Stats {
 		DatagramsTruncated:    sum[countDatagramsTruncated],
 		DatagramsRateLimited:  sum[countDatagramsRateLimited],
 		SessionsRefused:       sum[countSessionsRefused],
+		DatagramsSendFailed:   sum[countDatagramsSendFailed],
 	}
 }

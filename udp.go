@@ -42,13 +42,17 @@ var errPacketUnsupported = fmt.Errorf("sluice: not for a UDP socket: %w", errors
 // otherwise one, on one loop. OnTraffic runs once per datagram with its
 // socket's Conn: RemoteAddr is the datagram's sender, Next, Peek, Read
 // and Discard give its bytes, and Write sends one datagram to that sender
-// (Writev gathers its slices into one): at once, or on io_uring with the
-// loop's other submissions, where a failure the kernel reports later
-// closes a connected socket and is otherwise dropped, as the network
-// drops a datagram; a datagram larger than its address family carries
-// (65,507 bytes over IPv4, 65,527 over IPv6) is refused with EMSGSIZE
-// everywhere. What the handler leaves
-// unread is dropped with the datagram. No OnOpen or OnClose runs for a
+// (Writev gathers its slices into one). The answers are gathered and
+// sent together once the loop is done with what the socket's receive
+// brought: with one sendmmsg(2) on Linux's epoll, with the loop's other
+// submissions on io_uring; elsewhere each is sent at once. A gathered
+// Write returns len(p) and nil, and a failure the kernel reports when
+// the batch goes out is dropped, as the network drops a datagram, and
+// counted in Stats.DatagramsSendFailed, as is every send the kernel
+// refuses at once, which Write returns. A datagram larger than its
+// address family carries (65,507 bytes over IPv4, 65,527 over IPv6) is
+// refused with EMSGSIZE everywhere. What the handler leaves unread is
+// dropped with the datagram. No OnOpen or OnClose runs for a
 // listener's socket, which is the engine's until it stops. The Conn is the
 // socket's, the same for every datagram: RemoteAddr, Next and Write speak
 // of the datagram in hand only inside OnTraffic. From elsewhere, or later,
@@ -56,10 +60,13 @@ var errPacketUnsupported = fmt.Errorf("sluice: not for a UDP socket: %w", errors
 //
 // A connected UDP socket (Engine.Dial of "udp://host:port", Engine.Enroll
 // of a connected *net.UDPConn) is a connection as a TCP one is: OnOpen,
-// OnTraffic per datagram from its peer only, Write to its peer, AsyncWrite
-// from any goroutine, Close, and OnClose. An ICMP port unreachable, which
-// the kernel reports on the socket's next receive or send, closes it with
-// an error that errors.Is tells as syscall.ECONNREFUSED.
+// OnTraffic per datagram from its peer only, Write to its peer (at once
+// on epoll, so that it returns the send's error; with the loop's other
+// submissions on io_uring, where a failure the kernel reports later
+// closes the socket), AsyncWrite from any goroutine, Close, and OnClose.
+// An ICMP port unreachable, which the kernel reports on the socket's next
+// receive or send, closes it with an error that errors.Is tells as
+// syscall.ECONNREFUSED.
 //
 // With WithProxyProtocol a listener's socket reads the version 2 header
 // a proxy that relays UDP prepends to each datagram (ProxyOptional: when
@@ -74,7 +81,8 @@ var errPacketUnsupported = fmt.Errorf("sluice: not for a UDP socket: %w", errors
 // PauseRead, ResumeRead, CloseWrite, SetNoDelay, SetKeepAlive and
 // SetLinger return an error wrapping errors.ErrUnsupported; SetHalfClose
 // does nothing, and SetIdleTimeout does nothing but to a datagram session;
-// Flush has nothing to send, since each Write is sent at once.
+// Flush has nothing to send, since each Write is sent at once or with its
+// batch, which no callback outlasts.
 type PacketConn interface {
 	Conn
 	// AsyncWriteTo sends p as one datagram to addr (a *net.UDPAddr, or
@@ -343,39 +351,52 @@ func localAddrPort(s string) (netip.AddrPort, error) {
 // sockets their turn; a level-triggered poller reports the rest next.
 const packetBatch = 64
 
-// recvBatch is how many datagrams one recvmmsg(2) takes at most, each
-// into a read buffer's worth (WithReadBufferCap) of the loop's own.
-const recvBatch = 8
+// recvBytes bounds the memory a loop receives datagrams into where it
+// receives several with one recvmmsg(2), each into a read buffer's worth
+// (WithReadBufferCap): packetBatch of the default 64 KiB, fewer of larger
+// ones, as the ring's UDP buffers are.
+const recvBytes = 4 << 20
+
+// recvBatch returns how many datagrams one recvmmsg takes at most, for
+// read buffers of size bytes.
+func recvBatch(size int) int {
+	return min(max(recvBytes/size, 1), packetBatch)
+}
 
 // receivePackets hands u's waiting datagrams to the handler, up to
-// packetBatch of them: drivers call it when u is readable.
-func (l *eventloop) receivePackets(u *udpConn) {
+// budget of them: drivers call it when u is readable, with packetBatch
+// or what is left of it. It returns how many it handed over, and whether
+// it found the socket empty, rather than spent the budget (or closed).
+func (l *eventloop) receivePackets(u *udpConn, budget int) (got int, empty bool) {
 	ps := &l.packets
 	if ps.batch == nil {
-		ps.batch = socket.NewBatch(recvBatch, l.eng.opts.readBufferCap)
+		size := l.eng.opts.readBufferCap
+		ps.batch = socket.NewBatch(recvBatch(size), size)
 	}
 	b := ps.batch
-	for got := 0; got < packetBatch; {
-		n, err := b.Recv(u.fd)
+	for got < budget {
+		ask := min(b.Len(), budget-got)
+		n, err := b.Recv(u.fd, ask)
 		switch {
 		case err == syscall.EAGAIN:
-			return
+			return got, true
 		case err != nil:
 			l.packetFailed(u, err)
-			return
+			return got, false
 		}
 		for i := range n {
 			p, from, truncated := b.At(i)
 			l.datagram(u, p, from, truncated)
+			got++
 			if u.state == stateClosed {
-				return
+				return got, false
 			}
 		}
-		if n < b.Len() {
-			return // none left
+		if n < ask {
+			return got, true // none left
 		}
-		got += n
 	}
+	return got, false
 }
 
 // packetFailed handles a receive that failed: a connected socket closes
@@ -499,10 +520,12 @@ const (
 	maxDatagram4 = maxDatagram - 20
 )
 
-// sendFailed closes u, connected, when err says its peer is unreachable
-// (ECONNREFUSED after an ICMP port unreachable) or its socket failed; a
-// full socket buffer or a datagram too large closes nothing.
+// sendFailed counts a datagram u failed to send, and closes u, connected,
+// when err says its peer is unreachable (ECONNREFUSED after an ICMP port
+// unreachable) or its socket failed; a full socket buffer or a datagram
+// too large closes nothing.
 func (l *eventloop) sendFailed(u *udpConn, err error) {
+	l.counts.add(countDatagramsSendFailed)
 	if u.connected && !errors.Is(err, syscall.EAGAIN) && !errors.Is(err, syscall.ENOBUFS) && !errors.Is(err, syscall.EMSGSIZE) {
 		l.closePacket(u, err)
 		return

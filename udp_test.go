@@ -1157,6 +1157,7 @@ func TestUDPFullSendBufferIsToldNotWaitedFor(t *testing.T) {
 		return fmt.Sprintf("%d of %d callbacks ran", h.done.Load(), udpFullPosts)
 	})
 	assert.Positive(t, h.full.Load(), "no callback heard of the full buffer: %d sent", h.sent.Load())
+	assert.Equal(t, uint64(h.full.Load()), eng.Stats().DatagramsSendFailed)
 }
 
 const udpFullPosts = 200

@@ -142,7 +142,7 @@ func (rg *ringDriver) ringPacketsReady(fd int, gen uint32, e uring.CQE) {
 		rg.pk.bufs.Recycle(id)
 		rg.received(l.now())
 	case err == nil:
-		l.receivePackets(u) // the poll's
+		l.receivePackets(u, packetBatch) // the poll's
 	case err == unix.ENOBUFS:
 		l.counts.add(countRingBuffersExhausted)
 	case err == unix.EINVAL && !rg.pk.poll:

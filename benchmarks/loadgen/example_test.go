@@ -43,3 +43,34 @@ func Example() {
 	fmt.Println(res.RoundTrips, "round trips,", res.Errors.Total(), "errors")
 	// Output: 1000 round trips, 0 errors
 }
+
+// Drive 1,000 datagrams of 64 bytes from 10 peers, one in flight each, to
+// a UDP echo server (here one in this process).
+func ExampleDialDatagrams() {
+	pc, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer pc.Close()
+	go func() {
+		buf := make([]byte, 64)
+		for n, from, err := pc.ReadFromUDPAddrPort(buf); err == nil; n, from, err = pc.ReadFromUDPAddrPort(buf) {
+			pc.WriteToUDPAddrPort(buf[:n], from)
+		}
+	}()
+	s, err := loadgen.DialDatagrams(loadgen.Config{
+		Addr:    pc.LocalAddr().(*net.UDPAddr).AddrPort(),
+		Conns:   10,
+		Size:    64,
+		Workers: 1,
+	})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer s.Close()
+	res := s.Exchange(1000)
+	fmt.Println(res.RoundTrips+res.Lost, "datagrams,", res.Errors.Total(), "errors")
+	// Output: 1000 datagrams, 0 errors
+}

@@ -17,6 +17,11 @@
 // [Accepts] measures connection setup instead: connect, one round trip, close.
 // Every echo is checked byte for byte against what was sent.
 //
+// A [DatagramSession] drives a UDP echo server the same three ways from
+// peers that are UDP sockets of their own, every echo matched to its
+// datagram by a sequence number, and counts the datagrams not echoed in
+// time as lost ([Result].Lost): loss is a figure, not an error.
+//
 // With [Config].TLS set, sessions speak TLS (the handshake on a goroutine,
 // then the record layer in the worker's loop, every echo checked as
 // plaintext), and [Handshakes] measures TLS connection setup: connect,
@@ -38,6 +43,9 @@ type Result struct {
 	// Handshakes' resumed a session.
 	TLS     string
 	Resumed int64
+	// Datagrams (DatagramSession): how many were not echoed within
+	// LossTimeout, and how many echoes came after that.
+	Lost, Late int64
 }
 
 // Rate returns round trips per second.
@@ -52,6 +60,8 @@ func (r *Result) Rate() float64 {
 func (r *Result) merge(o *Result) {
 	r.RoundTrips += o.RoundTrips
 	r.Resumed += o.Resumed
+	r.Lost += o.Lost
+	r.Late += o.Late
 	r.Latency.Merge(&o.Latency)
 	r.Errors.Add(o.Errors)
 }

@@ -74,20 +74,28 @@ func (w *worker) abandon() {
 }
 
 // wait waits up to timeout nanoseconds (forever if negative) for events and
-// returns them. It uses epoll_pwait2, whose timeout has nanosecond
-// resolution: paced sends are microseconds apart.
+// returns them.
 func (w *worker) wait(timeout int64) []unix.EpollEvent {
-	var ts uintptr
+	return epollWait(w.epfd, w.events, &w.ts, timeout)
+}
+
+// epollWait waits on epfd up to timeout nanoseconds (forever if negative)
+// for events, into events, and returns them. It uses epoll_pwait2, whose
+// timeout has nanosecond resolution: paced sends are microseconds apart;
+// ts holds the timeout, kept by the caller so that waiting never
+// allocates.
+func epollWait(epfd int, events []unix.EpollEvent, ts *unix.Timespec, timeout int64) []unix.EpollEvent {
+	var p uintptr
 	if timeout >= 0 {
-		w.ts = unix.NsecToTimespec(timeout)
-		ts = uintptr(unsafe.Pointer(&w.ts))
+		*ts = unix.NsecToTimespec(timeout)
+		p = uintptr(unsafe.Pointer(ts))
 	}
-	n, _, errno := unix.Syscall6(unix.SYS_EPOLL_PWAIT2, uintptr(w.epfd),
-		uintptr(unsafe.Pointer(&w.events[0])), uintptr(len(w.events)), ts, 0, 0)
+	n, _, errno := unix.Syscall6(unix.SYS_EPOLL_PWAIT2, uintptr(epfd),
+		uintptr(unsafe.Pointer(&events[0])), uintptr(len(events)), p, 0, 0)
 	if errno != 0 { // EINTR: the Go runtime's signals
 		return nil
 	}
-	return w.events[:n]
+	return events[:n]
 }
 
 // preciseTimers asks the kernel to wake the calling thread on time rather

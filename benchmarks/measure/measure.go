@@ -24,6 +24,10 @@ type Target struct {
 	// closed, paced and syscalls modes then accept their connections on it,
 	// dialed by the server, instead of dialing Addr.
 	Listener int
+	// UDP: the closed, paced, syscalls and loss modes drive a UDP echo
+	// server with a loadgen.DatagramSession, each of Conns peers a socket
+	// of its own, and a round trip is a datagram echoed.
+	UDP bool
 }
 
 // Report is what one measurement found. cmd/loadgen prints it as JSON and
@@ -54,6 +58,18 @@ type Report struct {
 	// window's handshakes resumed a session (handshakes mode).
 	TLS     string `json:"tls,omitempty"`
 	Resumed int64  `json:"resumed,omitempty"`
+	// Datagrams: those of the measured window not echoed within
+	// loadgen.LossTimeout, and echoes that came after that.
+	Lost int64 `json:"lost,omitempty"`
+	Late int64 `json:"late,omitempty"`
+}
+
+// LossRate returns the share of the window's datagrams that were lost.
+func (r Report) LossRate() float64 {
+	if r.RoundTrips+r.Lost == 0 {
+		return 0
+	}
+	return float64(r.Lost) / float64(r.RoundTrips+r.Lost)
 }
 
 // window records a measured run into r: its rate, latency, errors and the
@@ -69,6 +85,7 @@ func (r *Report) window(t Target, res *loadgen.Result, cpu0 time.Duration) error
 	r.P50 = micros(res.Latency.Quantile(0.50))
 	r.P99 = micros(res.Latency.Quantile(0.99))
 	r.P999 = micros(res.Latency.Quantile(0.999))
+	r.Lost, r.Late = res.Lost, res.Late
 	if res.RoundTrips > 0 {
 		r.CPUPerRT = micros(cpu1-cpu0) / float64(res.RoundTrips)
 	}
@@ -91,9 +108,19 @@ func newReport(mode string, t Target) Report {
 	return Report{Mode: mode, Conns: t.Conns, Size: t.Size}
 }
 
+// A session is open connections, or UDP peers, to run loads over: a
+// *loadgen.Session or a *loadgen.DatagramSession.
+type session interface {
+	Run(d time.Duration) loadgen.Result
+	Exchange(n int64) loadgen.Result
+	Pace(rate int, d time.Duration) loadgen.Result
+	Negotiated() string
+	Close()
+}
+
 // A load is one run over a session; a measurement has a warm-up load and a
 // measured one.
-type load func(*loadgen.Session) (loadgen.Result, error)
+type load func(session) (loadgen.Result, error)
 
 // Closed measures the closed loop: every connection keeps one message in
 // flight, for d after warm of warm-up.
@@ -102,7 +129,7 @@ func Closed(t Target, warm, d time.Duration) (Report, error) {
 }
 
 func closedFor(d time.Duration) load {
-	return func(s *loadgen.Session) (loadgen.Result, error) { return s.Run(d), nil }
+	return func(s session) (loadgen.Result, error) { return s.Run(d), nil }
 }
 
 // Paced measures the open loop at rate round trips per second, for d after
@@ -110,7 +137,7 @@ func closedFor(d time.Duration) load {
 // efficiency figure.
 func Paced(t Target, rate int, warm, d time.Duration) (Report, error) {
 	pacedFor := func(d time.Duration) load {
-		return func(s *loadgen.Session) (loadgen.Result, error) { return s.Pace(rate, d), nil }
+		return func(s session) (loadgen.Result, error) { return s.Pace(rate, d), nil }
 	}
 	return measureSession("paced", t, pacedFor(warm), pacedFor(d))
 }
@@ -120,7 +147,7 @@ func Paced(t Target, rate int, warm, d time.Duration) (Report, error) {
 // installed (Debian package linux-perf).
 func Syscalls(t Target, warm time.Duration, n int64) (Report, error) {
 	var calls int64
-	r, err := measureSession("syscalls", t, closedFor(warm), func(s *loadgen.Session) (loadgen.Result, error) {
+	r, err := measureSession("syscalls", t, closedFor(warm), func(s session) (loadgen.Result, error) {
 		c, err := syscount.Start(t.PID)
 		if err != nil {
 			return loadgen.Result{}, err
@@ -144,12 +171,32 @@ func Syscalls(t Target, warm time.Duration, n int64) (Report, error) {
 	return r, err
 }
 
-// open opens t's connections: dialed, or accepted on t.Listener.
-func open(t Target) (*loadgen.Session, error) {
-	if t.Listener > 0 {
+// open opens t's connections: dialed, or accepted on t.Listener; or its
+// UDP peers.
+func open(t Target) (session, error) {
+	switch {
+	case t.UDP:
+		return loadgen.DialDatagrams(t.Config)
+	case t.Listener > 0:
 		return loadgen.Accept(t.Listener, t.Config)
 	}
 	return loadgen.Dial(t.Config)
+}
+
+// Loss measures a UDP server just below its saturation: after warm of
+// closed-loop warm-up it measures the closed loop's rate over d (every
+// peer one datagram in flight), then paces datagrams at fraction of that
+// rate for d, and reports that window, its Lost the datagrams the server
+// did not echo within loadgen.LossTimeout. Its Rate is the paced rate
+// reached.
+func Loss(t Target, fraction float64, warm, d time.Duration) (Report, error) {
+	return measureSession("loss", t, closedFor(warm), func(s session) (loadgen.Result, error) {
+		sat := s.Run(d)
+		if sat.Errors.Total() > 0 || sat.Rate() == 0 {
+			return sat, nil
+		}
+		return s.Pace(int(fraction*sat.Rate()), d), nil
+	})
 }
 
 // measureSession opens t's connections, runs warm, then measures run.

@@ -71,6 +71,65 @@ func TestModes(t *testing.T) {
 	}
 }
 
+// udpTarget starts a UDP echo server in this process and aims peers UDP
+// peers at it, with this process as the server whose cost is read; every
+// drop-th datagram it receives (none when 0) it drops.
+func udpTarget(t *testing.T, peers, drop int) Target {
+	t.Helper()
+	pc, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	require.NoError(t, err)
+	t.Cleanup(func() { pc.Close() })
+	go func() {
+		buf := make([]byte, 4096)
+		for k := 1; ; k++ {
+			n, from, err := pc.ReadFromUDPAddrPort(buf)
+			if err != nil {
+				return
+			}
+			if drop == 0 || k%drop != 0 {
+				pc.WriteToUDPAddrPort(buf[:n], from)
+			}
+		}
+	}()
+	addr := pc.LocalAddr().(*net.UDPAddr).AddrPort()
+	return Target{Config: loadgen.Config{Addr: addr, Conns: peers, Size: 64, Workers: 1}, PID: os.Getpid(), UDP: true}
+}
+
+func TestUDPModes(t *testing.T) {
+	const warm, d = 50 * time.Millisecond, 100 * time.Millisecond
+	for _, tc := range []struct {
+		mode string
+		run  func(Target) (Report, error)
+	}{
+		{"closed", func(tg Target) (Report, error) { return Closed(tg, warm, d) }},
+		{"paced", func(tg Target) (Report, error) { return Paced(tg, 5000, warm, d) }},
+		{"loss", func(tg Target) (Report, error) { return Loss(tg, 0.5, warm, d) }},
+	} {
+		t.Run(tc.mode, func(t *testing.T) {
+			r, err := tc.run(udpTarget(t, 10, 0))
+			require.NoError(t, err)
+			assert.Equal(t, tc.mode, r.Mode)
+			assert.Zero(t, r.Errors.Total())
+			assert.Zero(t, r.Lost)
+			assert.Zero(t, r.LossRate())
+			assert.Positive(t, r.RoundTrips)
+			assert.Positive(t, r.Rate)
+			assert.Positive(t, r.CPUPerRT)
+		})
+	}
+}
+
+// Datagrams a server drops are the report's loss, not its errors.
+func TestUDPLoss(t *testing.T) {
+	old := loadgen.LossTimeout
+	loadgen.LossTimeout = 20 * time.Millisecond
+	t.Cleanup(func() { loadgen.LossTimeout = old })
+	r, err := Paced(udpTarget(t, 10, 4), 2000, 20*time.Millisecond, 200*time.Millisecond)
+	require.NoError(t, err)
+	assert.Zero(t, r.Errors.Total())
+	assert.InDelta(t, 0.25, r.LossRate(), 0.05, "a quarter dropped: %d lost, %d echoed", r.Lost, r.RoundTrips)
+}
+
 func TestMemory(t *testing.T) {
 	r, err := Memory(target(t, 200), 0)
 	require.NoError(t, err)
@@ -88,6 +147,17 @@ func TestSyscalls(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, int64(2000), r.RoundTrips)
 	// This process is both ends here: at least a read and a write each side.
+	assert.Greater(t, r.PerRT, 4.0)
+}
+
+func TestUDPSyscalls(t *testing.T) {
+	if err := syscount.Available(); err != nil {
+		t.Skip(err)
+	}
+	r, err := Syscalls(udpTarget(t, 4, 0), 50*time.Millisecond, 2000)
+	require.NoError(t, err)
+	assert.Equal(t, int64(2000), r.RoundTrips)
+	// Both ends here again: a send and a receive each side, at least.
 	assert.Greater(t, r.PerRT, 4.0)
 }
 

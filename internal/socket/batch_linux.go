@@ -50,18 +50,19 @@ func NewBatch(n, size int) *Batch {
 // Len returns how many datagrams one Recv takes at most.
 func (b *Batch) Len() int { return len(b.hdrs) }
 
-// Recv receives up to Len datagrams waiting on fd, without waiting, and
-// returns how many; fewer than Len means none is left. It returns
-// unix.EAGAIN when none waits, and on a connected socket the error an
-// ICMP message reported.
-func (b *Batch) Recv(fd int) (int, error) {
+// Recv receives up to max datagrams waiting on fd (Len at most),
+// without waiting, and returns how many; fewer than it asked for means
+// none is left. It returns unix.EAGAIN when none waits, and on a
+// connected socket the error an ICMP message reported.
+func (b *Batch) Recv(fd, max int) (int, error) {
 	syscount.Inc()
-	for i := range b.hdrs {
-		b.hdrs[i].hdr.Namelen = unix.SizeofSockaddrInet6
-		b.hdrs[i].hdr.Flags = 0
+	hdrs := b.hdrs[:min(max, len(b.hdrs))]
+	for i := range hdrs {
+		hdrs[i].hdr.Namelen = unix.SizeofSockaddrInet6
+		hdrs[i].hdr.Flags = 0
 	}
 	for {
-		n, _, e := syscall.RawSyscall6(unix.SYS_RECVMMSG, uintptr(fd), uintptr(unsafe.Pointer(&b.hdrs[0])), uintptr(len(b.hdrs)),
+		n, _, e := syscall.RawSyscall6(unix.SYS_RECVMMSG, uintptr(fd), uintptr(unsafe.Pointer(&hdrs[0])), uintptr(len(hdrs)),
 			unix.MSG_DONTWAIT|unix.MSG_TRUNC, 0, 0)
 		switch e {
 		case 0:
@@ -93,4 +94,106 @@ func inetAddrPort(sa *unix.RawSockaddrInet6) netip.AddrPort {
 		return netip.AddrPortFrom(addrZone(netip.AddrFrom16(sa.Addr), sa.Scope_id), portOf(sa.Port))
 	}
 	return netip.AddrPort{}
+}
+
+// A SendBatch gathers datagrams for one socket and sends them with one
+// sendmmsg(2): the bytes of each are copied in, so that the caller may
+// reuse its own at once. It holds at most n datagrams and size bytes of
+// them. It belongs to one goroutine.
+type SendBatch struct {
+	hdrs  []mmsghdr
+	iovs  []unix.Iovec
+	names []unix.RawSockaddrInet6
+	buf   []byte // it never grows: the iovecs point into it
+	n     int    // datagrams gathered
+	next  int    // the first not yet sent
+}
+
+// NewSendBatch makes a SendBatch of n datagrams and size bytes.
+func NewSendBatch(n, size int) *SendBatch {
+	return &SendBatch{
+		hdrs:  make([]mmsghdr, n),
+		iovs:  make([]unix.Iovec, n),
+		names: make([]unix.RawSockaddrInet6, n),
+		buf:   make([]byte, 0, size),
+	}
+}
+
+// Add gathers p, copied, as a datagram to to, or to the socket's peer when
+// to is not valid; v6 says the socket is IPv6. It reports false, gathering
+// nothing, when the batch has no room left for p.
+func (b *SendBatch) Add(p []byte, to netip.AddrPort, v6 bool) bool {
+	if b.n == len(b.hdrs) || len(b.buf)+len(p) > cap(b.buf) {
+		return false
+	}
+	i := b.n
+	b.n++
+	off := len(b.buf)
+	b.buf = append(b.buf, p...)
+	iov := &b.iovs[i]
+	iov.Base = nil
+	if len(p) > 0 {
+		iov.Base = &b.buf[off]
+	}
+	iov.SetLen(len(p))
+	h := &b.hdrs[i].hdr
+	*h = unix.Msghdr{Iov: iov}
+	h.SetIovlen(1)
+	if to.IsValid() {
+		h.Name = (*byte)(unsafe.Pointer(&b.names[i]))
+		h.Namelen = putSockaddr(&b.names[i], to, v6)
+	}
+	return true
+}
+
+// Pending returns how many gathered datagrams are not yet sent.
+func (b *SendBatch) Pending() int { return b.n - b.next }
+
+// Reset empties the batch, sent or not, wiping its bytes first if wipe
+// is set.
+func (b *SendBatch) Reset(wipe bool) {
+	if wipe {
+		clear(b.buf)
+	}
+	b.buf, b.n, b.next = b.buf[:0], 0, 0
+}
+
+// Send sends what is pending on fd with one sendmmsg, and when a datagram
+// fails, gives up on that one and returns its error and its length (lost):
+// call it again while any is pending, then Reset.
+func (b *SendBatch) Send(fd int) (lost int, err error) {
+	for b.next < b.n {
+		syscount.Inc()
+		sent, _, e := syscall.RawSyscall6(unix.SYS_SENDMMSG, uintptr(fd), uintptr(unsafe.Pointer(&b.hdrs[b.next])),
+			uintptr(b.n-b.next), unix.MSG_NOSIGNAL, 0, 0)
+		switch e {
+		case 0:
+			b.next += int(sent)
+		case unix.EINTR:
+		default:
+			lost := int(b.iovs[b.next].Len)
+			b.next++ // the first pending one failed
+			return lost, e
+		}
+	}
+	return 0, nil
+}
+
+// putSockaddr lays to out in sa as the kernel reads it for a socket of
+// IPv6 (v6) or IPv4, and returns its length.
+func putSockaddr(sa *unix.RawSockaddrInet6, to netip.AddrPort, v6 bool) uint32 {
+	*sa = unix.RawSockaddrInet6{}
+	ip := to.Addr()
+	if !v6 {
+		sa4 := (*unix.RawSockaddrInet4)(unsafe.Pointer(sa))
+		sa4.Family = unix.AF_INET
+		putPort(&sa4.Port, int(to.Port()))
+		sa4.Addr = ip.Unmap().As4()
+		return unix.SizeofSockaddrInet4
+	}
+	sa.Family = unix.AF_INET6
+	putPort(&sa.Port, int(to.Port()))
+	sa.Addr = ip.As16()
+	sa.Scope_id = ZoneIndex(ip.Zone())
+	return unix.SizeofSockaddrInet6
 }

@@ -20,8 +20,8 @@ func NewBatch(n, size int) *Batch { return &Batch{buf: make([]byte, size)} }
 func (b *Batch) Len() int { return 1 }
 
 // Recv receives the datagram waiting on fd, without waiting; see the
-// Linux version.
-func (b *Batch) Recv(fd int) (int, error) {
+// Linux version (max is at least one, and one is all it takes).
+func (b *Batch) Recv(fd, max int) (int, error) {
 	var err error
 	b.n, b.from, b.truncated, err = RecvFrom(fd, b.buf)
 	if err != nil {
@@ -34,3 +34,22 @@ func (b *Batch) Recv(fd int) (int, error) {
 func (b *Batch) At(int) (p []byte, from netip.AddrPort, truncated bool) {
 	return b.buf[:b.n], b.from, b.truncated
 }
+
+// A SendBatch gathers nothing where sendmmsg(2) is not to be had: Add
+// reports false, and the caller sends each datagram at once.
+type SendBatch struct{}
+
+// NewSendBatch makes a SendBatch that gathers nothing.
+func NewSendBatch(n, size int) *SendBatch { return &SendBatch{} }
+
+// Add gathers nothing: it reports false.
+func (b *SendBatch) Add(p []byte, to netip.AddrPort, v6 bool) bool { return false }
+
+// Pending returns 0: nothing is ever gathered.
+func (b *SendBatch) Pending() int { return 0 }
+
+// Reset has nothing to empty.
+func (b *SendBatch) Reset(wipe bool) {}
+
+// Send has nothing to send.
+func (b *SendBatch) Send(fd int) (lost int, err error) { return 0, nil }

@@ -40,7 +40,7 @@ type descs struct {
 	conns, loopConns, accepted, rejected, closed  *prom.Desc
 	received, sent, backpressure, outboundRefused *prom.Desc
 	inboundHeld, ringExhausted, dials, enrolled   *prom.Desc
-	datagramsDropped                              *prom.Desc
+	datagramsDropped, datagramsSendFailed         *prom.Desc
 }
 
 // NewCollector returns a collector of what stats returns: eng.Stats, for
@@ -73,6 +73,8 @@ func NewCollector(stats func() sluice.Stats, o Opts) *Collector {
 		datagramsDropped: desc("datagrams_dropped_total", "Datagrams a UDP listener received and did not hand to OnTraffic, by reason: "+
 			"truncated (larger than the read buffer), rate_limited (past WithDatagramRateLimit), "+
 			"sessions_full (from a new peer while its loop held WithDatagramSessions' maximum).", "reason"),
+		datagramsSendFailed: desc("datagrams_send_failed_total", "Datagrams the kernel refused to send from a UDP socket, "+
+			"at once (the error Write returned) or in a batch sent after Write returned (dropped)."),
 	}}
 }
 
@@ -80,7 +82,7 @@ func NewCollector(stats func() sluice.Stats, o Opts) *Collector {
 func (c *Collector) Describe(ch chan<- *prom.Desc) {
 	d := &c.descs
 	for _, desc := range []*prom.Desc{d.conns, d.loopConns, d.accepted, d.rejected, d.closed, d.received, d.sent,
-		d.backpressure, d.outboundRefused, d.inboundHeld, d.ringExhausted, d.dials, d.enrolled, d.datagramsDropped} {
+		d.backpressure, d.outboundRefused, d.inboundHeld, d.ringExhausted, d.dials, d.enrolled, d.datagramsDropped, d.datagramsSendFailed} {
 		ch <- desc
 	}
 }
@@ -147,4 +149,5 @@ func (c *Collector) Collect(ch chan<- prom.Metric) {
 	counter(d.datagramsDropped, s.DatagramsTruncated, "truncated")
 	counter(d.datagramsDropped, s.DatagramsRateLimited, "rate_limited")
 	counter(d.datagramsDropped, s.SessionsRefused, "sessions_full")
+	counter(d.datagramsSendFailed, s.DatagramsSendFailed)
 }

@@ -115,6 +115,7 @@ func TestMetricsFollowStats(t *testing.T) {
 		`sluice_datagrams_dropped_total{reason="truncated"}`:                float64(s.DatagramsTruncated),
 		`sluice_datagrams_dropped_total{reason="rate_limited"}`:             float64(s.DatagramsRateLimited),
 		`sluice_datagrams_dropped_total{reason="sessions_full"}`:            float64(s.SessionsRefused),
+		`sluice_datagrams_send_failed_total`:                                float64(s.DatagramsSendFailed),
 	}
 	assert.Equal(t, want, got)
 

@@ -2,6 +2,7 @@ package main
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"testing"
@@ -273,4 +274,71 @@ func TestAvailableProxies(t *testing.T) {
 	}
 	assert.Empty(t, note)
 	assert.Equal(t, proxies, kept)
+}
+
+func TestUDPTable(t *testing.T) {
+	list := udpStacks(stacks)
+	assert.Equal(t, []string{"sluice", "sluice-uring", "gnet", "C floor"}, udpColumns(list))
+	assert.Contains(t, udpColumns(list), base)
+	assert.NotContains(t, names(serverStacks(stacks)), "C floor UDP", "the server table has no UDP-only column")
+	picked, _, err := selectStacks("C-floor-UDP,gnet")
+	require.NoError(t, err)
+	assert.Equal(t, []string{"gnet", "C floor"}, udpColumns(udpStacks(picked)))
+
+	names, rows := map[string]bool{}, map[string]bool{}
+	for _, sh := range udpShapes(fullTiming) {
+		assert.True(t, sh.udp, sh.name)
+		assert.True(t, matches(sh.name, "udp"), "-only udp picks %q", sh.name)
+		assert.Equal(t, "-udp", sh.args[0], "%q: the load generator sends datagrams", sh.name)
+		assert.False(t, names[sh.name], "shape %q twice", sh.name)
+		names[sh.name] = true
+		for _, r := range sh.rows {
+			assert.False(t, rows[r.name], "row %q twice", r.name)
+			rows[r.name] = true
+		}
+	}
+	for _, sh := range append(append(shapes(fullTiming), proxyShapes(fullTiming)...), tlsShapes(fullTiming)...) {
+		assert.False(t, names[sh.name], "shape %q in two tables", sh.name)
+		assert.False(t, matches(sh.name, "udp"), "-only udp picks only UDP shapes, not %q", sh.name)
+	}
+
+	full := pick(config{stacks: stacks})
+	assert.Empty(t, full.udp, "the full run leaves the UDP table out")
+	assert.Contains(t, full.notes, "The UDP table is left out of the full run; -only udp runs it.")
+	quick := pick(config{stacks: stacks, quick: true})
+	assert.NotEmpty(t, quick.udp, "-quick runs it")
+	only := pick(config{stacks: stacks, only: "udp"})
+	assert.Empty(t, only.server, "-only udp runs no server shape")
+	assert.NotEmpty(t, only.udp)
+}
+
+func TestUDPLossRow(t *testing.T) {
+	byName := map[string]row{}
+	for _, sh := range udpShapes(quickTiming) {
+		for _, r := range sh.rows {
+			byName[r.name] = r
+		}
+	}
+	v, ok := byName["Paced at 90% of its own saturation: lost %"].value(measurement{load: measure.Report{RoundTrips: 990, Lost: 10}})
+	assert.True(t, ok)
+	assert.InDelta(t, 1.0, v, 1e-9)
+}
+
+// The C floor for UDP starts, echoes (startUDPServer waits for an echo),
+// and stops with its report.
+func TestUDPFloor(t *testing.T) {
+	if _, err := exec.LookPath("gcc"); err != nil {
+		t.Skip(err)
+	}
+	bin := t.TempDir()
+	st := stacks[slices.IndexFunc(stacks, func(s stack) bool { return s.name == "C floor UDP" })]
+	out, err := exec.Command("gcc", "-O2", "-Wall", "-o", filepath.Join(bin, st.exe()), filepath.Join("..", "..", st.c)).CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	cpus, err := parseCPUs("0")
+	require.NoError(t, err)
+	srv, err := startUDPServer(st, bin, cpus)
+	require.NoError(t, err)
+	report, err := srv.stop()
+	require.NoError(t, err)
+	assert.Zero(t, report.Accepted)
 }

@@ -20,6 +20,10 @@
 // with -quick, or when -only names them, but not in the full run, which
 // they would take past 15 minutes.
 //
+// The UDP shapes (udp.go) fill a fifth: the stacks that serve UDP, and a
+// C floor, echoing datagrams. Like the proxy and TLS shapes they run with
+// -quick or -only, not in the full run.
+//
 // The TLS shapes (tls.go) fill a fourth: the stacks that serve TLS, over
 // TLS, beside crypto/tls. Like the proxy shapes they run with -quick or
 // -only, not in the full run.
@@ -106,6 +110,9 @@ func main() {
 	if len(p.tls) > 0 {
 		out += "\n" + tlsPreamble(cfg, tlsStacks(cfg.stacks), t.seen) + "\n" + t.tls.Markdown()
 	}
+	if len(p.udp) > 0 {
+		out += "\n" + udpPreamble(cfg) + "\n" + t.udp.Markdown()
+	}
 	fmt.Print(out)
 	if cfg.out != "" {
 		if err := os.WriteFile(cfg.out, []byte(out), 0o644); err != nil {
@@ -126,7 +133,7 @@ func parseFlags() (config, error) {
 	flag.StringVar(&cfg.bin, "bin", "", "`directory` to build into (benchmarks/run passes a fresh one)")
 	flag.StringVar(&cfg.out, "o", "", "also write the table to `file`")
 	flag.StringVar(&cfg.only, "only", "", "run only the shapes whose names contain one of these comma-separated `words`")
-	stackList := flag.String("stacks", "all", "comma-separated stacks to run: sluice,sluice-uring,gnet,evio,nbio,netpoll,std,C-floor,C-uring (the TLS table's: sluice, sluice-uring, nbio and std, its crypto/tls column), and proxies: haproxy,haproxy-splice,sluice-proxy,sluice-proxy-uring")
+	stackList := flag.String("stacks", "all", "comma-separated stacks to run: sluice,sluice-uring,gnet,evio,nbio,netpoll,std,C-floor,C-uring,C-floor-UDP (the UDP table's: sluice, sluice-uring, gnet and C-floor-UDP; the TLS table's: sluice, sluice-uring, nbio and std, its crypto/tls column), and proxies: haproxy,haproxy-splice,sluice-proxy,sluice-proxy-uring")
 	flag.IntVar(&cfg.idle, "idle", 0, "before each measurement wait, up to a minute, until the measured CPUs are this `percent` idle (for a machine other work shares)")
 	serverCPUs := flag.String("server-cpus", "0", "`CPUs` for each server (taskset list); it runs one loop per CPU")
 	clientCPUs := flag.String("client-cpus", "1", "`CPUs` for the load generator; it runs one epoll loop per CPU")
@@ -216,6 +223,7 @@ type picked struct {
 	proxy   []shape
 	proxies []proxyStack
 	tls     []shape
+	udp     []shape
 	notes   []string
 }
 
@@ -231,7 +239,7 @@ func pick(cfg config) picked {
 		p.notes = append(p.notes, fmt.Sprintf("System call rows skipped: %v.", perfErr))
 	}
 	for _, sh := range shapes(timing) {
-		if len(cfg.stacks) > 0 && (!sh.perf || perfErr == nil) && matches(sh.name, cfg.only) {
+		if len(serverStacks(cfg.stacks)) > 0 && (!sh.perf || perfErr == nil) && matches(sh.name, cfg.only) {
 			p.server = append(p.server, sh)
 		}
 	}
@@ -250,6 +258,17 @@ func pick(cfg config) picked {
 			for _, sh := range tlsShapes(timing) {
 				if matches(sh.name, cfg.only) {
 					p.tls = append(p.tls, sh)
+				}
+			}
+		}
+	}
+	if len(udpStacks(cfg.stacks)) > 0 {
+		if full {
+			p.notes = append(p.notes, "The UDP table is left out of the full run; -only udp runs it.")
+		} else {
+			for _, sh := range udpShapes(timing) {
+				if (!sh.perf || perfErr == nil) && matches(sh.name, cfg.only) {
+					p.udp = append(p.udp, sh)
 				}
 			}
 		}
@@ -276,14 +295,15 @@ func pick(cfg config) picked {
 // tables are a run's results: the server-side table, the client-side one
 // and the proxies'.
 type tables struct {
-	servers, clients, proxies, tls *table.Table
-	seen                           *tlsSeen // what the TLS rows negotiated
+	servers, clients, proxies, tls, udp *table.Table
+	seen                                *tlsSeen // what the TLS rows negotiated
 }
 
 // run takes every measurement and returns the tables and how many
 // measurements failed.
 func run(cfg config, p picked) (t tables, failures int) {
-	t.servers = table.New(base, names(cfg.stacks))
+	servers := serverStacks(cfg.stacks)
+	t.servers = table.New(base, names(servers))
 	for _, sh := range p.server { // rows in shape order; B-14 comes last, as its figures do
 		for _, r := range sh.rows {
 			if r.name != allocsRow {
@@ -311,10 +331,12 @@ func run(cfg config, p picked) (t tables, failures int) {
 		}
 	}
 	t.seen = newTLSSeen()
+	datagrams := udpStacks(cfg.stacks)
+	t.udp = newUDPTable(p.udp, datagrams)
 	for round := range cfg.rounds {
 		for _, sh := range p.server {
-			for i := range cfg.stacks {
-				st := cfg.stacks[(i+round)%len(cfg.stacks)]
+			for i := range servers {
+				st := servers[(i+round)%len(servers)]
 				failures += record(cfg, t.servers, round, sh.name, st.name, sh.rows, func() (measurement, error) { return measureOne(cfg, st, sh) })
 			}
 		}
@@ -343,6 +365,12 @@ func run(cfg config, p picked) (t tables, failures int) {
 					}
 					return m, err
 				})
+			}
+		}
+		for _, sh := range p.udp {
+			for i := range datagrams {
+				st := datagrams[(i+round)%len(datagrams)]
+				failures += record(cfg, t.udp, round, sh.name, st.udp, sh.rows, func() (measurement, error) { return measureOne(cfg, st, sh) })
 			}
 		}
 	}
@@ -402,7 +430,11 @@ func measureOne(cfg config, st stack, sh shape) (measurement, error) {
 	if sh.tls {
 		more, sh.args = cfg.serverTLS(), cfg.clientTLS(sh.args)
 	}
-	srv, err := startServer(st, cfg.bin, cfg.server, more...)
+	start := func() (*server, error) { return startServer(st, cfg.bin, cfg.server, more...) }
+	if sh.udp {
+		start = func() (*server, error) { return startUDPServer(st, cfg.bin, cfg.server) }
+	}
+	srv, err := start()
 	if err != nil {
 		return measurement{}, err
 	}
@@ -477,6 +509,11 @@ func summary(m measurement) string {
 		return fmt.Sprintf("%s/s, p50 %s µs, %s µs CPU/handshake, %s resumed", table.Format(l.Rate), table.Format(l.P50), table.Format(l.CPUPerRT), table.Format(float64(l.Resumed)))
 	case "syscalls":
 		return fmt.Sprintf("%s syscalls/rt, %s µs CPU/rt", table.Format(l.PerRT), table.Format(l.CPUPerRT))
+	case "loss":
+		return lossSummary(l)
+	}
+	if l.Lost > 0 || l.Late > 0 {
+		return lossSummary(l)
 	}
 	return fmt.Sprintf("%s/s, p50 %s µs, p99 %s µs, %s µs CPU/rt", table.Format(l.Rate), table.Format(l.P50), table.Format(l.P99), table.Format(l.CPUPerRT))
 }

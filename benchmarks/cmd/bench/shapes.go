@@ -21,6 +21,9 @@ type shape struct {
 	// large: moves large messages, the rows the proxy table measures
 	// HAProxy's splice variant in
 	large bool
+	// udp: the server echoes datagrams and the load generator sends them
+	// (udp.go)
+	udp bool
 }
 
 // A row is one line of the table and where its figure comes from.

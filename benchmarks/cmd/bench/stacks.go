@@ -24,19 +24,25 @@ type stack struct {
 	// tls is the stack's column in the TLS table, whose servers take
 	// -tls-cert and -tls-key; empty for stacks that table leaves out.
 	tls string
+	// udp is the stack's column in the UDP table, whose servers take
+	// -udp; empty for stacks that table leaves out. udpOnly: the stack
+	// serves UDP only, and the server table leaves it out.
+	udp     string
+	udpOnly bool
 }
 
 // stacks lists every stack, in the table's column order.
 var stacks = []stack{
-	{name: "sluice", pkg: "./servers/sluice", loops: true, client: "./clients/sluice", tls: "sluice"},
-	{name: "sluice-uring", pkg: "./servers/sluice", loops: true, flags: []string{"-poller", "uring"}, client: "./clients/sluice", tls: "sluice-uring"},
-	{name: "gnet", pkg: "./servers/gnet", loops: true, client: "./clients/gnet"},
+	{name: "sluice", pkg: "./servers/sluice", loops: true, client: "./clients/sluice", tls: "sluice", udp: "sluice"},
+	{name: "sluice-uring", pkg: "./servers/sluice", loops: true, flags: []string{"-poller", "uring"}, client: "./clients/sluice", tls: "sluice-uring", udp: "sluice-uring"},
+	{name: "gnet", pkg: "./servers/gnet", loops: true, client: "./clients/gnet", udp: "gnet"},
 	{name: "evio", pkg: "./servers/evio", loops: true},
 	{name: "nbio", pkg: "./servers/nbio", loops: true, tls: "nbio"},
 	{name: "netpoll", pkg: "./servers/netpoll", loops: true},
 	{name: "std", pkg: "./servers/std", loops: true, client: "./clients/std", tls: "crypto/tls"},
 	{name: "C floor", c: "cfloor/epoll_echo.c"},
 	{name: "C uring", c: "cfloor/uring_echo.c"},
+	{name: "C floor UDP", c: "cfloor/udp_echo.c", udp: "C floor", udpOnly: true},
 }
 
 // floor is the server the dialing clients dial: the C epoll floor.
@@ -47,6 +53,18 @@ func clientStacks(list []stack) []stack {
 	var picked []stack
 	for _, s := range list {
 		if s.client != "" {
+			picked = append(picked, s)
+		}
+	}
+	return picked
+}
+
+// serverStacks returns those of list that serve TCP, in order: the server
+// table's columns.
+func serverStacks(list []stack) []stack {
+	var picked []stack
+	for _, s := range list {
+		if !s.udpOnly {
 			picked = append(picked, s)
 		}
 	}

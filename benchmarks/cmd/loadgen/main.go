@@ -15,6 +15,15 @@
 // connections on the listening socket inherited as descriptor N, dialed by
 // the server (one started with -dial), instead of dialing -addr.
 //
+// With -udp it drives a UDP echo server instead: -conns peers, each a UDP
+// socket of its own, every datagram checked; the closed, paced and
+// syscalls modes work as over TCP, a datagram not echoed within half a
+// second counting lost (the report's "lost"), and the loss mode measures
+// the closed loop's rate, then paces at -fraction of it and reports that
+// window's loss:
+//
+//	loadgen -udp -addr 127.0.0.1:9000 -pid $(pgrep -n sluice) -mode loss -conns 100 -fraction 0.9
+//
 // With -tls-cert FILE every connection speaks TLS 1.3 to a server that must
 // present the certificate in FILE, offering the key exchanges -tls-groups
 // names, and the handshakes mode measures TLS connection setup (connect,
@@ -46,6 +55,7 @@ var (
 	errMode   = errors.New("unknown -mode")
 	errListen = errors.New("-listen-fd works with closed, paced and syscalls only, over plain TCP")
 	errTLS    = errors.New("the handshakes mode needs -tls-cert, and the accepts mode is plain TCP")
+	errUDP    = errors.New("-udp works with closed, paced, syscalls and loss, without -tls-cert or -listen-fd; loss needs -udp")
 	errGroup  = errors.New("unknown -tls-groups name")
 )
 
@@ -53,7 +63,7 @@ func main() {
 	var (
 		t      measure.Target
 		addr   = flag.String("addr", "127.0.0.1:9000", "server `host:port`")
-		mode   = flag.String("mode", "closed", "closed, paced, accepts, handshakes, memory or syscalls")
+		mode   = flag.String("mode", "closed", "closed, paced, accepts, handshakes, memory, syscalls or loss (-udp)")
 		warm   = flag.Duration("warmup", 500*time.Millisecond, "warm-up before the measured window")
 		d      = flag.Duration("duration", 2*time.Second, "measured window (closed, paced, accepts, handshakes)")
 		rate   = flag.Int("rate", 30000, "paced: round trips per second in all")
@@ -62,7 +72,9 @@ func main() {
 		groups = flag.String("tls-groups", "x25519", "TLS key exchanges to offer, comma-separated: x25519, x25519mlkem768, p256, or default (crypto/tls's)")
 		then   = flag.Int("then-size", 0, "memory: then send one message of this many `bytes` on each connection and measure again")
 		resume = flag.Bool("tls-resume", false, "handshakes: resume sessions from the tickets earlier handshakes were given")
+		frac   = flag.Float64("fraction", 0.9, "loss: pace at this `share` of the closed loop's rate")
 	)
+	flag.BoolVar(&t.UDP, "udp", false, "drive a UDP echo server: -conns peers, a socket each")
 	flag.IntVar(&t.PID, "pid", 0, "server process id, for its CPU time, memory and system calls")
 	flag.IntVar(&t.Conns, "conns", 100, "connections (accepts: connections in progress at once)")
 	flag.IntVar(&t.Size, "size", 64, "message size in bytes")
@@ -85,7 +97,7 @@ func main() {
 			os.Exit(2)
 		}
 	}
-	r, err := run(t, *mode, *warm, *d, *rate, *count, *then)
+	r, err := run(t, *mode, *warm, *d, *rate, *count, *then, *frac)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "loadgen: %s: %v\n", *mode, err)
 		os.Exit(1)
@@ -110,8 +122,14 @@ func parseGroups(list string) ([]tls.CurveID, error) {
 	return curves, nil
 }
 
-func run(t measure.Target, mode string, warm, d time.Duration, rate int, count int64, then int) (measure.Report, error) {
+func run(t measure.Target, mode string, warm, d time.Duration, rate int, count int64, then int, frac float64) (measure.Report, error) {
+	datagrams := mode == "closed" || mode == "paced" || mode == "syscalls" || mode == "loss"
+	if (t.UDP || mode == "loss") && (!t.UDP || !datagrams || t.TLS != nil || t.Listener > 0) {
+		return measure.Report{}, errUDP
+	}
 	switch mode {
+	case "loss":
+		return measure.Loss(t, frac, warm, d)
 	case "closed":
 		return measure.Closed(t, warm, d)
 	case "paced":

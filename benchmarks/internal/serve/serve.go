@@ -13,6 +13,10 @@
 // -tls-key FILE: it terminates TLS with that certificate on the connections
 // it accepts and echoes the plaintext.
 //
+// A server that can serve UDP (a [UDPServer]) runs with -udp: it echoes
+// each datagram to its sender from one UDP socket on -addr instead of
+// listening for TCP connections.
+//
 // Each server under benchmarks/servers wires its stack into a [Server] and
 // calls [Main]; the runner reads the line back with [ParseReport].
 package serve
@@ -38,6 +42,8 @@ type Config struct {
 	// TLSCert and TLSKey are PEM files: the certificate and key to serve
 	// TLS with (TLSServer only); empty for plain TCP.
 	TLSCert, TLSKey string
+	// UDP: echo datagrams on a UDP socket at Addr (UDPServer only).
+	UDP bool
 }
 
 // TLS reports whether the server is to serve TLS.
@@ -81,6 +87,18 @@ type TLSServer interface {
 	ServesTLS()
 }
 
+// A UDPServer can serve UDP: given Config.UDP, its Serve echoes each
+// datagram that comes to Addr to its sender.
+type UDPServer interface {
+	Server
+	// ServesUDP marks the servers that read Config.UDP.
+	ServesUDP()
+}
+
+// ErrNoUDP reports -udp given to a server that cannot serve UDP, or with
+// -dial or -tls-cert.
+var ErrNoUDP = errors.New("serve: -udp needs a UDP server, and neither -dial nor TLS")
+
 // ErrNoDial reports -dial given to a server that cannot dial.
 var ErrNoDial = errors.New("serve: this server cannot dial")
 
@@ -103,6 +121,7 @@ func Main(s Server) {
 	flag.IntVar(&cfg.Conns, "conns", 100, "connections to dial with -dial")
 	flag.StringVar(&cfg.TLSCert, "tls-cert", "", "serve TLS with the certificate in this PEM `file` (needs -tls-key)")
 	flag.StringVar(&cfg.TLSKey, "tls-key", "", "the PEM `file` of -tls-cert's private key")
+	flag.BoolVar(&cfg.UDP, "udp", false, "echo datagrams on a UDP socket at -addr instead of serving TCP")
 	flag.Parse()
 	if cfg.Loops < 1 || cfg.Conns < 1 || flag.NArg() > 0 {
 		flag.Usage()
@@ -110,6 +129,10 @@ func Main(s Server) {
 	}
 	if _, ok := s.(DialingServer); cfg.Dial != "" && !ok {
 		fmt.Fprintln(os.Stderr, ErrNoDial)
+		os.Exit(2)
+	}
+	if err := checkUDP(s, cfg); err != nil {
+		fmt.Fprintln(os.Stderr, err)
 		os.Exit(2)
 	}
 	if err := checkTLS(s, cfg); err != nil {
@@ -120,6 +143,14 @@ func Main(s Server) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
+}
+
+// checkUDP checks -udp against s and the other flags.
+func checkUDP(s Server, cfg Config) error {
+	if _, ok := s.(UDPServer); cfg.UDP && (!ok || cfg.Dial != "" || cfg.TLS()) {
+		return ErrNoUDP
+	}
+	return nil
 }
 
 // checkTLS checks the TLS flags against s.

@@ -132,6 +132,20 @@ func TestCheckTLS(t *testing.T) {
 	}
 }
 
+// udpFake is a fake that serves UDP.
+type udpFake struct{ fake }
+
+func (*udpFake) ServesUDP() {}
+
+func TestCheckUDP(t *testing.T) {
+	plain, udp := &fake{}, &udpFake{}
+	assert.NoError(t, checkUDP(plain, Config{}), "no UDP asked")
+	assert.NoError(t, checkUDP(udp, Config{UDP: true}))
+	assert.ErrorIs(t, checkUDP(plain, Config{UDP: true}), ErrNoUDP, "a server without UDP")
+	assert.ErrorIs(t, checkUDP(udp, Config{UDP: true, Dial: "127.0.0.1:1"}), ErrNoUDP, "with -dial")
+	assert.ErrorIs(t, checkUDP(udp, Config{UDP: true, TLSCert: "c.pem", TLSKey: "k.pem"}), ErrNoUDP, "with TLS")
+}
+
 func TestStdTLS(t *testing.T) {
 	f, err := certs.Write(t.TempDir())
 	require.NoError(t, err)

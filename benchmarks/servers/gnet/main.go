@@ -3,6 +3,9 @@
 // core given (-loops), multicore only when there is more than one, 64 KiB read
 // and write buffers, the load balancer and TCP_NODELAY left at their defaults.
 //
+// With -udp it serves "udp://" on -addr with the same handler and options:
+// gnet runs OnTraffic per datagram, and Write answers its sender.
+//
 // With -dial host:port -conns N it runs gnet's Client instead, with the same
 // options and echo handler, and dials N connections with Client.Dial.
 package main
@@ -44,8 +47,15 @@ type server struct {
 }
 
 func (s server) Serve(cfg serve.Config, m *serve.Meter) error {
-	return gnet.Run(&echo{meter: m, stop: s.stop}, "tcp://"+cfg.Addr, options(cfg)...)
+	network := "tcp://"
+	if cfg.UDP {
+		network = "udp://"
+	}
+	return gnet.Run(&echo{meter: m, stop: s.stop}, network+cfg.Addr, options(cfg)...)
 }
+
+// ServesUDP: Serve reads -udp.
+func (server) ServesUDP() {}
 
 // ServeDialed runs a gnet Client with the same options and handler, dials,
 // and waits for Stop. (The client's engine, which OnBoot sees, has a Stop of

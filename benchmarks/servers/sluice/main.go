@@ -8,6 +8,10 @@
 // With -dial host:port -conns N it runs with no listener instead: the same
 // engine, options and echo on N connections it dials from OnBoot.
 //
+// With -udp it echoes datagrams instead, from one UDP socket on -addr
+// ("udp://"), with the same handler and options: OnTraffic runs per
+// datagram and Write answers its sender.
+//
 // With -tls-cert and -tls-key it serves TLS on its listener (WithTLS, the
 // handshake on a goroutine, the records on the loop): the same handler
 // echoes the plaintext.
@@ -79,8 +83,15 @@ func (s server) Serve(cfg serve.Config, m *serve.Meter) error {
 		}
 		opts = append(opts, sluice.WithTLS(tc))
 	}
-	return sluice.Run(&echo{meter: m, eng: s.eng}, "tcp://"+cfg.Addr, opts...)
+	network := "tcp://"
+	if cfg.UDP {
+		network = "udp://"
+	}
+	return sluice.Run(&echo{meter: m, eng: s.eng}, network+cfg.Addr, opts...)
 }
+
+// ServesUDP: Serve reads -udp.
+func (server) ServesUDP() {}
 
 // ServesTLS: Serve reads the TLS flags.
 func (server) ServesTLS() {}

@@ -1,0 +1,139 @@
+package loadgen
+
+import (
+	"bytes"
+	"net"
+	"net/netip"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// serveUDP starts a UDP server on a free port that answers the k-th
+// datagram it receives (from 0) with reply(k, datagram), sending nothing
+// when that returns nil, and the k-th lateBy later than the others; it
+// returns the address.
+func serveUDP(t *testing.T, reply func(k int, in []byte) []byte) netip.AddrPort {
+	return serveUDPLate(t, reply, -1, 0)
+}
+
+func serveUDPLate(t *testing.T, reply func(k int, in []byte) []byte, late int, lateBy time.Duration) netip.AddrPort {
+	t.Helper()
+	pc, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	require.NoError(t, err)
+	t.Cleanup(func() { pc.Close() })
+	go func() {
+		buf := make([]byte, 64<<10)
+		for k := 0; ; k++ {
+			n, from, err := pc.ReadFromUDPAddrPort(buf)
+			if err != nil {
+				return
+			}
+			out := reply(k, buf[:n])
+			switch {
+			case out == nil:
+			case k == late:
+				out = bytes.Clone(out)
+				time.AfterFunc(lateBy, func() { pc.WriteToUDPAddrPort(out, from) })
+			default:
+				pc.WriteToUDPAddrPort(out, from)
+			}
+		}
+	}()
+	return pc.LocalAddr().(*net.UDPAddr).AddrPort()
+}
+
+func udpEcho(_ int, in []byte) []byte { return in }
+
+func dialDatagrams(t *testing.T, addr netip.AddrPort, peers, workers int) *DatagramSession {
+	t.Helper()
+	s, err := DialDatagrams(Config{Addr: addr, Conns: peers, Size: 64, Workers: workers})
+	require.NoError(t, err)
+	t.Cleanup(s.Close)
+	return s
+}
+
+// shortLoss makes datagrams count lost after d for the test.
+func shortLoss(t *testing.T, d time.Duration) {
+	old := LossTimeout
+	LossTimeout = d
+	t.Cleanup(func() { LossTimeout = old })
+}
+
+func TestDatagramsClosedLoop(t *testing.T) {
+	addr := serveUDP(t, udpEcho)
+	for _, workers := range []int{1, 2} {
+		s := dialDatagrams(t, addr, 20, workers)
+		res := s.Run(100 * time.Millisecond)
+		assert.Zero(t, res.Errors.Total(), "%+v", res.Errors)
+		assert.Zero(t, res.Lost)
+		assert.Positive(t, res.RoundTrips)
+		assert.Equal(t, uint64(res.RoundTrips), res.Latency.Count())
+		assert.Positive(t, res.Rate())
+
+		res = s.Exchange(500)
+		assert.Equal(t, int64(500), res.RoundTrips, "exactly the round trips asked for")
+	}
+}
+
+func TestDatagramsPaced(t *testing.T) {
+	addr := serveUDP(t, udpEcho)
+	s := dialDatagrams(t, addr, 10, 1)
+	res := s.Pace(2000, 200*time.Millisecond)
+	assert.Zero(t, res.Errors.Total(), "%+v", res.Errors)
+	assert.InDelta(t, 400, res.RoundTrips, 40, "2,000 a second for 0.2 s")
+}
+
+// A server that drops datagrams shows as loss, not as errors, and the
+// closed loop goes on past each lost one; an echo that comes after its
+// datagram counted lost is late.
+func TestDatagramsLoss(t *testing.T) {
+	shortLoss(t, 50*time.Millisecond)
+	addr := serveUDPLate(t, func(k int, in []byte) []byte {
+		if k%10 == 3 {
+			return nil // dropped
+		}
+		return in
+	}, 5, 200*time.Millisecond) // past the loss timeout: late
+	s := dialDatagrams(t, addr, 1, 1)
+	res := s.Exchange(100)
+	assert.Zero(t, res.Errors.Total(), "%+v", res.Errors)
+	assert.Equal(t, int64(100), res.RoundTrips+res.Lost, "each datagram echoed or lost")
+	assert.Equal(t, int64(11), res.Lost, "a tenth dropped, and the late one")
+	assert.Equal(t, int64(1), res.Late)
+}
+
+// Paced, a server that answers nothing loses every datagram, and the run
+// still ends.
+func TestDatagramsPacedAllLost(t *testing.T) {
+	shortLoss(t, 30*time.Millisecond)
+	addr := serveUDP(t, func(int, []byte) []byte { return nil })
+	s := dialDatagrams(t, addr, 5, 1)
+	start := time.Now()
+	res := s.Pace(1000, 100*time.Millisecond)
+	assert.Less(t, time.Since(start), time.Second)
+	assert.Zero(t, res.RoundTrips)
+	assert.InDelta(t, 100, res.Lost, 10)
+}
+
+// An echo whose bytes differ is a mismatch, which a run counts as an error.
+func TestDatagramsMismatch(t *testing.T) {
+	shortLoss(t, 30*time.Millisecond)
+	addr := serveUDP(t, func(k int, in []byte) []byte {
+		if k == 2 {
+			in[20]++
+		}
+		return in
+	})
+	s := dialDatagrams(t, addr, 1, 1)
+	res := s.Exchange(10)
+	assert.Equal(t, int64(1), res.Errors.Mismatch)
+	assert.Equal(t, int64(1), res.Lost, "its datagram was never echoed right")
+}
+
+func TestDialDatagramsRefusesSmallDatagrams(t *testing.T) {
+	_, err := DialDatagrams(Config{Addr: netip.MustParseAddrPort("127.0.0.1:9"), Conns: 1, Size: 4, Workers: 1})
+	assert.ErrorIs(t, err, ErrConfig)
+}
