@@ -155,9 +155,10 @@ type ringDriver struct {
 	// unsettled lists connections whose poll for writable completed
 	// before their send settled, to be looked at once it has.
 	unsettled []*conn
-	now       bool   // Conn.Flush is sending: write at once
-	failed    bool   // a turn failed: descriptors are closed directly
-	turns     uint64 // turns begun
+	now       bool          // Conn.Flush is sending: write at once
+	failed    bool          // a turn failed: descriptors are closed directly
+	turns     uint64        // turns begun
+	gather    time.Duration // WithGatherWait's, where the kernel can; zero: off
 
 	pk ringPackets // for the loop's UDP sockets (udp_uring_linux.go)
 
@@ -214,6 +215,11 @@ func (rg *ringDriver) start() (driver, error) {
 	// task work; otherwise the kernel might write a buffer as it is let go.
 	rg.releases = r.Setup()&uring.SetupDeferTaskrun != 0
 	rg.first, rg.rest = rg.sendResult, rg.completeRest
+	if g := l.eng.opts.gatherWait; g > 0 && !r.MinWait() {
+		l.eng.opts.logger.Warn("sluice: the kernel cannot gather events (Linux 6.12 can); WithGatherWait is ignored", "loop", l.idx)
+	} else {
+		rg.gather = g
+	}
 	for i := range rg.out {
 		rg.out[i] = make([]byte, 0, size)
 	}
@@ -243,7 +249,13 @@ func (rg *ringDriver) fallBack() (driver, error) {
 func (rg *ringDriver) turn() error {
 	l := rg.l
 	rg.releaseIdle()
-	err := rg.r.SubmitAndWait(1, l.sleep())
+	timeout := l.sleep()
+	var err error
+	if rg.gathers(timeout) {
+		err = rg.r.SubmitAndGather(gatherMost, timeout, rg.gather)
+	} else {
+		err = rg.r.SubmitAndWait(1, timeout)
+	}
 	l.awake()
 	if err != nil {
 		rg.failed = true
@@ -252,6 +264,18 @@ func (rg *ringDriver) turn() error {
 	rg.pk.out.submitted(l.eng.opts.wipe)
 	rg.reap()
 	return nil
+}
+
+// gatherMost is how many completions end a gathering wait early: a turn
+// that has that many has enough to do.
+const gatherMost = 64
+
+// gathers reports whether the turn's wait, of timeout, gathers events
+// (WithGatherWait): not when the loop has work queued (a timeout of zero),
+// receives still to arm again (rearmStarved), or completions it has yet to
+// consume, which the kernel would hold back for the gathering time.
+func (rg *ringDriver) gathers(timeout time.Duration) bool {
+	return rg.gather > 0 && timeout != 0 && rg.fed == len(rg.starved) && !rg.r.Pending()
 }
 
 // wake writes the eventfd the ring polls. It is safe from any goroutine.

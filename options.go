@@ -120,7 +120,8 @@ type options struct {
 	halfClose    bool
 	backpressure bool
 
-	poller poller.Kind
+	poller     poller.Kind
+	gatherWait time.Duration // WithGatherWait's; zero: off
 }
 
 func defaultOptions() options {

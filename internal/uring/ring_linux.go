@@ -3,6 +3,7 @@ package uring
 import (
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"strings"
 	"sync/atomic"
@@ -337,6 +338,38 @@ func (r *Ring) SubmitAndWait(n uint32, timeout time.Duration) error {
 		return r.enter(pending, n, enterGetEvents, nil, 0)
 	}
 	r.ts = kernelTimespec{sec: int64(timeout / time.Second), nsec: int64(timeout % time.Second)}
+	r.arg.minWaitUsec = 0
+	return r.enter(pending, n, enterGetEvents|enterExtArg, unsafe.Pointer(&r.arg), unsafe.Sizeof(r.arg))
+}
+
+// MinWait reports whether the kernel can bound a wait in two steps, as
+// SubmitAndGather does (IORING_FEAT_MIN_TIMEOUT, Linux 6.12).
+func (r *Ring) MinWait() bool { return r.features&featMinTimeout != 0 }
+
+// gatherForever stands for "no timeout" in SubmitAndGather: the kernel
+// ends a two-step wait that has no timeout when its first step does.
+const gatherForever = 24 * time.Hour
+
+// SubmitAndGather is SubmitAndWait for a caller that would rather handle
+// completions in batches: where the kernel can (MinWait), the wait lets
+// them gather for gather from its start, returning sooner only once n are
+// ready; then it returns if any is ready, or else as soon as one is.
+// timeout still bounds the whole wait (negative: no bound). gather is
+// taken in whole microseconds, at least one. Where the kernel cannot, it
+// is SubmitAndWait(1, timeout).
+func (r *Ring) SubmitAndGather(n uint32, timeout, gather time.Duration) error {
+	if r.err != nil {
+		return r.err
+	}
+	if !r.MinWait() {
+		return r.SubmitAndWait(1, timeout)
+	}
+	pending := r.publish()
+	if timeout < 0 {
+		timeout = gatherForever
+	}
+	r.ts = kernelTimespec{sec: int64(timeout / time.Second), nsec: int64(timeout % time.Second)}
+	r.arg.minWaitUsec = uint32(min(max(gather/time.Microsecond, 1), math.MaxUint32))
 	return r.enter(pending, n, enterGetEvents|enterExtArg, unsafe.Pointer(&r.arg), unsafe.Sizeof(r.arg))
 }
 

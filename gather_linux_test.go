@@ -1,0 +1,72 @@
+//go:build !sluice_std
+
+package sluice
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/sluicenet/sluice/internal/syscount"
+	"github.com/sluicenet/sluice/poller"
+)
+
+// gathering reports whether eng's first loop gathers events: an io_uring
+// loop WithGatherWait on a kernel that can.
+func gathering(t testing.TB, eng Engine) bool {
+	var on bool
+	onLoopOf(t, eng, 0, func() {
+		rg, ok := eng.e.loops[0].drv.(*ringDriver)
+		on = ok && rg.gather > 0
+	})
+	return on
+}
+
+// ringIdleWait is how long a test waits for an io_uring loop's idle timer
+// to have fired once after a receive.
+const ringIdleWait = ringIdleRelease + ringIdleRelease/2
+
+// spreadEnters counts the io_uring_enter calls (and any other system call
+// of the hot path) per round trip of an io_uring loop WithGatherWait(d)
+// serving clients whose requests arrive spread out: each of ten sends,
+// a millisecond after the last, then all read their echoes.
+func spreadEnters(t *testing.T, d time.Duration) (perTrip float64, gathers bool) {
+	const conns, rounds = 10, 5
+	eng, addr := serve(t, echoHandler{}, WithNumEventLoop(1), WithPoller(poller.IOUring), WithGatherWait(d))
+	cs := make([]*rawClient, conns)
+	for i := range cs {
+		cs[i] = dialRaw(t, addr)
+		cs[i].readTimeout(t, 10*time.Second)
+		cs[i].roundTrip(t)
+	}
+	gathers = gathering(t, eng)
+	syscount.Enabled = true
+	defer func() { syscount.Enabled = false }()
+	before := syscount.Load()
+	for range rounds {
+		for _, c := range cs {
+			c.send(t)
+			time.Sleep(time.Millisecond)
+		}
+		for _, c := range cs {
+			c.receive(t)
+		}
+	}
+	return float64(syscount.Load()-before) / (conns * rounds), gathers
+}
+
+// Gathering for longer than requests take to arrive serves them with
+// fewer enters: spread a millisecond apart, each comes on a turn of its
+// own without it (about one enter per round trip), where 20ms gather
+// them by the roundful.
+func TestGatherWaitFewerEnters(t *testing.T) {
+	skipWithoutRing(t)
+	on, gathers := spreadEnters(t, 20*time.Millisecond)
+	if !gathers {
+		t.Skip("the kernel cannot gather (Linux 6.12 can)")
+	}
+	off, _ := spreadEnters(t, 0)
+	t.Logf("system calls per round trip: %.2f gathering 20ms, %.2f not", on, off)
+	require.Less(t, on, 0.5, "the loop did not gather the spread requests")
+}
