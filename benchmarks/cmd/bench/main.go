@@ -92,7 +92,9 @@ func main() {
 		os.Exit(1)
 	}
 	t, failures := run(cfg, p)
-	out := preamble(cfg, p.notes)
+	g := runGather(cfg)
+	failures += g.failures
+	out := preamble(cfg, append(p.notes, g.notes...))
 	if len(p.server) > 0 {
 		out += "\n" + t.servers.Markdown()
 	}
@@ -106,6 +108,7 @@ func main() {
 	if len(p.tls) > 0 {
 		out += "\n" + tlsPreamble(cfg, tlsStacks(cfg.stacks), t.seen) + "\n" + t.tls.Markdown()
 	}
+	out += g.out
 	fmt.Print(out)
 	if cfg.out != "" {
 		if err := os.WriteFile(cfg.out, []byte(out), 0o644); err != nil {
