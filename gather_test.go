@@ -3,6 +3,9 @@
 package sluice
 
 import (
+	"io"
+	"runtime"
+	"sync"
 	"testing"
 	"time"
 
@@ -94,4 +97,38 @@ func TestWithGatherWaitRange(t *testing.T) {
 		WithGatherWait(d)(&o)
 		assert.Equal(t, want, o.gatherWait, "WithGatherWait(%v)", d)
 	}
+}
+
+// A gathering loop that holds its P through its waits leaves it to other
+// goroutines all the same: with a single P, clients in goroutines of the
+// same process still get their round trips through.
+func TestGatherWaitSharesTheP(t *testing.T) {
+	onEachPoller(t, func(t *testing.T, p Option) outcome {
+		defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+		_, addr := serve(t, echoHandler{}, p, WithNumEventLoop(1), WithGatherWait(100*time.Microsecond))
+		const clients, trips = 5, 50
+		var wg sync.WaitGroup
+		done := make([]int, clients)
+		for i := range clients {
+			c := dial(t, addr)
+			wg.Go(func() {
+				c.SetDeadline(time.Now().Add(20 * time.Second))
+				msg, got := []byte("gathered"), make([]byte, len("gathered"))
+				for range trips {
+					if _, err := c.Write(msg); err != nil {
+						return
+					}
+					if _, err := io.ReadFull(c, got); err != nil {
+						return
+					}
+					done[i]++
+				}
+			})
+		}
+		wg.Wait()
+		for i, n := range done {
+			assert.Equal(t, trips, n, "client %d's round trips", i)
+		}
+		return outcome{Delivered: done}
+	})
 }

@@ -42,6 +42,15 @@ func WithPoller(k poller.Kind) Option {
 // is never held back. d is taken in whole microseconds; below one it is
 // off, above a second it is a second.
 //
+// Up to d of 1ms, a gathering loop keeps its P (the Go scheduler's) through
+// its waits, as a running goroutine does, for up to 1ms at a time: where
+// every P is a loop's (GOMAXPROCS equal to the loops), the runtime would
+// otherwise take the P back in nearly every wait and wake another thread
+// to hold it, spending more than gathering saves. Other goroutines then
+// get such a P when the loop yields it (every 5ms while it serves) or
+// after 1ms without traffic; the runtime still stops the loop at once
+// when it must (a collection).
+//
 // It needs Linux 6.12 (the kernel's IORING_FEAT_MIN_TIMEOUT); on older
 // kernels, where the loop logs that it cannot, and on epoll, kqueue and
 // the development backend it is ignored: their waits return at the first

@@ -2,6 +2,7 @@ package uring
 
 import (
 	"encoding/binary"
+	"runtime"
 	"testing"
 	"time"
 
@@ -92,4 +93,42 @@ func TestSubmitAndGatherBounds(t *testing.T) {
 	require.NoError(t, r.SubmitAndGather(2, -1, time.Hour))
 	assert.Less(t, time.Since(start), time.Minute, "two of two completions ended the wait")
 	assert.Equal(t, 2, r.ForEachCQE(func(CQE) {}))
+}
+
+// A held wait ends when a completion comes, as an ordinary one does (or
+// early, at a signal: the runtime's preemption), and the runtime can
+// still stop the goroutine waiting in it: a collection run meanwhile ends
+// long before the wait would have.
+func TestHeldWait(t *testing.T) {
+	r := newTestRing(t, 8, 0)
+	r.SetHeld(true)
+	fds := armedEventfds(t, r, 1)
+	go func() {
+		time.Sleep(10 * time.Millisecond)
+		signal(t, fds[0])
+	}()
+	got := 0
+	for start := time.Now(); got == 0 && time.Since(start) < 10*time.Second; {
+		require.NoError(t, r.SubmitAndWait(1, 10*time.Second))
+		got = r.ForEachCQE(func(CQE) {})
+	}
+	assert.Equal(t, 1, got)
+
+	collected := make(chan time.Duration, 1)
+	go func() {
+		time.Sleep(10 * time.Millisecond)
+		start := time.Now()
+		runtime.GC()
+		collected <- time.Since(start)
+	}()
+	start := time.Now()
+	for len(collected) == 0 && time.Since(start) < 10*time.Second {
+		require.NoError(t, r.SubmitAndWait(1, 10*time.Second))
+	}
+	select {
+	case took := <-collected:
+		assert.Less(t, took, 5*time.Second, "the collection waited for the held wait")
+	default:
+		t.Fatal("no collection ended within the held waits' 10 s")
+	}
 }

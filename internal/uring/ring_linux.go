@@ -107,6 +107,8 @@ type Ring struct {
 	// from memory that neither moves nor needs allocating per call.
 	arg getEventsArg
 	ts  kernelTimespec
+	// held: the waits are held ones (SetHeld).
+	held bool
 
 	// The durations of timeouts, by submission slot: the kernel reads one
 	// when it takes the entry in.
@@ -373,6 +375,17 @@ func (r *Ring) SubmitAndGather(n uint32, timeout, gather time.Duration) error {
 	return r.enter(pending, n, enterGetEvents|enterExtArg, unsafe.Pointer(&r.arg), unsafe.Sizeof(r.arg))
 }
 
+// SetHeld makes the waits of SubmitAndWait and SubmitAndGather held ones,
+// or, with false, ordinary ones again. A held wait is made as a raw system
+// call, without telling the Go runtime the thread is in one: the goroutine
+// keeps its P through it, as a running goroutine would, so the runtime's
+// sysmon does not retake the P in the middle of the wait (and wake another
+// thread to hold it). Make only short waits held: no other goroutine runs
+// on that P meanwhile, and the runtime stops it, for a collection or a
+// preemption, only with a signal, which ends the wait early (it then
+// returns nil, as an ordinary wait that a signal interrupts does).
+func (r *Ring) SetHeld(held bool) { r.held = held }
+
 // enter is io_uring_enter. A signal that interrupts a submission is
 // retried; one that interrupts a wait ends it, like a timeout. EBUSY
 // from a wait means completions overflowed and the completion queue is too
@@ -380,7 +393,11 @@ func (r *Ring) SubmitAndGather(n uint32, timeout, gather time.Duration) error {
 func (r *Ring) enter(toSubmit, minComplete, flags uint32, arg unsafe.Pointer, argSize uintptr) error {
 	for {
 		syscount.Inc()
-		_, _, errno := unix.Syscall6(unix.SYS_IO_URING_ENTER, uintptr(r.fd),
+		call := unix.Syscall6
+		if r.held && minComplete > 0 {
+			call = unix.RawSyscall6
+		}
+		_, _, errno := call(unix.SYS_IO_URING_ENTER, uintptr(r.fd),
 			uintptr(toSubmit), uintptr(minComplete), uintptr(flags), uintptr(arg), argSize)
 		switch {
 		case errno == 0:
