@@ -74,3 +74,25 @@ func TestGatherWaitFewerEnters(t *testing.T) {
 	t.Logf("system calls per round trip: %.2f gathering 20ms, %.2f not", on, off)
 	require.Less(t, on, 0.5, "the loop did not gather the spread requests")
 }
+
+// A gathering loop with nothing to do sleeps: its held wait (heldMost)
+// comes back empty once, and the waits after it are ordinary ones, which
+// last until something comes, not a held wait a millisecond at a time.
+func TestGatherWaitIdleLoopSleeps(t *testing.T) {
+	skipWithoutRing(t)
+	syscount.Enabled = true
+	t.Cleanup(func() { syscount.Enabled = false })
+	eng, addr := serve(t, echoHandler{}, WithNumEventLoop(1), WithPoller(poller.IOUring), WithGatherWait(100*time.Microsecond))
+	if !gathering(t, eng) {
+		t.Skip("the kernel cannot gather (Linux 6.12 can)")
+	}
+	c := dialRaw(t, addr)
+	c.readTimeout(t, 10*time.Second)
+	c.roundTrip(t)
+	time.Sleep(ringIdleWait) // past the ring's idle timer, which wakes the loop
+	before := syscount.Load()
+	time.Sleep(200 * time.Millisecond)
+	idle := syscount.Load() - before
+	require.Less(t, idle, uint64(10), "system calls of a loop idle for 200ms")
+	c.roundTrip(t)
+}
