@@ -297,10 +297,12 @@ const gatherMost = 64
 
 // gathers reports whether the turn's wait, of timeout, gathers events
 // (WithGatherWait): not when the loop has work queued (a timeout of zero),
-// receives still to arm again (rearmStarved), or completions it has yet to
-// consume, which the kernel would hold back for the gathering time.
+// receives still to arm again (rearmStarved), or completions ready in the
+// kernel, which the wait would otherwise hold back for the gathering time
+// rather than hand over at once: gathering is for a loop that would sleep
+// anyway.
 func (rg *ringDriver) gathers(timeout time.Duration) bool {
-	return rg.gather > 0 && timeout != 0 && rg.fed == len(rg.starved) && !rg.r.Pending()
+	return rg.gather > 0 && timeout != 0 && rg.fed == len(rg.starved) && !rg.r.Ready()
 }
 
 // wake writes the eventfd the ring polls. It is safe from any goroutine.

@@ -456,6 +456,13 @@ func (r *Ring) Overflowed() bool {
 	return atomic.LoadUint32(r.sqFlags)&sqCQOverflow != 0
 }
 
+// Ready reports whether completions are ready for the next wait to
+// collect at once: waiting to be consumed, or, under deferred task work,
+// flagged by the kernel as work to run (IORING_SQ_TASKRUN).
+func (r *Ring) Ready() bool {
+	return r.Pending() || atomic.LoadUint32(r.sqFlags)&sqTaskrun != 0
+}
+
 // Pending reports whether completions wait to be consumed, in the
 // completion queue or held back by the kernel.
 func (r *Ring) Pending() bool {
