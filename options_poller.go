@@ -23,9 +23,9 @@ func WithPoller(k poller.Kind) Option {
 	return func(o *options) { o.poller = k }
 }
 
-// WithGatherWait has each io_uring loop, once the kernel has something for
-// it, wait up to d for more before handling any, so that one wake-up and
-// one io_uring_enter serve several events. It is for servers whose
+// WithGatherWait has each io_uring loop that is about to sleep for want of
+// events let them gather for up to d before it handles any, so that one
+// wake-up and one io_uring_enter serve several. It is for servers whose
 // clients send spread out, each wait finding about one event (a Go client
 // with a goroutine per connection, say): there a loop pays a wake-up and a
 // system call for almost every request, and gathering trades up to d of
@@ -34,6 +34,8 @@ func WithPoller(k poller.Kind) Option {
 // The bound is measured from when the loop begins to wait: an event that
 // comes after d has passed is handled at once, so a lone request on an
 // idle loop waits for nothing, and no event waits longer than d. A wait
+// gathers only when the loop would sleep: one that finds an event ready
+// as it begins handles it at once, as without the option. A wait
 // ends early once 64 events are in, or when the loop's next timer is due;
 // a task posted while the loop gathers (AsyncWrite, Wake, Execute, a
 // stop) waits with the events, at most d. A loop that has work of its own
