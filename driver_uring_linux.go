@@ -155,9 +155,11 @@ type ringDriver struct {
 	// unsettled lists connections whose poll for writable completed
 	// before their send settled, to be looked at once it has.
 	unsettled []*conn
-	now       bool   // Conn.Flush is sending: write at once
-	failed    bool   // a turn failed: descriptors are closed directly
-	turns     uint64 // turns begun
+	now       bool          // Conn.Flush is sending: write at once
+	failed    bool          // a turn failed: descriptors are closed directly
+	turns     uint64        // turns begun
+	gather    time.Duration // WithGatherWait's, where the kernel can; zero: off
+	quiet     bool          // the last held wait found nothing: wait ordinarily (heldMost)
 
 	pk ringPackets // for the loop's UDP sockets (udp_uring_linux.go)
 
@@ -214,6 +216,11 @@ func (rg *ringDriver) start() (driver, error) {
 	// task work; otherwise the kernel might write a buffer as it is let go.
 	rg.releases = r.Setup()&uring.SetupDeferTaskrun != 0
 	rg.first, rg.rest = rg.sendResult, rg.completeRest
+	if g := l.eng.opts.gatherWait; g > 0 && !r.MinWait() {
+		l.eng.opts.logger.Warn("sluice: the kernel cannot gather events (Linux 6.12 can); WithGatherWait is ignored", "loop", l.idx)
+	} else {
+		rg.gather = g
+	}
 	for i := range rg.out {
 		rg.out[i] = make([]byte, 0, size)
 	}
@@ -243,7 +250,20 @@ func (rg *ringDriver) fallBack() (driver, error) {
 func (rg *ringDriver) turn() error {
 	l := rg.l
 	rg.releaseIdle()
-	err := rg.r.SubmitAndWait(1, l.sleep())
+	timeout := l.sleep()
+	held := rg.gather > 0 && rg.gather <= heldMost && !rg.quiet
+	capped := held && (timeout < 0 || timeout > heldMost)
+	if capped {
+		timeout = heldMost
+	}
+	rg.r.SetHeld(held)
+	var err error
+	if rg.gathers(timeout) {
+		err = rg.r.SubmitAndGather(gatherMost, timeout, rg.gather)
+	} else {
+		err = rg.r.SubmitAndWait(1, timeout)
+	}
+	rg.quiet = capped && !rg.r.Pending()
 	l.awake()
 	if err != nil {
 		rg.failed = true
@@ -252,6 +272,37 @@ func (rg *ringDriver) turn() error {
 	rg.pk.out.submitted(l.eng.opts.wipe)
 	rg.reap()
 	return nil
+}
+
+// heldMost is how long, at most, a gathering loop's wait is a held one
+// (uring.Ring.SetHeld), in which the loop keeps its P. With no P idle
+// (GOMAXPROCS equal to the loops), the runtime's sysmon retakes the P of
+// a goroutine that stays in one system call across two of its samples,
+// and, having done so once, samples every 20µs: every wait longer than
+// that is then retaken, and another thread woken to hold the P, to find
+// nothing to run (ARCHITECTURE.md, "How the loop meets the Go runtime").
+// A gathering wait lasts its bound, so it would be retaken nearly every
+// time. A held wait looks to the runtime like a running goroutine, which
+// sysmon leaves alone, and the loop yields every yieldEvery as it does
+// when busy. A wait that would be longer (a loop with nothing to do) is
+// held only up to this, and the next waits are ordinary ones, in which
+// the P may go, until one brings something. Only gathering loops hold
+// their waits (WithGatherWait says so): other goroutines wait that much
+// longer for the P of a loop when none is idle.
+const heldMost = time.Millisecond
+
+// gatherMost is how many completions end a gathering wait early: a turn
+// that has that many has enough to do.
+const gatherMost = 64
+
+// gathers reports whether the turn's wait, of timeout, gathers events
+// (WithGatherWait): not when the loop has work queued (a timeout of zero),
+// receives still to arm again (rearmStarved), or completions ready in the
+// kernel, which the wait would otherwise hold back for the gathering time
+// rather than hand over at once: gathering is for a loop that would sleep
+// anyway.
+func (rg *ringDriver) gathers(timeout time.Duration) bool {
+	return rg.gather > 0 && timeout != 0 && rg.fed == len(rg.starved) && !rg.r.Ready()
 }
 
 // wake writes the eventfd the ring polls. It is safe from any goroutine.

@@ -122,7 +122,8 @@ type options struct {
 	halfClose    bool
 	backpressure bool
 
-	poller poller.Kind
+	poller     poller.Kind
+	gatherWait time.Duration // WithGatherWait's; zero: off
 }
 
 func defaultOptions() options {

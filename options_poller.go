@@ -3,6 +3,7 @@ package sluice
 import (
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/sluicenet/sluice/poller"
 )
@@ -20,6 +21,50 @@ var ErrPollerUnsupported = errors.New("sluice: poller unsupported here")
 // when poller.IOUring is asked for where it cannot serve.
 func WithPoller(k poller.Kind) Option {
 	return func(o *options) { o.poller = k }
+}
+
+// WithGatherWait has each io_uring loop that is about to sleep for want of
+// events let them gather for up to d before it handles any, so that one
+// wake-up and one io_uring_enter serve several. It is for servers whose
+// clients send spread out, each wait finding about one event (a Go client
+// with a goroutine per connection, say): there a loop pays a wake-up and a
+// system call for almost every request, and gathering trades up to d of
+// latency for fewer of both. Zero, the default, turns it off.
+//
+// The bound is measured from when the loop begins to wait: an event that
+// comes after d has passed is handled at once, so a lone request on an
+// idle loop waits for nothing, and no event waits longer than d. A wait
+// gathers only when the loop would sleep: one that finds an event ready
+// as it begins handles it at once, as without the option. A wait
+// ends early once 64 events are in, or when the loop's next timer is due;
+// a task posted while the loop gathers (AsyncWrite, Wake, Execute, a
+// stop) waits with the events, at most d. A loop that has work of its own
+// queued (tasks, connections to resume) does not wait at all, and output
+// its callbacks wrote goes to the kernel as the wait begins, so a reply
+// is never held back. d is taken in whole microseconds; below one it is
+// off, above a second it is a second.
+//
+// Up to d of 1ms, a gathering loop keeps its P (the Go scheduler's) through
+// its waits, as a running goroutine does, for up to 1ms at a time: where
+// every P is a loop's (GOMAXPROCS equal to the loops), the runtime would
+// otherwise take the P back in nearly every wait and wake another thread
+// to hold it, spending more than gathering saves. Other goroutines then
+// get such a P when the loop yields it (every 5ms while it serves) or
+// after 1ms without traffic; the runtime still stops the loop at once
+// when it must (a collection).
+//
+// It needs Linux 6.12 (the kernel's IORING_FEAT_MIN_TIMEOUT); on older
+// kernels, where the loop logs that it cannot, and on epoll, kqueue and
+// the development backend it is ignored: their waits return at the first
+// ready socket, and gathering there would cost a second wait, a system
+// call and a wake-up more per turn, the very cost it saves on io_uring.
+func WithGatherWait(d time.Duration) Option {
+	return func(o *options) {
+		if d < time.Microsecond {
+			d = 0
+		}
+		o.gatherWait = min(d, time.Second)
+	}
 }
 
 // choosePoller settles the options' poller on Epoll or IOUring before the

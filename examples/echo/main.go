@@ -7,6 +7,7 @@
 //	go run ./examples/echo -idle-timeout 5s
 //	go run ./examples/echo -proxy-protocol required
 //	go run ./examples/echo -poller uring
+//	go run ./examples/echo -poller uring -gather-wait 100us
 //	go run ./examples/echo -tls-self-signed
 //	go run ./examples/echo -tls-cert cert.pem -tls-key key.pem
 //
@@ -17,6 +18,11 @@
 // With -poller, the event loops run on epoll (the default), io_uring
 // ("uring"; the server refuses to start where the kernel lacks it), or
 // "auto": io_uring where it can serve, else epoll, logging which.
+//
+// With -gather-wait, an io_uring loop that the kernel has woken waits up
+// to that long for more before handling any (sluice.WithGatherWait), for
+// clients whose requests arrive spread out; 0, the default, turns it off.
+// On epoll it is ignored.
 //
 // With -idle-timeout, a client that sends nothing for that long is
 // disconnected, and the server logs it.
@@ -122,6 +128,7 @@ func main() {
 	flag.TextVar(&proxy, "proxy-protocol", sluice.ProxyOff, "read a PROXY protocol header first: off, optional or required")
 	var kind poller.Kind
 	flag.TextVar(&kind, "poller", poller.Epoll, "how the event loops wait: epoll, uring or auto")
+	gather := flag.Duration("gather-wait", 0, "io_uring: after an event, wait up to this long for more before handling them (0: off)")
 	var tlsFlags tlsflag.Server
 	tlsFlags.Register(flag.CommandLine)
 	flag.Parse()
@@ -137,5 +144,6 @@ func main() {
 		sluice.WithReusePort(*reusePort),
 		sluice.WithIdleTimeout(*idle),
 		sluice.WithProxyProtocol(proxy, 0),
-		sluice.WithPoller(kind))
+		sluice.WithPoller(kind),
+		sluice.WithGatherWait(*gather))
 }

@@ -90,3 +90,15 @@ func TestDebugVars(t *testing.T) {
 	_, err = cmd.Exit(t)
 	require.NoError(t, err)
 }
+
+// With -gather-wait the command serves as without it: on io_uring its
+// loops gather events for up to that long, elsewhere the flag is ignored.
+func TestGatherWaitFlag(t *testing.T) {
+	_, addr := startEcho(t, nil, "-addr", "tcp://127.0.0.1:0", "-loops", "1", "-poller", "auto", "-gather-wait", "100us")
+	c, err := net.Dial("tcp", addr)
+	require.NoError(t, err)
+	defer c.Close()
+	for range 10 {
+		echoOnce(t, c, "gathered")
+	}
+}

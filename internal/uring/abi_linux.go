@@ -33,12 +33,13 @@ type cqringOffsets struct {
 }
 
 // getEventsArg is struct io_uring_getevents_arg, passed to io_uring_enter
-// with IORING_ENTER_EXT_ARG to bound a wait.
+// with IORING_ENTER_EXT_ARG to bound a wait. minWaitUsec was padding
+// before Linux 6.12 (IORING_FEAT_MIN_TIMEOUT), which must be zero there.
 type getEventsArg struct {
-	sigmask   uint64
-	sigmaskSz uint32
-	pad       uint32
-	ts        uint64 // address of a struct __kernel_timespec
+	sigmask     uint64
+	sigmaskSz   uint32
+	minWaitUsec uint32
+	ts          uint64 // address of a struct __kernel_timespec
 }
 
 // bufReg is struct io_uring_buf_reg, the argument of
@@ -84,6 +85,7 @@ const (
 	featFastPoll   = 1 << 5
 	featExtArg     = 1 << 8
 	featCQESkip    = 1 << 11
+	featMinTimeout = 1 << 15
 )
 
 // Offsets that select what io_uring's mmap maps (IORING_OFF_*).

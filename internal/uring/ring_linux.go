@@ -3,6 +3,7 @@ package uring
 import (
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"strings"
 	"sync/atomic"
@@ -106,6 +107,8 @@ type Ring struct {
 	// from memory that neither moves nor needs allocating per call.
 	arg getEventsArg
 	ts  kernelTimespec
+	// held: the waits are held ones (SetHeld).
+	held bool
 
 	// The durations of timeouts, by submission slot: the kernel reads one
 	// when it takes the entry in.
@@ -337,8 +340,51 @@ func (r *Ring) SubmitAndWait(n uint32, timeout time.Duration) error {
 		return r.enter(pending, n, enterGetEvents, nil, 0)
 	}
 	r.ts = kernelTimespec{sec: int64(timeout / time.Second), nsec: int64(timeout % time.Second)}
+	r.arg.minWaitUsec = 0
 	return r.enter(pending, n, enterGetEvents|enterExtArg, unsafe.Pointer(&r.arg), unsafe.Sizeof(r.arg))
 }
+
+// MinWait reports whether the kernel can bound a wait in two steps, as
+// SubmitAndGather does (IORING_FEAT_MIN_TIMEOUT, Linux 6.12).
+func (r *Ring) MinWait() bool { return r.features&featMinTimeout != 0 }
+
+// gatherForever stands for "no timeout" in SubmitAndGather: the kernel
+// ends a two-step wait that has no timeout when its first step does.
+const gatherForever = 24 * time.Hour
+
+// SubmitAndGather is SubmitAndWait for a caller that would rather handle
+// completions in batches: where the kernel can (MinWait), the wait lets
+// them gather for gather from its start, returning sooner only once n are
+// ready; then it returns if any is ready, or else as soon as one is.
+// timeout still bounds the whole wait (negative: no bound). gather is
+// taken in whole microseconds, at least one. Where the kernel cannot, it
+// is SubmitAndWait(1, timeout).
+func (r *Ring) SubmitAndGather(n uint32, timeout, gather time.Duration) error {
+	if r.err != nil {
+		return r.err
+	}
+	if !r.MinWait() {
+		return r.SubmitAndWait(1, timeout)
+	}
+	pending := r.publish()
+	if timeout < 0 {
+		timeout = gatherForever
+	}
+	r.ts = kernelTimespec{sec: int64(timeout / time.Second), nsec: int64(timeout % time.Second)}
+	r.arg.minWaitUsec = uint32(min(max(gather/time.Microsecond, 1), math.MaxUint32))
+	return r.enter(pending, n, enterGetEvents|enterExtArg, unsafe.Pointer(&r.arg), unsafe.Sizeof(r.arg))
+}
+
+// SetHeld makes the waits of SubmitAndWait and SubmitAndGather held ones,
+// or, with false, ordinary ones again. A held wait is made as a raw system
+// call, without telling the Go runtime the thread is in one: the goroutine
+// keeps its P through it, as a running goroutine would, so the runtime's
+// sysmon does not retake the P in the middle of the wait (and wake another
+// thread to hold it). Make only short waits held: no other goroutine runs
+// on that P meanwhile, and the runtime stops it, for a collection or a
+// preemption, only with a signal, which ends the wait early (it then
+// returns nil, as an ordinary wait that a signal interrupts does).
+func (r *Ring) SetHeld(held bool) { r.held = held }
 
 // enter is io_uring_enter. A signal that interrupts a submission is
 // retried; one that interrupts a wait ends it, like a timeout. EBUSY
@@ -347,7 +393,11 @@ func (r *Ring) SubmitAndWait(n uint32, timeout time.Duration) error {
 func (r *Ring) enter(toSubmit, minComplete, flags uint32, arg unsafe.Pointer, argSize uintptr) error {
 	for {
 		syscount.Inc()
-		_, _, errno := unix.Syscall6(unix.SYS_IO_URING_ENTER, uintptr(r.fd),
+		call := unix.Syscall6
+		if r.held && minComplete > 0 {
+			call = unix.RawSyscall6
+		}
+		_, _, errno := call(unix.SYS_IO_URING_ENTER, uintptr(r.fd),
 			uintptr(toSubmit), uintptr(minComplete), uintptr(flags), uintptr(arg), argSize)
 		switch {
 		case errno == 0:
@@ -404,6 +454,13 @@ func (r *Ring) PeekCQEs(fn func(CQE)) int {
 // allows.
 func (r *Ring) Overflowed() bool {
 	return atomic.LoadUint32(r.sqFlags)&sqCQOverflow != 0
+}
+
+// Ready reports whether completions are ready for the next wait to
+// collect at once: waiting to be consumed, or, under deferred task work,
+// flagged by the kernel as work to run (IORING_SQ_TASKRUN).
+func (r *Ring) Ready() bool {
+	return r.Pending() || atomic.LoadUint32(r.sqFlags)&sqTaskrun != 0
 }
 
 // Pending reports whether completions wait to be consumed, in the

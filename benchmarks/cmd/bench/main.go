@@ -96,7 +96,9 @@ func main() {
 		os.Exit(1)
 	}
 	t, failures := run(cfg, p)
-	out := preamble(cfg, p.notes)
+	g := runGather(cfg)
+	failures += g.failures
+	out := preamble(cfg, append(p.notes, g.notes...))
 	if len(p.server) > 0 {
 		out += "\n" + t.servers.Markdown()
 	}
@@ -113,6 +115,7 @@ func main() {
 	if len(p.udp) > 0 {
 		out += "\n" + udpPreamble(cfg) + "\n" + t.udp.Markdown()
 	}
+	out += g.out
 	fmt.Print(out)
 	if cfg.out != "" {
 		if err := os.WriteFile(cfg.out, []byte(out), 0o644); err != nil {

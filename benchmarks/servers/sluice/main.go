@@ -12,6 +12,9 @@
 // ("udp://"), with the same handler and options: OnTraffic runs per
 // datagram and Write answers its sender.
 //
+// With -gather-wait d its io_uring loops gather events for up to d before
+// handling them (WithGatherWait; 0, the default, is off).
+//
 // With -tls-cert and -tls-key it serves TLS on its listener (WithTLS, the
 // handshake on a goroutine, the records on the loop): the same handler
 // echoes the plaintext.
@@ -22,6 +25,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"time"
 
 	"github.com/sluicenet/sluice"
 	"github.com/sluicenet/sluice/poller"
@@ -72,6 +76,7 @@ type server struct {
 	eng     *serve.Handoff[sluice.Engine]
 	kind    *poller.Kind
 	readBuf *int
+	gather  *time.Duration
 }
 
 func (s server) Serve(cfg serve.Config, m *serve.Meter) error {
@@ -108,6 +113,7 @@ func (s server) options(cfg serve.Config) []sluice.Option {
 		sluice.WithReadBufferCap(*s.readBuf),
 		sluice.WithWriteBufferCap(64 << 10),
 		sluice.WithPoller(*s.kind),
+		sluice.WithGatherWait(*s.gather),
 	}
 }
 
@@ -123,5 +129,6 @@ func main() {
 	var kind poller.Kind
 	flag.TextVar(&kind, "poller", poller.Epoll, "how the event loops wait: epoll, uring or auto")
 	readBuf := flag.Int("read-buffer", 64<<10, "read buffer `bytes`")
-	serve.Main(server{eng: serve.NewHandoff[sluice.Engine](), kind: &kind, readBuf: readBuf})
+	gather := flag.Duration("gather-wait", 0, "io_uring: after an event, wait up to this long for more before handling them (0: off)")
+	serve.Main(server{eng: serve.NewHandoff[sluice.Engine](), kind: &kind, readBuf: readBuf, gather: gather})
 }

@@ -1,0 +1,98 @@
+//go:build !sluice_std
+
+package sluice
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/sluicenet/sluice/internal/syscount"
+	"github.com/sluicenet/sluice/poller"
+)
+
+// gathering reports whether eng's first loop gathers events: an io_uring
+// loop WithGatherWait on a kernel that can.
+func gathering(t testing.TB, eng Engine) bool {
+	var on bool
+	onLoopOf(t, eng, 0, func() {
+		rg, ok := eng.e.loops[0].drv.(*ringDriver)
+		on = ok && rg.gather > 0
+	})
+	return on
+}
+
+// ringIdleWait is how long a test waits for an io_uring loop's idle timer
+// to have fired once after a receive.
+const ringIdleWait = ringIdleRelease + ringIdleRelease/2
+
+// spreadEnters counts the io_uring_enter calls (and any other system call
+// of the hot path) per round trip of an io_uring loop WithGatherWait(d)
+// serving clients whose requests arrive spread out: each of ten sends,
+// a millisecond after the last, then all read their echoes. The caller
+// turns counting on (syscount.Enabled) before, and off once the engine
+// has stopped, at the end of t.
+func spreadEnters(t *testing.T, d time.Duration) (perTrip float64, gathers bool) {
+	const conns, rounds = 10, 5
+	eng, addr := serve(t, echoHandler{}, WithNumEventLoop(1), WithPoller(poller.IOUring), WithGatherWait(d))
+	cs := make([]*rawClient, conns)
+	for i := range cs {
+		cs[i] = dialRaw(t, addr)
+		cs[i].readTimeout(t, 10*time.Second)
+		cs[i].roundTrip(t)
+	}
+	gathers = gathering(t, eng)
+	before := syscount.Load()
+	for range rounds {
+		for _, c := range cs {
+			c.send(t)
+			time.Sleep(time.Millisecond)
+		}
+		for _, c := range cs {
+			c.receive(t)
+		}
+	}
+	return float64(syscount.Load()-before) / (conns * rounds), gathers
+}
+
+// Gathering for longer than requests take to arrive serves them with
+// fewer enters: spread a millisecond apart, each comes on a turn of its
+// own without it (about one enter per round trip), where 20ms gather
+// them by the roundful.
+func TestGatherWaitFewerEnters(t *testing.T) {
+	skipWithoutRing(t)
+	syscount.Enabled = true
+	t.Cleanup(func() { syscount.Enabled = false })
+	var on, off float64
+	var gathers bool
+	t.Run("on", func(t *testing.T) { on, gathers = spreadEnters(t, 20*time.Millisecond) })
+	if !gathers {
+		t.Skip("the kernel cannot gather (Linux 6.12 can)")
+	}
+	t.Run("off", func(t *testing.T) { off, _ = spreadEnters(t, 0) })
+	t.Logf("system calls per round trip: %.2f gathering 20ms, %.2f not", on, off)
+	require.Less(t, on, 0.5, "the loop did not gather the spread requests")
+}
+
+// A gathering loop with nothing to do sleeps: its held wait (heldMost)
+// comes back empty once, and the waits after it are ordinary ones, which
+// last until something comes, not a held wait a millisecond at a time.
+func TestGatherWaitIdleLoopSleeps(t *testing.T) {
+	skipWithoutRing(t)
+	syscount.Enabled = true
+	t.Cleanup(func() { syscount.Enabled = false })
+	eng, addr := serve(t, echoHandler{}, WithNumEventLoop(1), WithPoller(poller.IOUring), WithGatherWait(100*time.Microsecond))
+	if !gathering(t, eng) {
+		t.Skip("the kernel cannot gather (Linux 6.12 can)")
+	}
+	c := dialRaw(t, addr)
+	c.readTimeout(t, 10*time.Second)
+	c.roundTrip(t)
+	time.Sleep(ringIdleWait) // past the ring's idle timer, which wakes the loop
+	before := syscount.Load()
+	time.Sleep(200 * time.Millisecond)
+	idle := syscount.Load() - before
+	require.Less(t, idle, uint64(10), "system calls of a loop idle for 200ms")
+	c.roundTrip(t)
+}
