@@ -1,7 +1,6 @@
 package sluicehttp
 
 import (
-	"context"
 	"crypto/tls"
 	"net"
 	"net/http"
@@ -38,7 +37,6 @@ type hconn struct {
 	// Per connection, made with its first request.
 	remote string
 	local  net.Addr
-	base   context.Context // with http.LocalAddrContextKey
 	tls    *tls.ConnectionState
 }
 
@@ -306,14 +304,16 @@ func (hc *hconn) dispatch(x *exchange) {
 		hc.x = nil
 		hc.ls.disarm(&hc.wtimer)
 		for _, w := range x.reqs {
-			w.cancel()
+			w.ctx.cancel()
 		}
 		if hc.body != nil {
 			hc.body.fail(errBodyCut)
 			hc.body = nil
 		}
 		hc.answer(errOverloaded)
+		return
 	}
+	hc.ls.handedOff()
 }
 
 // newRequest makes the request whose head is p.
@@ -325,18 +325,16 @@ func (hc *hconn) newRequest(p []byte) (*response, *reqError) {
 	if e := parseHead(b, r, &w.head); e != nil {
 		return nil, e
 	}
-	if hc.base == nil {
+	if hc.local == nil {
 		hc.remote = hc.c.RemoteAddr().String()
 		hc.local = hc.c.LocalAddr()
-		hc.base = context.WithValue(context.Background(), http.LocalAddrContextKey, hc.local)
 		if cs, ok := hc.c.ConnectionState(); ok {
 			hc.tls = &cs
 		}
 	}
 	r.RemoteAddr, r.TLS = hc.remote, hc.tls
-	ctx, cancel := context.WithCancel(hc.base)
-	*r = *r.WithContext(ctx)
-	w.cancel = cancel
+	w.ctx.local = hc.local
+	*r = *r.WithContext(&w.ctx)
 	w.wants10KeepAlive = r.ProtoMajor == 1 && r.ProtoMinor == 0 && hasToken(r.Header.Get("Connection"), "keep-alive")
 	w.wantsClose = r.Close || hasToken(r.Header.Get("Connection"), "close")
 	if w.head.length != 0 {
@@ -501,7 +499,7 @@ func (hc *hconn) peerDone() {
 		// As net/http does, the requests out hear of it through their
 		// contexts; their answers are still sent.
 		for _, w := range hc.x.reqs {
-			w.cancel()
+			w.ctx.cancel()
 		}
 		return
 	}
@@ -518,7 +516,7 @@ func (hc *hconn) closed(err error) {
 	if x := hc.x; x != nil {
 		hc.x = nil
 		for _, w := range x.reqs {
-			w.cancel()
+			w.ctx.cancel()
 		}
 	}
 	if p := hc.drainWait; p != nil {
@@ -530,7 +528,7 @@ func (hc *hconn) closed(err error) {
 		b.fail(errBodyCut)
 	}
 	if hc.pend != nil {
-		hc.pend.cancel()
+		hc.pend.ctx.cancel()
 		hc.pend = nil
 	}
 	if hc.hj != nil {

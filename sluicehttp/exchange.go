@@ -69,7 +69,7 @@ const (
 func (x *exchange) run() {
 	for _, w := range x.reqs {
 		if x.stop {
-			w.cancel()
+			w.ctx.cancel()
 			if w.body != nil {
 				w.body.handlerDone()
 			}

@@ -2,7 +2,6 @@ package sluicehttp
 
 import (
 	"bufio"
-	"context"
 	"fmt"
 	"net"
 	"net/http"
@@ -26,11 +25,11 @@ import (
 // to an HTTP/1.0 client, the body ends with the connection); the body's
 // first bytes sniffed for a Content-Type the handler did not set; a Date.
 type response struct {
-	x      *exchange
-	req    http.Request
-	head   head
-	body   *body
-	cancel context.CancelFunc
+	x    *exchange
+	req  http.Request
+	head head
+	body *body
+	ctx  reqContext // the request's
 
 	header        http.Header
 	status        int
@@ -380,7 +379,7 @@ func (w *response) finish() {
 	x := w.x
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	defer w.cancel()
+	defer w.ctx.cancel()
 	w.handlerDone = true
 	if b := w.body; b != nil {
 		b.handlerDone()
@@ -435,7 +434,7 @@ func (w *response) abort() {
 	}
 	x.stop, x.closeAfter = true, true
 	x.mu.Unlock()
-	w.cancel()
+	w.ctx.cancel()
 }
 
 // Flush sends what the handler has written so far.

@@ -6,6 +6,7 @@ import (
 	"log"
 	"math"
 	"net/http"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -377,6 +378,11 @@ type loopState struct {
 	post    func()
 
 	scratch []byte // where bodies nobody reads are decoded to be dropped
+
+	// yielding is set while a yield is posted to the loop: the handlers
+	// handed to the pool in this turn run before the loop waits again.
+	yielding bool
+	yieldFn  func()
 }
 
 func newLoopState(s *Server, loop sluice.Loop) *loopState {
@@ -386,7 +392,28 @@ func newLoopState(s *Server, loop sluice.Loop) *loopState {
 	ls.post = func() { _ = loop.Execute(ls.advance) }
 	ls.alarm = time.AfterFunc(time.Duration(math.MaxInt64), ls.post)
 	ls.alarm.Stop()
+	ls.yieldFn = ls.yield
 	return ls
+}
+
+// handedOff notes that a handler was handed to the pool: once the loop
+// has served what this turn brought, it yields (yield).
+func (ls *loopState) handedOff() {
+	if !ls.yielding && ls.loop.Execute(ls.yieldFn) == nil {
+		ls.yielding = true
+	}
+}
+
+// yield lets the goroutines of the pool that this turn's requests made
+// runnable run now, before the loop waits in the kernel. A loop that
+// waits instead holds the Go scheduler's P in a system call: the
+// handlers then wait for the runtime to take the P back (sysmon, 20µs to
+// 10ms), or for the wait to end, and their answers must wake the loop.
+// Yielded to, they run at once, and queue their answers on a loop that
+// is awake: it writes them in its next turn, without a wake-up.
+func (ls *loopState) yield() {
+	ls.yielding = false
+	runtime.Gosched()
 }
 
 func (ls *loopState) now() int64 { return int64(time.Since(ls.s.epoch)) }

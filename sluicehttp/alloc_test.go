@@ -1,0 +1,68 @@
+package sluicehttp
+
+import (
+	"bytes"
+	"io"
+	"net/http"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/sluicenet/sluice"
+)
+
+// plaintext answers as the TechEmpower plaintext test asks, with header
+// values set as they are, never changed.
+var plaintext = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	h := w.Header()
+	h["Server"] = plainServer
+	h["Content-Type"] = plainType
+	w.Write(plainBody)
+})
+
+var (
+	plainServer = []string{"Sluice"}
+	plainType   = []string{"text/plain"}
+	plainBody   = []byte("Hello, World!")
+)
+
+// allocsPerRequest returns the heap allocations per request of a client
+// that sends batches of depth pipelined requests over one connection and
+// reads their answers, server and client in this process.
+func allocsPerRequest(t *testing.T, inline bool, depth int) float64 {
+	addr := serve(t, &Server{Inline: inline, Handler: plaintext}, sluice.WithNumEventLoop(1))
+	c := dial(t, addr)
+	req := bytes.Repeat([]byte("GET /plaintext HTTP/1.1\r\nHost: x\r\n\r\n"), depth)
+	// Every answer has the same length: learn it from the first.
+	_, err := c.Write(req[:len(req)/depth])
+	require.NoError(t, err)
+	buf := make([]byte, 4096)
+	n, err := c.Read(buf)
+	require.NoError(t, err)
+	require.Contains(t, string(buf[:n]), "Hello, World!")
+	buf = make([]byte, n*depth)
+	round := func() {
+		if _, err := c.Write(req); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := io.ReadFull(c, buf); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for range 200 {
+		round() // warm up: pools, buffers
+	}
+	return testing.AllocsPerRun(2000/depth, round) / float64(depth)
+}
+
+func TestRequestsAllocate(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector makes sync.Pool drop what is put back")
+	}
+	modes(t, func(t *testing.T, inline bool) {
+		for _, depth := range []int{1, 16} {
+			got := allocsPerRequest(t, inline, depth)
+			t.Logf("depth %d: %.2f heap allocations per request", depth, got)
+		}
+	})
+}
