@@ -91,8 +91,9 @@ func TestRequestContext(t *testing.T) {
 // (An inline handler runs on the loop, which hears of the client only
 // once the handler returns.)
 func TestDerivedContextEndsWithClient(t *testing.T) {
-	ended := make(chan error, 1)
+	ended, started := make(chan error, 1), make(chan struct{})
 	addr := serve(t, &Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		close(started)
 		ctx, cancel := context.WithTimeout(r.Context(), deadline)
 		defer cancel()
 		<-ctx.Done()
@@ -101,6 +102,11 @@ func TestDerivedContextEndsWithClient(t *testing.T) {
 	c := dial(t, addr)
 	_, err := io.WriteString(c, "GET / HTTP/1.1\r\nHost: x\r\n\r\n")
 	require.NoError(t, err)
+	select {
+	case <-started:
+	case <-time.After(deadline):
+		t.Fatal("the handler never ran")
+	}
 	c.(*net.TCPConn).SetLinger(0)
 	c.Close()
 	select {
