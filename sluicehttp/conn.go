@@ -33,6 +33,7 @@ type hconn struct {
 	pend      *response   // inline: the request whose body is being received
 	hj        *hijackConn // the connection a handler took over
 	drainWait *poster     // a writer waiting for the output to drain
+	spare     *exchange   // a finished exchange, for the next run of requests
 
 	// Per connection, made with its first request.
 	remote string
@@ -280,7 +281,9 @@ func (hc *hconn) flush(x *exchange) {
 		x.mu.Unlock()
 		if x.closeAfter {
 			hc.close()
+			return
 		}
+		hc.recycle(x)
 	case len(x.reqs) > 0:
 		hc.dispatch(x)
 	case x.tail != nil:
@@ -298,7 +301,7 @@ func (hc *hconn) dispatch(x *exchange) {
 	if d := s.WriteTimeout; d > 0 {
 		hc.ls.arm(hc, timerWrite, d, 0)
 	}
-	if err := s.Pool.Submit(x.run); err != nil {
+	if err := s.Pool.Submit(x.runFn); err != nil {
 		// Every worker is busy, or the pool is closed: answer that,
 		// and close.
 		hc.x = nil

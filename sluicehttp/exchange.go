@@ -35,6 +35,15 @@ type exchange struct {
 	stop       bool // answer nothing more: the connection closes, or was hijacked
 	closeAfter bool
 	hj         *hijackConn
+
+	// hdr is the map the next answer's Header returns, empty: one the
+	// last answer gave back once its handler returned, which a handler
+	// may no longer use (http.ResponseWriter). Only the goroutine running
+	// the exchange's handlers touches it.
+	hdr http.Header
+
+	runFn  func()                   // run, made once
+	doneFn func(sluice.Conn, error) // done, made once
 }
 
 // errWriteTimeout fails a hijacked connection's Write past its deadline.
@@ -44,10 +53,17 @@ var errWriteTimeout error = os.ErrDeadlineExceeded
 // and runs of answers, differ from those of other buffers.
 var outPool pool.BufferPool
 
+// newExchange returns an exchange for hc's next run of requests: the one
+// its last run left (recycle), or a new one.
 func newExchange(hc *hconn) *exchange {
+	if x := hc.spare; x != nil {
+		hc.spare = nil
+		return x
+	}
 	x := &exchange{s: hc.s, hc: hc, c: hc.c, inline: hc.s.Inline}
 	if !x.inline {
 		x.p.init(hc) // inline answers are written on the loop, not posted
+		x.runFn, x.doneFn = x.run, x.done
 	}
 	return x
 }
@@ -89,7 +105,7 @@ func (x *exchange) run() {
 	if x.last != nil {
 		b = x.last.B
 	}
-	if err := x.c.AsyncWrite(b, x.done); err != nil {
+	if err := x.c.AsyncWrite(b, x.doneFn); err != nil {
 		// The connection is gone, or refuses more output: its loop
 		// hears of it through its close.
 		x.putLast()
@@ -157,7 +173,33 @@ func (x *exchange) done(c sluice.Conn, err error) {
 		hc.close()
 		return
 	}
+	hc.recycle(x)
 	hc.serve()
+}
+
+// recycle keeps x, whose run of requests is over, for hc's next: its
+// handlers have returned and its output is queued, so that only the loop
+// holds it, unless a handler breaks http.ResponseWriter's rule and keeps
+// using its writer after it returned. An exchange that ended otherwise
+// than cleanly (hijacked, closing, failed) is left to the collector.
+func (hc *hconn) recycle(x *exchange) {
+	p := &x.p
+	p.mu.Lock()
+	clean := p.err == nil && len(p.inflight) == 0
+	p.full = false
+	p.mu.Unlock()
+	if !clean || x.hj != nil || x.stop || x.closeAfter || x.tail != nil || x.out != nil || x.stage != nil || x.last != nil {
+		return
+	}
+	if p.kick != nil {
+		select {
+		case <-p.kick: // a stale signal would only wake a writer early
+		default:
+		}
+	}
+	clear(x.reqs)
+	x.reqs = x.reqs[:0]
+	hc.spare = x
 }
 
 func (x *exchange) putLast() {

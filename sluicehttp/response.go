@@ -57,9 +57,22 @@ type response struct {
 // WriteHeader, or after the first Write, are not sent (trailers aside).
 func (w *response) Header() http.Header {
 	if w.header == nil {
-		w.header = make(http.Header)
+		if w.header = w.x.hdr; w.header != nil {
+			w.x.hdr = nil
+		} else {
+			w.header = make(http.Header)
+		}
 	}
 	return w.header
+}
+
+// giveHeader gives the answer's header map, emptied, to the exchange's
+// next answer, once the handler has returned.
+func (w *response) giveHeader() {
+	if h := w.header; h != nil && w.x.hdr == nil {
+		clear(h)
+		w.x.hdr = h
+	}
 }
 
 // WriteHeader sends the answer's status with its header.
@@ -380,6 +393,7 @@ func (w *response) finish() {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	defer w.ctx.cancel()
+	defer w.giveHeader()
 	w.handlerDone = true
 	if b := w.body; b != nil {
 		b.handlerDone()
