@@ -114,7 +114,11 @@ var ErrServerStarted = errors.New("sluicehttp: server already started")
 //
 // Start adds the options the server needs: the ticker (for the Date
 // header), half-close (a client that finishes sending still reads its
-// response) and the write buffer cap (WriteBufferSize).
+// response) and the write buffer cap (WriteBufferSize). With handlers on
+// the pool it also turns the engine's sluice.WithLockOSThread off, unless
+// opts turn it on: each loop yields to the pool's goroutines once a turn,
+// and a loop locked to its thread would pass its P to another thread and
+// back for it (on io_uring, whose loops are always locked, it does).
 func (s *Server) Start(addr string, opts ...sluice.Option) (sluice.Engine, error) {
 	s.mu.Lock()
 	if s.started {
@@ -135,6 +139,10 @@ func (s *Server) Start(addr string, opts ...sluice.Option) (sluice.Engine, error
 			return sluice.Engine{}, err
 		}
 		s.Pool, s.ownPool = p, true
+	}
+	if !s.Inline {
+		// Before the caller's options, which may say otherwise.
+		opts = append([]sluice.Option{sluice.WithLockOSThread(false)}, opts...)
 	}
 	opts = append(opts, sluice.WithTicker(true), sluice.WithHalfClose(true),
 		sluice.WithWriteBufferCap(s.writeMark()))
