@@ -106,7 +106,7 @@ func (hc *hconn) serve() {
 			hc.hj.take(hc)
 			return
 		case hc.body != nil:
-			hc.feed()
+			hc.feed(nil) // the body of a run's only request: nothing follows it yet
 			if hc.body != nil {
 				return
 			}
@@ -175,7 +175,7 @@ func (hc *hconn) parse() {
 			for n < min(len(p), 4) && (p[n] == '\r' || p[n] == '\n') {
 				n++
 			}
-			discard(c, n)
+			hc.consume(x, n)
 			hc.flags &^= fLastPOST
 			continue
 		}
@@ -199,7 +199,16 @@ func (hc *hconn) parse() {
 			hc.start = hc.ls.now()
 		}
 		w, e := hc.newRequest(p[:end])
-		discard(c, end)
+		if e == nil && w.body != nil && x != nil && !x.inline && len(x.reqs) > 0 &&
+			(w.head.chunked || w.head.length > int64(len(p)-end)) {
+			// Its body is still to come: the request begins the next
+			// run, so that what a handler of this one that hijacks is
+			// owed is all in x.rest (consume), and that holds no body
+			// still arriving.
+			w.ctx.cancel()
+			break
+		}
+		hc.consume(x, end)
 		if e != nil {
 			x = hc.refuse(x, e)
 			break
@@ -225,7 +234,7 @@ func (hc *hconn) parse() {
 		}
 		if w.body != nil {
 			hc.body = w.body
-			hc.feed()
+			hc.feed(x)
 			if hc.body != nil {
 				// The rest of the body is to come.
 				hc.armBody()
@@ -236,7 +245,7 @@ func (hc *hconn) parse() {
 					}
 					break
 				}
-				x.reqs = append(x.reqs, w)
+				x.add(w)
 				break
 			}
 		}
@@ -244,11 +253,11 @@ func (hc *hconn) parse() {
 			x.runInline(w)
 			continue
 		}
-		x.reqs = append(x.reqs, w)
+		x.add(w)
 		if r := &w.req; r.Method == http.MethodConnect || r.Header.Get("Upgrade") != "" {
-			// Its handler may take the connection over (Hijack): what
-			// follows stays unread, for the hijacked connection, until
-			// the run is done.
+			// Its handler will likely take the connection over
+			// (Hijack): what follows is not parsed as requests, which
+			// it would then be owed as bytes, until the run is done.
 			break
 		}
 	}
@@ -306,6 +315,7 @@ func (hc *hconn) dispatch(x *exchange) {
 		// and close.
 		hc.x = nil
 		hc.ls.disarm(&hc.wtimer)
+		x.putRest()
 		for _, w := range x.reqs {
 			w.ctx.cancel()
 		}
@@ -457,12 +467,13 @@ func (hc *hconn) close() {
 	_ = hc.c.Close()
 }
 
-// feed hands the body being received what has come of it.
-func (hc *hconn) feed() {
+// feed hands the body being received what has come of it; x is the run
+// of requests on the pool it belongs to, if any (consume).
+func (hc *hconn) feed(x *exchange) {
 	b := hc.body
 	p, _ := hc.c.Peek(-1)
 	n, finished, full := b.feed(hc, p)
-	discard(hc.c, n)
+	hc.consume(x, n)
 	switch {
 	case finished:
 		hc.body = nil
@@ -518,6 +529,7 @@ func (hc *hconn) closed(err error) {
 	}
 	if x := hc.x; x != nil {
 		hc.x = nil
+		x.putRest()
 		for _, w := range x.reqs {
 			w.ctx.cancel()
 		}
@@ -567,12 +579,16 @@ func (hc *hconn) writeTimedOut() {
 }
 
 // hijack makes hj the owner of the connection, on the loop: every byte
-// from now on is hj's, and the server forgets the connection.
-func (hc *hconn) hijack(hj *hijackConn) {
+// from now on is hj's, after read, those read already that followed the
+// hijacking request, and the server forgets the connection.
+func (hc *hconn) hijack(hj *hijackConn, read []byte) {
 	if hc.flags&fClosed != 0 {
 		hj.end(sluice.ErrConnClosed)
 		return
 	}
+	hj.mu.Lock()
+	hj.in = append(hj.in, read...)
+	hj.mu.Unlock()
 	hc.hj = hj
 	hc.s.served.Add(-1)
 	hc.stopReadTimer()
@@ -586,6 +602,22 @@ func (hc *hconn) hijack(hj *hijackConn) {
 	if hc.flags&fPeerDone != 0 {
 		hj.end(nil)
 	}
+}
+
+// consume consumes n inbound bytes that parse or feed have taken. Once
+// x, a run of requests for the pool, holds a request, it keeps a copy of
+// them: what the client sent after that request is owed to its handler
+// if it hijacks the connection (hijack), as net/http's would find it in
+// the bufio.Reader Hijack returns.
+func (hc *hconn) consume(x *exchange, n int) {
+	if x != nil && !x.inline && len(x.reqs) > 0 && n > 0 {
+		p, _ := hc.c.Peek(n)
+		if x.rest == nil {
+			x.rest = outPool.Get()
+		}
+		x.rest.B = append(x.rest.B, p...)
+	}
+	discard(hc.c, n)
 }
 
 // discard consumes n of c's inbound bytes: none when n is 0, where

@@ -24,7 +24,8 @@ type exchange struct {
 	c      sluice.Conn
 	inline bool
 	reqs   []*response
-	tail   *reqError // a refusal owed after the answers, then a close
+	tail   *reqError    // a refusal owed after the answers, then a close
+	rest   *pool.Buffer // on the pool, what the client sent after the first request (consume); the loop's
 
 	mu    sync.Mutex // the output, for the handler and a body reader sending 100 Continue
 	out   *pool.Buffer
@@ -156,6 +157,7 @@ func (x *exchange) call(w *response) {
 // connection takes requests again, or closes.
 func (x *exchange) done(c sluice.Conn, err error) {
 	x.putLast()
+	x.putRest()
 	hc := x.hc
 	if hc.x != x {
 		return // closed meanwhile
@@ -188,7 +190,7 @@ func (hc *hconn) recycle(x *exchange) {
 	clean := p.err == nil && len(p.inflight) == 0
 	p.full = false
 	p.mu.Unlock()
-	if !clean || x.hj != nil || x.stop || x.closeAfter || x.tail != nil || x.out != nil || x.stage != nil || x.last != nil {
+	if !clean || x.hj != nil || x.stop || x.closeAfter || x.tail != nil || x.out != nil || x.stage != nil || x.last != nil || x.rest != nil {
 		return
 	}
 	if p.kick != nil {
@@ -200,6 +202,35 @@ func (hc *hconn) recycle(x *exchange) {
 	clear(x.reqs)
 	x.reqs = x.reqs[:0]
 	hc.spare = x
+}
+
+// add adds w to the run, noting where what follows it begins in x.rest.
+func (x *exchange) add(w *response) {
+	w.restAt = x.restLen()
+	x.reqs = append(x.reqs, w)
+}
+
+func (x *exchange) restLen() int {
+	if x.rest == nil {
+		return 0
+	}
+	return len(x.rest.B)
+}
+
+// after returns what the client sent after w, as far as the loop has
+// read it, for w's handler, which hijacks. On the loop.
+func (x *exchange) after(w *response) []byte {
+	if x.rest == nil {
+		return nil
+	}
+	return x.rest.B[w.restAt:]
+}
+
+func (x *exchange) putRest() {
+	if x.rest != nil {
+		outPool.Put(x.rest)
+		x.rest = nil
+	}
 }
 
 func (x *exchange) putLast() {

@@ -31,6 +31,8 @@ type response struct {
 	body *body
 	ctx  reqContext // the request's
 
+	restAt int // on the pool: where what followed the request begins in x.rest
+
 	header        http.Header
 	status        int
 	contentLength int64 // the declared length of the answer's body, or -1
@@ -515,12 +517,10 @@ func (w *response) SetWriteDeadline(t time.Time) error {
 // Hijack hands the connection to the handler: the answers before this
 // one have been queued, and every byte the client sends from the end of
 // this request's head (those of its body the handler has not read
-// included) is the returned connection's to read. The server neither
-// answers the request nor reads the connection any more, and closes it
-// only with the engine. With handlers on the pool, that holds for a
-// CONNECT request and one with an Upgrade header, behind which the server
-// reads no more requests until it is answered; requests pipelined behind
-// any other may have been read already, and are dropped unanswered.
+// included) is the returned connection's to read, requests pipelined
+// behind this one included, even those the server had read already: it
+// neither answers them nor reads the connection any more, and closes it
+// only with the engine.
 func (w *response) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 	x := w.x
 	x.mu.Lock()
@@ -547,7 +547,7 @@ func (w *response) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 	// over, behind it.
 	if x.inline {
 		_ = x.post()
-		x.hc.hijack(hj)
+		x.hc.hijack(hj, nil) // the requests that follow are unread
 	} else {
 		buf := x.out
 		x.out = nil
@@ -561,7 +561,7 @@ func (w *response) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 			if buf != nil {
 				outPool.Put(buf)
 			}
-			x.hc.hijack(hj)
+			x.hc.hijack(hj, x.after(w))
 		})
 		x.mu.Lock()
 		if err != nil {
