@@ -33,7 +33,6 @@ type hconn struct {
 	pend      *response   // inline: the request whose body is being received
 	hj        *hijackConn // the connection a handler took over
 	drainWait *poster     // a writer waiting for the output to drain
-	spare     *exchange   // a finished exchange, for the next run of requests
 
 	// Per connection, made with its first request.
 	remote string
@@ -254,7 +253,7 @@ func (hc *hconn) parse() {
 			continue
 		}
 		x.add(w)
-		if r := &w.req; r.Method == http.MethodConnect || r.Header.Get("Upgrade") != "" {
+		if r := &w.req; r.Method == http.MethodConnect || first(r.Header, "Upgrade") != "" {
 			// Its handler will likely take the connection over
 			// (Hijack): what follows is not parsed as requests, which
 			// it would then be owed as bytes, until the run is done.
@@ -348,8 +347,8 @@ func (hc *hconn) newRequest(p []byte) (*response, *reqError) {
 	r.RemoteAddr, r.TLS = hc.remote, hc.tls
 	w.ctx.local = hc.local
 	*r = *r.WithContext(&w.ctx)
-	w.wants10KeepAlive = r.ProtoMajor == 1 && r.ProtoMinor == 0 && hasToken(r.Header.Get("Connection"), "keep-alive")
-	w.wantsClose = r.Close || hasToken(r.Header.Get("Connection"), "close")
+	w.wants10KeepAlive = r.ProtoMajor == 1 && r.ProtoMinor == 0 && hasToken(first(r.Header, "Connection"), "keep-alive")
+	w.wantsClose = r.Close || hasToken(first(r.Header, "Connection"), "close")
 	if w.head.length != 0 {
 		w.body = newBody(hc, w)
 		r.Body = w.body

@@ -54,11 +54,16 @@ var errWriteTimeout error = os.ErrDeadlineExceeded
 // and runs of answers, differ from those of other buffers.
 var outPool pool.BufferPool
 
-// newExchange returns an exchange for hc's next run of requests: the one
-// its last run left (recycle), or a new one.
+// newExchange returns an exchange for hc's next run of requests: one a
+// run on the loop left (recycle), or a new one.
 func newExchange(hc *hconn) *exchange {
-	if x := hc.spare; x != nil {
-		hc.spare = nil
+	ls := hc.ls
+	if n := len(ls.spares); n > 0 {
+		x := ls.spares[n-1]
+		ls.spares[n-1] = nil
+		ls.spares = ls.spares[:n-1]
+		x.hc, x.c = hc, hc.c
+		x.p.hc, x.p.c = hc, hc.c
 		return x
 	}
 	x := &exchange{s: hc.s, hc: hc, c: hc.c, inline: hc.s.Inline}
@@ -179,12 +184,20 @@ func (x *exchange) done(c sluice.Conn, err error) {
 	hc.serve()
 }
 
-// recycle keeps x, whose run of requests is over, for hc's next: its
-// handlers have returned and its output is queued, so that only the loop
-// holds it, unless a handler breaks http.ResponseWriter's rule and keeps
-// using its writer after it returned. An exchange that ended otherwise
-// than cleanly (hijacked, closing, failed) is left to the collector.
+// maxSpares bounds the exchanges a loop keeps for its next runs of
+// requests: as many as it has runs out at once under load, not one per
+// connection, which an idle connection would hold for nothing.
+const maxSpares = 256
+
+// recycle keeps x, whose run of requests is over, for a next run on the
+// loop: its handlers have returned and its output is queued, so that only
+// the loop holds it (a writer used after its handler returned touches it
+// no more: response.done). An exchange that ended otherwise than cleanly
+// (hijacked, closing, failed) is left to the collector.
 func (hc *hconn) recycle(x *exchange) {
+	if len(hc.ls.spares) >= maxSpares {
+		return
+	}
 	p := &x.p
 	p.mu.Lock()
 	clean := p.err == nil && len(p.inflight) == 0
@@ -201,7 +214,7 @@ func (hc *hconn) recycle(x *exchange) {
 	}
 	clear(x.reqs)
 	x.reqs = x.reqs[:0]
-	hc.spare = x
+	hc.ls.spares = append(hc.ls.spares, x)
 }
 
 // add adds w to the run, noting where what follows it begins in x.rest.

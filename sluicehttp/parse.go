@@ -351,6 +351,15 @@ func parseFields(b []byte, room []string) (http.Header, *reqError) {
 	}
 }
 
+// first returns the first value of h's field key, which is in canonical
+// form: http.Header.Get without putting key in that form.
+func first(h http.Header, key string) string {
+	if v := h[key]; len(v) > 0 {
+		return v[0]
+	}
+	return ""
+}
+
 // trim drops spaces and tabs from both ends of s, as net/textproto does
 // to a header line.
 func trim(s []byte) []byte {

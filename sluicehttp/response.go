@@ -2,6 +2,7 @@ package sluicehttp
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -55,9 +56,17 @@ type response struct {
 	trailers              []string
 }
 
+// errHandlerDone fails what a handler asks of its http.ResponseWriter
+// after it returned, which net/http forbids: its exchange may serve
+// another connection by then (recycle), and is not touched.
+var errHandlerDone = errors.New("sluicehttp: http.ResponseWriter used after its handler returned")
+
 // Header returns the header the answer will have. Changes after
 // WriteHeader, or after the first Write, are not sent (trailers aside).
 func (w *response) Header() http.Header {
+	if w.handlerDone {
+		return make(http.Header) // its map serves another answer now
+	}
 	if w.header == nil {
 		if w.header = w.x.hdr; w.header != nil {
 			w.x.hdr = nil
@@ -82,6 +91,10 @@ func (w *response) WriteHeader(code int) {
 	x := w.x
 	x.mu.Lock()
 	defer x.mu.Unlock()
+	if w.handlerDone {
+		x.s.logf("http: response.WriteHeader after its handler returned")
+		return
+	}
 	w.writeHeaderLocked(code)
 }
 
@@ -112,7 +125,7 @@ func (w *response) writeHeaderLocked(code int) {
 	}
 	w.wroteHeader, w.status = true, code
 	h := w.header
-	if cl := h.Get("Content-Length"); cl != "" {
+	if cl := first(h, "Content-Length"); cl != "" {
 		if v, err := strconv.ParseInt(cl, 10, 64); err == nil && v >= 0 {
 			w.contentLength = v
 		} else {
@@ -124,9 +137,9 @@ func (w *response) writeHeaderLocked(code int) {
 	w.cl, w.haveCL = h["Content-Length"]
 	w.te = h["Transfer-Encoding"]
 	w.conn, w.haveC = h["Connection"]
-	w.hasCE = h.Get("Content-Encoding") != ""
+	w.hasCE = first(h, "Content-Encoding") != ""
 	_, w.hasDate = h["Date"]
-	w.upgrade = h.Get("Upgrade") != ""
+	w.upgrade = first(h, "Upgrade") != ""
 	for k := range h {
 		if strings.HasPrefix(k, http.TrailerPrefix) {
 			w.trailerSet = true
@@ -160,6 +173,9 @@ func (w *response) write(n int, b []byte, s string) (int, error) {
 	x := w.x
 	x.mu.Lock()
 	defer x.mu.Unlock()
+	if w.handlerDone {
+		return 0, errHandlerDone
+	}
 	if w.hijacked {
 		if n > 0 {
 			x.s.logf("http: response.Write on hijacked connection")
@@ -462,6 +478,9 @@ func (w *response) FlushError() error {
 	x := w.x
 	x.mu.Lock()
 	defer x.mu.Unlock()
+	if w.handlerDone {
+		return errHandlerDone
+	}
 	if w.hijacked {
 		return http.ErrHijacked
 	}
@@ -486,6 +505,9 @@ func (w *response) EnableFullDuplex() error {
 // SetReadDeadline sets when reading the rest of the request's body times
 // out; the zero time means never.
 func (w *response) SetReadDeadline(t time.Time) error {
+	if w.handlerDone {
+		return errHandlerDone
+	}
 	return w.x.onLoop(func(hc *hconn) {
 		if hc.body == nil || hc.body != w.body {
 			return
@@ -502,6 +524,9 @@ func (w *response) SetReadDeadline(t time.Time) error {
 // SetWriteDeadline sets when the answer must be queued by, or the
 // connection is reset; the zero time means never.
 func (w *response) SetWriteDeadline(t time.Time) error {
+	if w.handlerDone {
+		return errHandlerDone
+	}
 	return w.x.onLoop(func(hc *hconn) {
 		if hc.x == nil {
 			return

@@ -385,7 +385,8 @@ type loopState struct {
 	advance func()
 	post    func()
 
-	scratch []byte // where bodies nobody reads are decoded to be dropped
+	scratch []byte      // where bodies nobody reads are decoded to be dropped
+	spares  []*exchange // finished exchanges, for the next runs (recycle)
 
 	// yielding is set while a yield is posted to the loop: the handlers
 	// handed to the pool in this turn run before the loop waits again.
