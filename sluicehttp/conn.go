@@ -330,9 +330,14 @@ func (hc *hconn) dispatch(x *exchange) {
 
 // newRequest makes the request whose head is p.
 func (hc *hconn) newRequest(p []byte) (*response, *reqError) {
-	b := make([]byte, len(p))
-	copy(b, p)
 	w := &response{contentLength: -1}
+	var b []byte
+	if len(p) <= len(w.head.small) {
+		b = w.head.small[:len(p)]
+	} else {
+		b = make([]byte, len(p))
+	}
+	copy(b, p)
 	r := &w.req
 	if e := parseHead(b, r, &w.head); e != nil {
 		return nil, e

@@ -21,9 +21,10 @@
 // therefore not locked to OS threads (sluice.WithLockOSThread) unless the
 // options say so.
 //
-// A request costs four heap allocations, alone or pipelined, on the pool
-// or inline: its head's copy, which its strings point into; the request
-// with its context, its URL and its answer's state; and its header map.
+// A request costs three heap allocations, alone or pipelined, on the pool
+// or inline: the request, with its context, its URL, its answer's state
+// and the copy of its head that its strings point into; and its header
+// map, two. A head longer than 256 bytes costs one more, its own copy.
 // What serves a run of requests (its answers' header maps among it) is
 // kept by the loop for the next.
 //
@@ -75,7 +76,7 @@
 //   - HTTP/2 is not served, and http.ServerContextKey is not set.
 //
 // An idle keep-alive connection costs the engine's own connection state
-// and 100 to 200 bytes of this package's (its state, its addresses, its
+// and under 150 bytes of this package's (its state, its addresses, its
 // timer), with no buffer held: buffers come from pools for each request
 // and answer, and go back once it is done.
 package sluicehttp

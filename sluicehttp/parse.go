@@ -83,11 +83,17 @@ type head struct {
 	expect  bool  // Expect: 100-continue, with a body to come
 	both    bool  // Content-Length and Transfer-Encoding both came
 
-	// Room for the request's URL and its header's values, made with the
-	// head rather than one by one: the request points into it.
-	url  url.URL
-	vals [8]string
+	// Room for the request's URL, its header's values and the copy of a
+	// small head, made with the head rather than one by one: the
+	// request points into it.
+	url   url.URL
+	vals  [8]string
+	small [smallHead]byte
 }
+
+// smallHead is the longest head copied into its request's own room: one
+// from curl, wrk or a load test's client, not a browser's.
+const smallHead = 256
 
 // parseHead parses b, a whole request head (request line, header lines
 // and the blank line), into r and h. b becomes the request's: its strings
