@@ -1,7 +1,6 @@
 package sluicehttp
 
 import (
-	"context"
 	"crypto/tls"
 	"net"
 	"net/http"
@@ -38,7 +37,6 @@ type hconn struct {
 	// Per connection, made with its first request.
 	remote string
 	local  net.Addr
-	base   context.Context // with http.LocalAddrContextKey
 	tls    *tls.ConnectionState
 }
 
@@ -107,7 +105,7 @@ func (hc *hconn) serve() {
 			hc.hj.take(hc)
 			return
 		case hc.body != nil:
-			hc.feed()
+			hc.feed(nil) // the body of a run's only request: nothing follows it yet
 			if hc.body != nil {
 				return
 			}
@@ -176,7 +174,7 @@ func (hc *hconn) parse() {
 			for n < min(len(p), 4) && (p[n] == '\r' || p[n] == '\n') {
 				n++
 			}
-			discard(c, n)
+			hc.consume(x, n)
 			hc.flags &^= fLastPOST
 			continue
 		}
@@ -200,7 +198,16 @@ func (hc *hconn) parse() {
 			hc.start = hc.ls.now()
 		}
 		w, e := hc.newRequest(p[:end])
-		discard(c, end)
+		if e == nil && w.body != nil && x != nil && !x.inline && len(x.reqs) > 0 &&
+			(w.head.chunked || w.head.length > int64(len(p)-end)) {
+			// Its body is still to come: the request begins the next
+			// run, so that what a handler of this one that hijacks is
+			// owed is all in x.rest (consume), and that holds no body
+			// still arriving.
+			w.ctx.cancel()
+			break
+		}
+		hc.consume(x, end)
 		if e != nil {
 			x = hc.refuse(x, e)
 			break
@@ -226,7 +233,7 @@ func (hc *hconn) parse() {
 		}
 		if w.body != nil {
 			hc.body = w.body
-			hc.feed()
+			hc.feed(x)
 			if hc.body != nil {
 				// The rest of the body is to come.
 				hc.armBody()
@@ -237,7 +244,7 @@ func (hc *hconn) parse() {
 					}
 					break
 				}
-				x.reqs = append(x.reqs, w)
+				x.add(w)
 				break
 			}
 		}
@@ -245,11 +252,11 @@ func (hc *hconn) parse() {
 			x.runInline(w)
 			continue
 		}
-		x.reqs = append(x.reqs, w)
-		if r := &w.req; r.Method == http.MethodConnect || r.Header.Get("Upgrade") != "" {
-			// Its handler may take the connection over (Hijack): what
-			// follows stays unread, for the hijacked connection, until
-			// the run is done.
+		x.add(w)
+		if r := &w.req; r.Method == http.MethodConnect || first(r.Header, "Upgrade") != "" {
+			// Its handler will likely take the connection over
+			// (Hijack): what follows is not parsed as requests, which
+			// it would then be owed as bytes, until the run is done.
 			break
 		}
 	}
@@ -282,7 +289,9 @@ func (hc *hconn) flush(x *exchange) {
 		x.mu.Unlock()
 		if x.closeAfter {
 			hc.close()
+			return
 		}
+		hc.recycle(x)
 	case len(x.reqs) > 0:
 		hc.dispatch(x)
 	case x.tail != nil:
@@ -300,45 +309,51 @@ func (hc *hconn) dispatch(x *exchange) {
 	if d := s.WriteTimeout; d > 0 {
 		hc.ls.arm(hc, timerWrite, d, 0)
 	}
-	if err := s.Pool.Submit(x.run); err != nil {
+	if err := s.Pool.Submit(x.runFn); err != nil {
 		// Every worker is busy, or the pool is closed: answer that,
 		// and close.
 		hc.x = nil
 		hc.ls.disarm(&hc.wtimer)
+		x.putRest()
 		for _, w := range x.reqs {
-			w.cancel()
+			w.ctx.cancel()
 		}
 		if hc.body != nil {
 			hc.body.fail(errBodyCut)
 			hc.body = nil
 		}
 		hc.answer(errOverloaded)
+		return
 	}
+	hc.ls.handedOff()
 }
 
 // newRequest makes the request whose head is p.
 func (hc *hconn) newRequest(p []byte) (*response, *reqError) {
-	b := make([]byte, len(p))
-	copy(b, p)
 	w := &response{contentLength: -1}
+	var b []byte
+	if len(p) <= len(w.head.small) {
+		b = w.head.small[:len(p)]
+	} else {
+		b = make([]byte, len(p))
+	}
+	copy(b, p)
 	r := &w.req
 	if e := parseHead(b, r, &w.head); e != nil {
 		return nil, e
 	}
-	if hc.base == nil {
+	if hc.local == nil {
 		hc.remote = hc.c.RemoteAddr().String()
 		hc.local = hc.c.LocalAddr()
-		hc.base = context.WithValue(context.Background(), http.LocalAddrContextKey, hc.local)
 		if cs, ok := hc.c.ConnectionState(); ok {
 			hc.tls = &cs
 		}
 	}
 	r.RemoteAddr, r.TLS = hc.remote, hc.tls
-	ctx, cancel := context.WithCancel(hc.base)
-	*r = *r.WithContext(ctx)
-	w.cancel = cancel
-	w.wants10KeepAlive = r.ProtoMajor == 1 && r.ProtoMinor == 0 && hasToken(r.Header.Get("Connection"), "keep-alive")
-	w.wantsClose = r.Close || hasToken(r.Header.Get("Connection"), "close")
+	w.ctx.local = hc.local
+	*r = *r.WithContext(&w.ctx)
+	w.wants10KeepAlive = r.ProtoMajor == 1 && r.ProtoMinor == 0 && hasToken(first(r.Header, "Connection"), "keep-alive")
+	w.wantsClose = r.Close || hasToken(first(r.Header, "Connection"), "close")
 	if w.head.length != 0 {
 		w.body = newBody(hc, w)
 		r.Body = w.body
@@ -456,12 +471,13 @@ func (hc *hconn) close() {
 	_ = hc.c.Close()
 }
 
-// feed hands the body being received what has come of it.
-func (hc *hconn) feed() {
+// feed hands the body being received what has come of it; x is the run
+// of requests on the pool it belongs to, if any (consume).
+func (hc *hconn) feed(x *exchange) {
 	b := hc.body
 	p, _ := hc.c.Peek(-1)
 	n, finished, full := b.feed(hc, p)
-	discard(hc.c, n)
+	hc.consume(x, n)
 	switch {
 	case finished:
 		hc.body = nil
@@ -501,7 +517,7 @@ func (hc *hconn) peerDone() {
 		// As net/http does, the requests out hear of it through their
 		// contexts; their answers are still sent.
 		for _, w := range hc.x.reqs {
-			w.cancel()
+			w.ctx.cancel()
 		}
 		return
 	}
@@ -517,8 +533,9 @@ func (hc *hconn) closed(err error) {
 	}
 	if x := hc.x; x != nil {
 		hc.x = nil
+		x.putRest()
 		for _, w := range x.reqs {
-			w.cancel()
+			w.ctx.cancel()
 		}
 	}
 	if p := hc.drainWait; p != nil {
@@ -530,7 +547,7 @@ func (hc *hconn) closed(err error) {
 		b.fail(errBodyCut)
 	}
 	if hc.pend != nil {
-		hc.pend.cancel()
+		hc.pend.ctx.cancel()
 		hc.pend = nil
 	}
 	if hc.hj != nil {
@@ -566,12 +583,16 @@ func (hc *hconn) writeTimedOut() {
 }
 
 // hijack makes hj the owner of the connection, on the loop: every byte
-// from now on is hj's, and the server forgets the connection.
-func (hc *hconn) hijack(hj *hijackConn) {
+// from now on is hj's, after read, those read already that followed the
+// hijacking request, and the server forgets the connection.
+func (hc *hconn) hijack(hj *hijackConn, read []byte) {
 	if hc.flags&fClosed != 0 {
 		hj.end(sluice.ErrConnClosed)
 		return
 	}
+	hj.mu.Lock()
+	hj.in = append(hj.in, read...)
+	hj.mu.Unlock()
 	hc.hj = hj
 	hc.s.served.Add(-1)
 	hc.stopReadTimer()
@@ -585,6 +606,22 @@ func (hc *hconn) hijack(hj *hijackConn) {
 	if hc.flags&fPeerDone != 0 {
 		hj.end(nil)
 	}
+}
+
+// consume consumes n inbound bytes that parse or feed have taken. Once
+// x, a run of requests for the pool, holds a request, it keeps a copy of
+// them: what the client sent after that request is owed to its handler
+// if it hijacks the connection (hijack), as net/http's would find it in
+// the bufio.Reader Hijack returns.
+func (hc *hconn) consume(x *exchange, n int) {
+	if x != nil && !x.inline && len(x.reqs) > 0 && n > 0 {
+		p, _ := hc.c.Peek(n)
+		if x.rest == nil {
+			x.rest = outPool.Get()
+		}
+		x.rest.B = append(x.rest.B, p...)
+	}
+	discard(hc.c, n)
 }
 
 // discard consumes n of c's inbound bytes: none when n is 0, where

@@ -14,7 +14,19 @@
 // loop itself, for handlers that never block. The requests a client
 // pipelines are handed over together and answered in their order, their
 // answers queued with one sluice.Conn.AsyncWrite; a handler that writes
-// faster than its client reads waits rather than filling memory.
+// faster than its client reads waits rather than filling memory. A loop
+// that handed requests to the pool yields to it once it has served what
+// its turn brought, so that their handlers run before it waits again and
+// their answers need no wake-up; with handlers on the pool, the loops are
+// therefore not locked to OS threads (sluice.WithLockOSThread) unless the
+// options say so.
+//
+// A request costs three heap allocations, alone or pipelined, on the pool
+// or inline: the request, with its context, its URL, its answer's state
+// and the copy of its head that its strings point into; and its header
+// map, two. A head longer than 256 bytes costs one more, its own copy.
+// What serves a run of requests (its answers' header maps among it) is
+// kept by the loop for the next.
 //
 // A handler sees what net/http's server would give it: the request's
 // Host, RemoteAddr (the PROXY protocol's source, with
@@ -58,10 +70,13 @@
 //     (sluice.WithWriteTimeout) bounds a client that stops reading.
 //   - Engine.Stop closes every connection at once, cutting off requests
 //     in flight: stop with Server.Shutdown, which lets them finish first.
+//   - A handler that uses its http.ResponseWriter after it returned,
+//     which net/http forbids, gets errors, and a Header nobody reads:
+//     what served it serves other requests by then.
 //   - HTTP/2 is not served, and http.ServerContextKey is not set.
 //
 // An idle keep-alive connection costs the engine's own connection state
-// and 150 to 200 bytes of this package's (its state, its addresses, its
+// and under 150 bytes of this package's (its state, its addresses, its
 // timer), with no buffer held: buffers come from pools for each request
 // and answer, and go back once it is done.
 package sluicehttp

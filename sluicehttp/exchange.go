@@ -24,7 +24,8 @@ type exchange struct {
 	c      sluice.Conn
 	inline bool
 	reqs   []*response
-	tail   *reqError // a refusal owed after the answers, then a close
+	tail   *reqError    // a refusal owed after the answers, then a close
+	rest   *pool.Buffer // on the pool, what the client sent after the first request (consume); the loop's
 
 	mu    sync.Mutex // the output, for the handler and a body reader sending 100 Continue
 	out   *pool.Buffer
@@ -35,6 +36,15 @@ type exchange struct {
 	stop       bool // answer nothing more: the connection closes, or was hijacked
 	closeAfter bool
 	hj         *hijackConn
+
+	// hdr is the map the next answer's Header returns, empty: one the
+	// last answer gave back once its handler returned, which a handler
+	// may no longer use (http.ResponseWriter). Only the goroutine running
+	// the exchange's handlers touches it.
+	hdr http.Header
+
+	runFn  func()                   // run, made once
+	doneFn func(sluice.Conn, error) // done, made once
 }
 
 // errWriteTimeout fails a hijacked connection's Write past its deadline.
@@ -44,10 +54,22 @@ var errWriteTimeout error = os.ErrDeadlineExceeded
 // and runs of answers, differ from those of other buffers.
 var outPool pool.BufferPool
 
+// newExchange returns an exchange for hc's next run of requests: one a
+// run on the loop left (recycle), or a new one.
 func newExchange(hc *hconn) *exchange {
+	ls := hc.ls
+	if n := len(ls.spares); n > 0 {
+		x := ls.spares[n-1]
+		ls.spares[n-1] = nil
+		ls.spares = ls.spares[:n-1]
+		x.hc, x.c = hc, hc.c
+		x.p.hc, x.p.c = hc, hc.c
+		return x
+	}
 	x := &exchange{s: hc.s, hc: hc, c: hc.c, inline: hc.s.Inline}
 	if !x.inline {
 		x.p.init(hc) // inline answers are written on the loop, not posted
+		x.runFn, x.doneFn = x.run, x.done
 	}
 	return x
 }
@@ -69,7 +91,7 @@ const (
 func (x *exchange) run() {
 	for _, w := range x.reqs {
 		if x.stop {
-			w.cancel()
+			w.ctx.cancel()
 			if w.body != nil {
 				w.body.handlerDone()
 			}
@@ -89,7 +111,7 @@ func (x *exchange) run() {
 	if x.last != nil {
 		b = x.last.B
 	}
-	if err := x.c.AsyncWrite(b, x.done); err != nil {
+	if err := x.c.AsyncWrite(b, x.doneFn); err != nil {
 		// The connection is gone, or refuses more output: its loop
 		// hears of it through its close.
 		x.putLast()
@@ -140,6 +162,7 @@ func (x *exchange) call(w *response) {
 // connection takes requests again, or closes.
 func (x *exchange) done(c sluice.Conn, err error) {
 	x.putLast()
+	x.putRest()
 	hc := x.hc
 	if hc.x != x {
 		return // closed meanwhile
@@ -157,7 +180,70 @@ func (x *exchange) done(c sluice.Conn, err error) {
 		hc.close()
 		return
 	}
+	hc.recycle(x)
 	hc.serve()
+}
+
+// maxSpares bounds the exchanges a loop keeps for its next runs of
+// requests: as many as it has runs out at once under load, not one per
+// connection, which an idle connection would hold for nothing.
+const maxSpares = 256
+
+// recycle keeps x, whose run of requests is over, for a next run on the
+// loop: its handlers have returned and its output is queued, so that only
+// the loop holds it (a writer used after its handler returned touches it
+// no more: response.done). An exchange that ended otherwise than cleanly
+// (hijacked, closing, failed) is left to the collector.
+func (hc *hconn) recycle(x *exchange) {
+	if len(hc.ls.spares) >= maxSpares {
+		return
+	}
+	p := &x.p
+	p.mu.Lock()
+	clean := p.err == nil && len(p.inflight) == 0
+	p.full = false
+	p.mu.Unlock()
+	if !clean || x.hj != nil || x.stop || x.closeAfter || x.tail != nil || x.out != nil || x.stage != nil || x.last != nil || x.rest != nil {
+		return
+	}
+	if p.kick != nil {
+		select {
+		case <-p.kick: // a stale signal would only wake a writer early
+		default:
+		}
+	}
+	clear(x.reqs)
+	x.reqs = x.reqs[:0]
+	hc.ls.spares = append(hc.ls.spares, x)
+}
+
+// add adds w to the run, noting where what follows it begins in x.rest.
+func (x *exchange) add(w *response) {
+	w.restAt = x.restLen()
+	x.reqs = append(x.reqs, w)
+}
+
+func (x *exchange) restLen() int {
+	if x.rest == nil {
+		return 0
+	}
+	return len(x.rest.B)
+}
+
+// after returns what the client sent after w, as far as the loop has
+// read it, for w's handler, which hijacks. On the loop.
+func (x *exchange) after(w *response) []byte {
+	if x.rest == nil {
+		return nil
+	}
+	return x.rest.B[w.restAt:]
+}
+
+func (x *exchange) putRest() {
+	if x.rest != nil {
+		outPool.Put(x.rest)
+		x.rest = nil
+	}
 }
 
 func (x *exchange) putLast() {

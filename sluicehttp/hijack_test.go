@@ -98,3 +98,59 @@ func TestHijackDeadlines(t *testing.T) {
 	assert.ErrorIs(t, err, io.EOF, "closing the hijacked connection closes the client's")
 	assert.True(t, strings.HasPrefix(addr, "127.0.0.1:"))
 }
+
+// TestHijackPipelined checks that a handler that hijacks a request that
+// is no upgrade, with requests pipelined behind it in the same write, gets
+// them as bytes, on the returned bufio.Reader, as net/http's would: the
+// server neither answers them nor runs their handlers, and the rest of
+// a body that was still arriving comes too. The answers owed before the
+// hijacked request go first.
+func TestHijackPipelined(t *testing.T) {
+	modes(t, func(t *testing.T, inline bool) {
+		ran, gate := make(chan string, 8), make(chan struct{})
+		addr := serve(t, &Server{Inline: inline, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			ran <- r.URL.Path
+			if r.URL.Path != "/take" {
+				hello(w, r)
+				return
+			}
+			if !inline {
+				<-gate // the rest of the body arrives before the hijack
+			}
+			conn, rw, err := w.(http.Hijacker).Hijack()
+			if !assert.NoError(t, err) {
+				return
+			}
+			go func() {
+				defer conn.Close()
+				// Echo what the client sent after this request, until it
+				// finishes.
+				got, _ := io.ReadAll(rw)
+				conn.Write(got)
+			}()
+		})})
+		after := "GET /next HTTP/1.1\r\nHost: x\r\n\r\n" +
+			"POST /post HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\nhello" +
+			"GET /last HTTP/1.1\r\nHost: x\r\n\r\n" +
+			"POST /slow HTTP/1.1\r\nHost: x\r\nContent-Length: 12\r\n\r\nhalf " // its body's end comes later
+		const later = "a body"
+		c := dial(t, addr)
+		_, err := io.WriteString(c, "GET /first HTTP/1.1\r\nHost: x\r\n\r\nGET /take HTTP/1.1\r\nHost: x\r\n\r\n"+after)
+		require.NoError(t, err)
+		assert.Equal(t, "/first", <-ran)
+		assert.Equal(t, "/take", <-ran)
+		_, err = io.WriteString(c, later)
+		require.NoError(t, err)
+		waitAcked(t, c)
+		close(gate)
+		br := bufio.NewReader(c)
+		_, body := readResponse(t, br, "GET")
+		assert.Equal(t, "hello /first", body)
+		c.(*net.TCPConn).CloseWrite()
+		got, err := io.ReadAll(br)
+		require.NoError(t, err)
+		assert.Equal(t, after+later, string(got))
+		assert.True(t, holdsFor(20*time.Millisecond, func() bool { return len(ran) == 0 }),
+			"a request pipelined behind the hijacked one was served")
+	})
+}

@@ -82,7 +82,18 @@ type head struct {
 	length  int64 // the body's length when not chunked
 	expect  bool  // Expect: 100-continue, with a body to come
 	both    bool  // Content-Length and Transfer-Encoding both came
+
+	// Room for the request's URL, its header's values and the copy of a
+	// small head, made with the head rather than one by one: the
+	// request points into it.
+	url   url.URL
+	vals  [8]string
+	small [smallHead]byte
 }
+
+// smallHead is the longest head copied into its request's own room: one
+// from curl, wrk or a load test's client, not a browser's.
+const smallHead = 256
 
 // parseHead parses b, a whole request head (request line, header lines
 // and the blank line), into r and h. b becomes the request's: its strings
@@ -108,16 +119,19 @@ func parseHead(b []byte, r *http.Request, h *head) *reqError {
 	if justAuthority {
 		rawurl = "http://" + rawurl
 	}
-	u, err := url.ParseRequestURI(rawurl)
-	if err != nil {
-		return errBadRequest
+	u := &h.url
+	if !parsePlainURI(rawurl, u) {
+		var err error
+		if u, err = url.ParseRequestURI(rawurl); err != nil {
+			return errBadRequest
+		}
 	}
 	if justAuthority {
 		u.Scheme = ""
 	}
 	r.URL = u
 
-	hdr, e := parseFields(rest)
+	hdr, e := parseFields(rest, h.vals[:])
 	if e != nil {
 		return e
 	}
@@ -225,11 +239,54 @@ func parseVersion(v []byte) (major, minor int, ok bool) {
 
 func isDigit(c byte) bool { return '0' <= c && c <= '9' }
 
+// parsePlainURI parses the most common request target, a path of bytes
+// that need no escaping with perhaps a query, into u as
+// url.ParseRequestURI would, and reports whether it could: for any other
+// target it changes nothing, and url.ParseRequestURI parses it.
+func parsePlainURI(uri string, u *url.URL) bool {
+	path, query, hasQuery := strings.Cut(uri, "?")
+	if len(path) == 0 || path[0] != '/' {
+		return false
+	}
+	for i := 0; i < len(path); i++ {
+		if !plainPathByte[path[i]] {
+			return false
+		}
+	}
+	if hasQuery && (query == "" || strings.IndexByte(query, '?') >= 0) {
+		return false // ForceQuery, or a question mark within: the slow path
+	}
+	for i := 0; i < len(query); i++ {
+		if c := query[i]; c < ' ' || c == 0x7f {
+			return false
+		}
+	}
+	*u = url.URL{Path: path, RawQuery: query}
+	return true
+}
+
+// plainPathByte holds the bytes a path may have that url.URL.EscapedPath
+// leaves as they are (RFC 3986's unreserved characters, and the reserved
+// ones allowed in a path), and which unescaping leaves too: no '%'.
+var plainPathByte = func() (t [256]bool) {
+	for c := '0'; c <= '9'; c++ {
+		t[c] = true
+	}
+	for c := 'a'; c <= 'z'; c++ {
+		t[c], t[c-'a'+'A'] = true, true
+	}
+	for _, c := range "-_.~$&+,/:;=@" {
+		t[c] = true
+	}
+	return t
+}()
+
 // parseFields parses header lines up to the blank line, as
 // net/textproto's ReadMIMEHeader does: keys in canonical form (b's bytes
 // are changed in place for it), values with the spaces around them
-// trimmed, obsolete line folding joined with a space.
-func parseFields(b []byte) (http.Header, *reqError) {
+// trimmed, obsolete line folding joined with a space. The first values
+// go in room's strings, when it has enough.
+func parseFields(b []byte, room []string) (http.Header, *reqError) {
 	n := 0
 	for p := b; len(p) > 0; {
 		var line []byte
@@ -242,7 +299,10 @@ func parseFields(b []byte) (http.Header, *reqError) {
 		}
 	}
 	hdr := make(http.Header, n)
-	strs := make([]string, n)
+	strs := room[:min(n, len(room))]
+	if n > len(room) {
+		strs = make([]string, n)
+	}
 	if len(b) > 0 && (b[0] == ' ' || b[0] == '\t') {
 		return nil, errBadRequest // a first line may not be a continuation
 	}
@@ -295,6 +355,15 @@ func parseFields(b []byte) (http.Header, *reqError) {
 			hdr[key] = []string{value}
 		}
 	}
+}
+
+// first returns the first value of h's field key, which is in canonical
+// form: http.Header.Get without putting key in that form.
+func first(h http.Header, key string) string {
+	if v := h[key]; len(v) > 0 {
+		return v[0]
+	}
+	return ""
 }
 
 // trim drops spaces and tabs from both ends of s, as net/textproto does

@@ -2,7 +2,7 @@ package sluicehttp
 
 import (
 	"bufio"
-	"context"
+	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -26,11 +26,13 @@ import (
 // to an HTTP/1.0 client, the body ends with the connection); the body's
 // first bytes sniffed for a Content-Type the handler did not set; a Date.
 type response struct {
-	x      *exchange
-	req    http.Request
-	head   head
-	body   *body
-	cancel context.CancelFunc
+	x    *exchange
+	req  http.Request
+	head head
+	body *body
+	ctx  reqContext // the request's
+
+	restAt int // on the pool: where what followed the request begins in x.rest
 
 	header        http.Header
 	status        int
@@ -54,13 +56,34 @@ type response struct {
 	trailers              []string
 }
 
+// errHandlerDone fails what a handler asks of its http.ResponseWriter
+// after it returned, which net/http forbids: its exchange may serve
+// another connection by then (recycle), and is not touched.
+var errHandlerDone = errors.New("sluicehttp: http.ResponseWriter used after its handler returned")
+
 // Header returns the header the answer will have. Changes after
 // WriteHeader, or after the first Write, are not sent (trailers aside).
 func (w *response) Header() http.Header {
+	if w.handlerDone {
+		return make(http.Header) // its map serves another answer now
+	}
 	if w.header == nil {
-		w.header = make(http.Header)
+		if w.header = w.x.hdr; w.header != nil {
+			w.x.hdr = nil
+		} else {
+			w.header = make(http.Header)
+		}
 	}
 	return w.header
+}
+
+// giveHeader gives the answer's header map, emptied, to the exchange's
+// next answer, once the handler has returned.
+func (w *response) giveHeader() {
+	if h := w.header; h != nil && w.x.hdr == nil {
+		clear(h)
+		w.x.hdr = h
+	}
 }
 
 // WriteHeader sends the answer's status with its header.
@@ -68,6 +91,10 @@ func (w *response) WriteHeader(code int) {
 	x := w.x
 	x.mu.Lock()
 	defer x.mu.Unlock()
+	if w.handlerDone {
+		x.s.logf("http: response.WriteHeader after its handler returned")
+		return
+	}
 	w.writeHeaderLocked(code)
 }
 
@@ -98,7 +125,7 @@ func (w *response) writeHeaderLocked(code int) {
 	}
 	w.wroteHeader, w.status = true, code
 	h := w.header
-	if cl := h.Get("Content-Length"); cl != "" {
+	if cl := first(h, "Content-Length"); cl != "" {
 		if v, err := strconv.ParseInt(cl, 10, 64); err == nil && v >= 0 {
 			w.contentLength = v
 		} else {
@@ -110,9 +137,9 @@ func (w *response) writeHeaderLocked(code int) {
 	w.cl, w.haveCL = h["Content-Length"]
 	w.te = h["Transfer-Encoding"]
 	w.conn, w.haveC = h["Connection"]
-	w.hasCE = h.Get("Content-Encoding") != ""
+	w.hasCE = first(h, "Content-Encoding") != ""
 	_, w.hasDate = h["Date"]
-	w.upgrade = h.Get("Upgrade") != ""
+	w.upgrade = first(h, "Upgrade") != ""
 	for k := range h {
 		if strings.HasPrefix(k, http.TrailerPrefix) {
 			w.trailerSet = true
@@ -146,6 +173,9 @@ func (w *response) write(n int, b []byte, s string) (int, error) {
 	x := w.x
 	x.mu.Lock()
 	defer x.mu.Unlock()
+	if w.handlerDone {
+		return 0, errHandlerDone
+	}
 	if w.hijacked {
 		if n > 0 {
 			x.s.logf("http: response.Write on hijacked connection")
@@ -380,7 +410,8 @@ func (w *response) finish() {
 	x := w.x
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	defer w.cancel()
+	defer w.ctx.cancel()
+	defer w.giveHeader()
 	w.handlerDone = true
 	if b := w.body; b != nil {
 		b.handlerDone()
@@ -435,7 +466,7 @@ func (w *response) abort() {
 	}
 	x.stop, x.closeAfter = true, true
 	x.mu.Unlock()
-	w.cancel()
+	w.ctx.cancel()
 }
 
 // Flush sends what the handler has written so far.
@@ -447,6 +478,9 @@ func (w *response) FlushError() error {
 	x := w.x
 	x.mu.Lock()
 	defer x.mu.Unlock()
+	if w.handlerDone {
+		return errHandlerDone
+	}
 	if w.hijacked {
 		return http.ErrHijacked
 	}
@@ -471,6 +505,9 @@ func (w *response) EnableFullDuplex() error {
 // SetReadDeadline sets when reading the rest of the request's body times
 // out; the zero time means never.
 func (w *response) SetReadDeadline(t time.Time) error {
+	if w.handlerDone {
+		return errHandlerDone
+	}
 	return w.x.onLoop(func(hc *hconn) {
 		if hc.body == nil || hc.body != w.body {
 			return
@@ -487,6 +524,9 @@ func (w *response) SetReadDeadline(t time.Time) error {
 // SetWriteDeadline sets when the answer must be queued by, or the
 // connection is reset; the zero time means never.
 func (w *response) SetWriteDeadline(t time.Time) error {
+	if w.handlerDone {
+		return errHandlerDone
+	}
 	return w.x.onLoop(func(hc *hconn) {
 		if hc.x == nil {
 			return
@@ -502,12 +542,10 @@ func (w *response) SetWriteDeadline(t time.Time) error {
 // Hijack hands the connection to the handler: the answers before this
 // one have been queued, and every byte the client sends from the end of
 // this request's head (those of its body the handler has not read
-// included) is the returned connection's to read. The server neither
-// answers the request nor reads the connection any more, and closes it
-// only with the engine. With handlers on the pool, that holds for a
-// CONNECT request and one with an Upgrade header, behind which the server
-// reads no more requests until it is answered; requests pipelined behind
-// any other may have been read already, and are dropped unanswered.
+// included) is the returned connection's to read, requests pipelined
+// behind this one included, even those the server had read already: it
+// neither answers them nor reads the connection any more, and closes it
+// only with the engine.
 func (w *response) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 	x := w.x
 	x.mu.Lock()
@@ -534,7 +572,7 @@ func (w *response) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 	// over, behind it.
 	if x.inline {
 		_ = x.post()
-		x.hc.hijack(hj)
+		x.hc.hijack(hj, nil) // the requests that follow are unread
 	} else {
 		buf := x.out
 		x.out = nil
@@ -548,7 +586,7 @@ func (w *response) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 			if buf != nil {
 				outPool.Put(buf)
 			}
-			x.hc.hijack(hj)
+			x.hc.hijack(hj, x.after(w))
 		})
 		x.mu.Lock()
 		if err != nil {

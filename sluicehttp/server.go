@@ -6,6 +6,7 @@ import (
 	"log"
 	"math"
 	"net/http"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -113,7 +114,11 @@ var ErrServerStarted = errors.New("sluicehttp: server already started")
 //
 // Start adds the options the server needs: the ticker (for the Date
 // header), half-close (a client that finishes sending still reads its
-// response) and the write buffer cap (WriteBufferSize).
+// response) and the write buffer cap (WriteBufferSize). With handlers on
+// the pool it also turns the engine's sluice.WithLockOSThread off, unless
+// opts turn it on: each loop yields to the pool's goroutines once a turn,
+// and a loop locked to its thread would pass its P to another thread and
+// back for it (on io_uring, whose loops are always locked, it does).
 func (s *Server) Start(addr string, opts ...sluice.Option) (sluice.Engine, error) {
 	s.mu.Lock()
 	if s.started {
@@ -134,6 +139,10 @@ func (s *Server) Start(addr string, opts ...sluice.Option) (sluice.Engine, error
 			return sluice.Engine{}, err
 		}
 		s.Pool, s.ownPool = p, true
+	}
+	if !s.Inline {
+		// Before the caller's options, which may say otherwise.
+		opts = append([]sluice.Option{sluice.WithLockOSThread(false)}, opts...)
 	}
 	opts = append(opts, sluice.WithTicker(true), sluice.WithHalfClose(true),
 		sluice.WithWriteBufferCap(s.writeMark()))
@@ -376,7 +385,13 @@ type loopState struct {
 	advance func()
 	post    func()
 
-	scratch []byte // where bodies nobody reads are decoded to be dropped
+	scratch []byte      // where bodies nobody reads are decoded to be dropped
+	spares  []*exchange // finished exchanges, for the next runs (recycle)
+
+	// yielding is set while a yield is posted to the loop: the handlers
+	// handed to the pool in this turn run before the loop waits again.
+	yielding bool
+	yieldFn  func()
 }
 
 func newLoopState(s *Server, loop sluice.Loop) *loopState {
@@ -386,7 +401,28 @@ func newLoopState(s *Server, loop sluice.Loop) *loopState {
 	ls.post = func() { _ = loop.Execute(ls.advance) }
 	ls.alarm = time.AfterFunc(time.Duration(math.MaxInt64), ls.post)
 	ls.alarm.Stop()
+	ls.yieldFn = ls.yield
 	return ls
+}
+
+// handedOff notes that a handler was handed to the pool: once the loop
+// has served what this turn brought, it yields (yield).
+func (ls *loopState) handedOff() {
+	if !ls.yielding && ls.loop.Execute(ls.yieldFn) == nil {
+		ls.yielding = true
+	}
+}
+
+// yield lets the goroutines of the pool that this turn's requests made
+// runnable run now, before the loop waits in the kernel. A loop that
+// waits instead holds the Go scheduler's P in a system call: the
+// handlers then wait for the runtime to take the P back (sysmon, 20µs to
+// 10ms), or for the wait to end, and their answers must wake the loop.
+// Yielded to, they run at once, and queue their answers on a loop that
+// is awake: it writes them in its next turn, without a wake-up.
+func (ls *loopState) yield() {
+	ls.yielding = false
+	runtime.Gosched()
 }
 
 func (ls *loopState) now() int64 { return int64(time.Since(ls.s.epoch)) }

@@ -358,3 +358,44 @@ func TestDateRefreshed(t *testing.T) {
 	assert.WithinDuration(t, time.Now(), first, 2*time.Second)
 	waitFor(t, func() bool { return date().After(first) }, func() string { return "the Date header never changed" })
 }
+
+// TestWriterUsedAfterReturn checks that a handler that keeps its
+// http.ResponseWriter and uses it after returning, which net/http
+// forbids, gets errors and changes no later answer, on its connection or
+// another: the server reuses what served it.
+func TestWriterUsedAfterReturn(t *testing.T) {
+	modes(t, func(t *testing.T, inline bool) {
+		kept := make(chan http.ResponseWriter, 1)
+		addr := serve(t, &Server{Inline: inline, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.URL.Path == "/keep" {
+				kept <- w
+			}
+			w.Header().Set("X-Path", r.URL.Path)
+			io.WriteString(w, "hello "+r.URL.Path)
+		})})
+		c := client(t)
+		get := func(path string) {
+			t.Helper()
+			resp, err := c.Get("http://" + addr + path)
+			require.NoError(t, err)
+			b, err := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			require.NoError(t, err)
+			assert.Equal(t, "hello "+path, string(b))
+			assert.Equal(t, []string{path}, resp.Header.Values("X-Path"))
+		}
+		get("/keep")
+		w := <-kept
+		rc := http.NewResponseController(w)
+		_, err := io.WriteString(w, "late")
+		assert.ErrorIs(t, err, errHandlerDone)
+		assert.ErrorIs(t, rc.Flush(), errHandlerDone)
+		assert.ErrorIs(t, rc.SetWriteDeadline(time.Now()), errHandlerDone)
+		assert.ErrorIs(t, rc.SetReadDeadline(time.Now()), errHandlerDone)
+		w.Header().Set("X-Late", "1")
+		w.WriteHeader(http.StatusTeapot)
+		for _, path := range []string{"/a", "/b", "/c"} {
+			get(path)
+		}
+	})
+}

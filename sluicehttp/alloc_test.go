@@ -1,0 +1,93 @@
+// The development backend (sluice_std) allocates in the engine itself,
+// for each read and write: the budget holds on the pollers.
+
+//go:build !sluice_std
+
+package sluicehttp
+
+import (
+	"bytes"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/sluicenet/sluice"
+)
+
+// plaintext answers as the TechEmpower plaintext test asks, with header
+// values set as they are, never changed.
+var plaintext = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	h := w.Header()
+	h["Server"] = plainServer
+	h["Content-Type"] = plainType
+	w.Write(plainBody)
+})
+
+// plainRequest is a request as wrk sends it.
+const plainRequest = "GET /plaintext HTTP/1.1\r\nHost: x\r\n\r\n"
+
+var (
+	plainServer = []string{"Sluice"}
+	plainType   = []string{"text/plain"}
+	plainBody   = []byte("Hello, World!")
+)
+
+// allocsPerRequest returns the heap allocations per request of a client
+// that sends batches of depth pipelined requests over one connection and
+// reads their answers, server and client in this process.
+func allocsPerRequest(t *testing.T, inline bool, depth int, head string) float64 {
+	addr := serve(t, &Server{Inline: inline, Handler: plaintext}, sluice.WithNumEventLoop(1))
+	c := dial(t, addr)
+	req := bytes.Repeat([]byte(head), depth)
+	// Every answer has the same length: learn it from the first.
+	_, err := c.Write(req[:len(req)/depth])
+	require.NoError(t, err)
+	buf := make([]byte, 4096)
+	n, err := c.Read(buf)
+	require.NoError(t, err)
+	require.Contains(t, string(buf[:n]), "Hello, World!")
+	buf = make([]byte, n*depth)
+	round := func() {
+		if _, err := c.Write(req); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := io.ReadFull(c, buf); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for range 200 {
+		round() // warm up: pools, buffers
+	}
+	return testing.AllocsPerRun(2000/depth, round) / float64(depth)
+}
+
+// maxAllocsPerRequest is what a plaintext request costs the heap, on the
+// pool or inline, alone or pipelined: the request with its answer's state
+// and its head's copy (its strings point into it), and its header map
+// (two allocations). Its context, URL, header values, exchange and the
+// answer's header map cost none. A head longer than smallHead costs one
+// more, its own copy.
+const maxAllocsPerRequest = 3
+
+// TestRequestsAllocate holds the heap allocations of a plaintext request
+// over a real connection, one at a time and 16 pipelined, with handlers on
+// the pool and inline.
+func TestRequestsAllocate(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector makes sync.Pool drop what is put back")
+	}
+	modes(t, func(t *testing.T, inline bool) {
+		for _, depth := range []int{1, 16} {
+			got := allocsPerRequest(t, inline, depth, plainRequest)
+			t.Logf("depth %d: %.2f heap allocations per request", depth, got)
+			require.LessOrEqual(t, got, float64(maxAllocsPerRequest), "heap allocations per request, %d pipelined", depth)
+		}
+		long := "GET /plaintext HTTP/1.1\r\nHost: x\r\nX-Long: " + strings.Repeat("v", smallHead) + "\r\n\r\n"
+		got := allocsPerRequest(t, inline, 1, long)
+		t.Logf("a head of %d bytes: %.2f heap allocations per request", len(long), got)
+		require.LessOrEqual(t, got, float64(maxAllocsPerRequest+1), "heap allocations per request with a long head")
+	})
+}
