@@ -1,7 +1,9 @@
 package main
 
 import (
+	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -187,6 +189,103 @@ func TestBlockingMoveAcrossLoops(t *testing.T) {
 	p.expect(t, ":1\r\n")
 	mover.expect(t, "$1\r\na\r\n")
 	taker.expect(t, "*2\r\n$3\r\ndst\r\n$1\r\na\r\n")
+}
+
+// keysInShards returns two key names whose shards differ, with the index
+// of the second's.
+func (ts *testServer) keysInShards(t testing.TB) (string, string, int) {
+	i, _ := ts.db.locate([]byte("src"))
+	for n := range 1000 {
+		dst := fmt.Sprintf("dst%d", n)
+		if j, _ := ts.db.locate([]byte(dst)); j != i {
+			return "src", dst, j
+		}
+	}
+	t.Fatal("no key in another shard")
+	return "", "", 0
+}
+
+// holdLoop keeps loop i busy until the test releases it.
+func (ts *testServer) holdLoop(t testing.TB, i int) (release func()) {
+	held, done := make(chan struct{}), make(chan struct{})
+	require.NoError(t, ts.loops[i].loop.Execute(func() {
+		close(held)
+		<-done
+	}))
+	<-held
+	return sync.OnceFunc(func() { close(done) })
+}
+
+// TestBlockingMoveIsAtomic serves a BLMOVE blocked on one loop with a push
+// on another while the mover's loop is held busy: once the push has
+// replied, every client sees the element in the destination, none in
+// neither list, though the mover is told only once its loop is free.
+func TestBlockingMoveIsAtomic(t *testing.T) {
+	ts := startServer(t, config{loops: 3})
+	src, dst, _ := ts.keysInShards(t)
+	mover := ts.dialOnLoop(t, 0)
+	ts.blockedOn(t, mover, "BLMOVE "+src+" "+dst+" RIGHT LEFT 0\r\n")
+	p, o := ts.dialOnLoop(t, 1), ts.dialOnLoop(t, 2)
+	release := ts.holdLoop(t, 0)
+	defer release()
+	p.send(t, "RPUSH "+src+" a\r\n")
+	p.expect(t, ":1\r\n")
+	o.send(t, "MULTI\r\nLLEN "+src+"\r\nLRANGE "+dst+" 0 -1\r\nEXEC\r\n")
+	o.expect(t, "+OK\r\n+QUEUED\r\n+QUEUED\r\n*2\r\n:0\r\n*1\r\n$1\r\na\r\n")
+	release()
+	mover.expect(t, "$1\r\na\r\n")
+}
+
+// TestBlockingMoveWhileDestinationBusy serves a BLMOVE whose destination's
+// shard another holds when the push comes: the element stays in the
+// source, where every client sees it, until the mover's loop can lock
+// both; then it moves, and the mover is told.
+func TestBlockingMoveWhileDestinationBusy(t *testing.T) {
+	ts := startServer(t, config{loops: 3})
+	src, dst, shard := ts.keysInShards(t)
+	mover := ts.dialOnLoop(t, 0)
+	ts.blockedOn(t, mover, "BLMOVE "+src+" "+dst+" RIGHT LEFT 0\r\n")
+	ts.db.shards[shard].mu.Lock()
+	locked := true
+	defer func() {
+		if locked {
+			ts.db.shards[shard].mu.Unlock()
+		}
+	}()
+	p, o := ts.dialOnLoop(t, 1), ts.dialOnLoop(t, 2)
+	p.send(t, "RPUSH "+src+" a\r\n")
+	p.expect(t, ":1\r\n")
+	o.send(t, "LRANGE "+src+" 0 -1\r\n")
+	o.expect(t, "*1\r\n$1\r\na\r\n")
+	ts.db.shards[shard].mu.Unlock()
+	locked = false
+	mover.expect(t, "$1\r\na\r\n")
+	o.send(t, "MULTI\r\nLLEN "+src+"\r\nLRANGE "+dst+" 0 -1\r\nEXEC\r\n")
+	o.expect(t, "+OK\r\n+QUEUED\r\n+QUEUED\r\n*2\r\n:0\r\n*1\r\n$1\r\na\r\n")
+}
+
+// TestBlockingMoveChain serves BLMOVEs that feed each other, a to b and b
+// to a, and a BLPOP on b behind them, from one push: the element passes
+// through both moves, in the order the clients came.
+func TestBlockingMoveChain(t *testing.T) {
+	ts := startServer(t, config{loops: 3})
+	first := ts.dialOnLoop(t, 0)
+	ts.blockedOn(t, first, "BLMOVE a b LEFT LEFT 0\r\n")
+	second := ts.dialOnLoop(t, 1)
+	ts.blockedOn(t, second, "BLMOVE b a LEFT LEFT 0\r\n")
+	third := ts.dialOnLoop(t, 2)
+	ts.blockedOn(t, third, "BLPOP b 0\r\n")
+	p := ts.dialOnLoop(t, 1)
+	p.send(t, "LPUSH a x\r\n")
+	p.expect(t, ":1\r\n")
+	first.expect(t, "$1\r\nx\r\n")
+	second.expect(t, "$1\r\nx\r\n")
+	p.send(t, "LRANGE a 0 -1\r\nEXISTS b\r\n")
+	p.expect(t, "*1\r\n$1\r\nx\r\n:0\r\n")
+	require.Eventually(t, func() bool {
+		p.send(t, "INFO clients\r\n")
+		return infoFields(p.bulk(t))["blocked_clients"] == "1" // the BLPOP on b
+	}, 5*time.Second, time.Millisecond)
 }
 
 // TestBlockingMoveToWrongType serves a BLMOVE whose destination came to
