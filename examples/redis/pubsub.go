@@ -291,6 +291,37 @@ func (cl *client) push(msg []byte) {
 	}
 }
 
+// gather adds a message from another loop's publisher to cl's outbox, on
+// its loop, and has the engine call OnTraffic, which writes it, unless a
+// call is on its way already. It reports false, having gathered nothing,
+// when cl's connection is closed. The message counts as pending until it
+// is written, so that a publisher never sees less than cl holds.
+func (cl *client) gather(msg []byte) bool {
+	if cl.closed {
+		return false
+	}
+	if len(cl.outbox) == 0 && cl.conn.Wake(nil) != nil {
+		return false
+	}
+	cl.outbox = append(cl.outbox, msg...)
+	return true
+}
+
+// maxKeptOutbox bounds the outbox a client keeps between messages.
+const maxKeptOutbox = 64 << 10
+
+// writeOutbox writes the messages gathered for cl, on its loop, ahead of
+// the replies of the commands it sent after them.
+func (cl *client) writeOutbox() {
+	n := len(cl.outbox)
+	cl.push(cl.outbox)
+	cl.pending.Add(-int64(n))
+	cl.outbox = cl.outbox[:0]
+	if cap(cl.outbox) > maxKeptOutbox {
+		cl.outbox = nil
+	}
+}
+
 // subscriptions returns how many subscriptions a subscribe or unsubscribe
 // of kind reports: shard channels count apart from the others, as in
 // Redis.

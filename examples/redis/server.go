@@ -161,6 +161,8 @@ func (s *server) OnClose(c sluice.Conn, _ error) sluice.Action {
 	if cl, ok := c.Context().(*client); ok {
 		s.clients.remove(cl)
 		cl.closed = true
+		cl.pending.Add(-int64(len(cl.outbox)))
+		cl.outbox = nil
 		for kind := range numSubKinds {
 			cl.unsubscribeAll(kind, nil)
 		}
@@ -187,6 +189,12 @@ func (s *server) OnRefuse(_ net.Addr, reason error) []byte {
 // are gathered and written once; the engine sends them in one write.
 func (s *server) OnTraffic(c sluice.Conn) sluice.Action {
 	cl := c.Context().(*client)
+	if len(cl.outbox) > 0 {
+		cl.writeOutbox()
+		if c.InboundBuffered() == 0 {
+			return sluice.None // called for the messages alone (gather)
+		}
+	}
 	if cl.block != nil {
 		return sluice.None // its commands wait until it is unblocked
 	}
