@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -175,34 +176,57 @@ func TestServedClientClosesFirst(t *testing.T) {
 	gone.expectReset(t)
 }
 
-// TestBlockingMoveAcrossLoops blocks BLMOVE on one loop and pushes on
-// another: the element lands in the destination, and a client blocked on
-// the destination, on a third loop, is served from it in turn.
-func TestBlockingMoveAcrossLoops(t *testing.T) {
-	ts := startServer(t, config{loops: 3})
-	mover := ts.dialOnLoop(t, 0)
-	ts.blockedOn(t, mover, "BLMOVE src dst RIGHT LEFT 0\r\n")
-	taker := ts.dialOnLoop(t, 2)
-	ts.blockedOn(t, taker, "BLPOP dst 0\r\n")
-	p := ts.dialOnLoop(t, 1)
-	p.send(t, "RPUSH src a\r\n")
-	p.expect(t, ":1\r\n")
-	mover.expect(t, "$1\r\na\r\n")
-	taker.expect(t, "*2\r\n$3\r\ndst\r\n$1\r\na\r\n")
+// moveScene is a BLMOVE blocked on loop 0, from a source to a destination
+// in another shard, with a client on loop 1 to push and one on loop 2 to
+// look.
+type moveScene struct {
+	ts                      *testServer
+	src, dst                string
+	mover, pusher, observer *rawConn
 }
 
-// keysInShards returns two key names whose shards differ, with the index
-// of the second's.
-func (ts *testServer) keysInShards(t testing.TB) (string, string, int) {
-	i, _ := ts.db.locate([]byte("src"))
-	for n := range 1000 {
+func newMoveScene(t *testing.T) *moveScene {
+	ts := startServer(t, config{loops: 3})
+	s := &moveScene{ts: ts, src: "src"}
+	i, _ := ts.db.locate([]byte(s.src))
+	for n := 0; s.dst == ""; n++ {
 		dst := fmt.Sprintf("dst%d", n)
 		if j, _ := ts.db.locate([]byte(dst)); j != i {
-			return "src", dst, j
+			s.dst = dst
 		}
 	}
-	t.Fatal("no key in another shard")
-	return "", "", 0
+	s.mover, s.pusher, s.observer = ts.dialOnLoop(t, 0), ts.dialOnLoop(t, 1), ts.dialOnLoop(t, 2)
+	ts.blockedOn(t, s.mover, "BLMOVE "+s.src+" "+s.dst+" RIGHT LEFT 0\r\n")
+	return s
+}
+
+// push pushes the element "a" to the source, after the commands first.
+func (s *moveScene) push(t *testing.T, first string) {
+	s.pusher.send(t, first+"RPUSH "+s.src+" a\r\n")
+	s.pusher.expect(t, strings.Repeat("+OK\r\n", strings.Count(first, "\r\n"))+":1\r\n")
+}
+
+// expect checks, in one transaction, what the source and the destination
+// hold.
+func (s *moveScene) expect(t *testing.T, src, dst string) {
+	s.observer.send(t, "MULTI\r\nLRANGE "+s.src+" 0 -1\r\nLRANGE "+s.dst+" 0 -1\r\nEXEC\r\n")
+	s.observer.expect(t, "+OK\r\n+QUEUED\r\n+QUEUED\r\n*2\r\n"+src+dst)
+}
+
+const (
+	noElements = "*0\r\n"
+	elementA   = "*1\r\n$1\r\na\r\n"
+)
+
+// TestBlockingMoveAcrossLoops serves a BLMOVE blocked on one loop with a
+// push on another: the element lands in the destination, and a client
+// blocked on the destination, on a third loop, is served from it in turn.
+func TestBlockingMoveAcrossLoops(t *testing.T) {
+	s := newMoveScene(t)
+	s.ts.blockedOn(t, s.observer, "BLPOP "+s.dst+" 0\r\n")
+	s.push(t, "")
+	s.mover.expect(t, "$1\r\na\r\n")
+	s.observer.expect(t, "*2\r\n$"+strconv.Itoa(len(s.dst))+"\r\n"+s.dst+"\r\n$1\r\na\r\n")
 }
 
 // holdLoop keeps loop i busy until the test releases it.
@@ -216,52 +240,48 @@ func (ts *testServer) holdLoop(t testing.TB, i int) (release func()) {
 	return sync.OnceFunc(func() { close(done) })
 }
 
-// TestBlockingMoveIsAtomic serves a BLMOVE blocked on one loop with a push
-// on another while the mover's loop is held busy: once the push has
-// replied, every client sees the element in the destination, none in
-// neither list, though the mover is told only once its loop is free.
+// TestBlockingMoveIsAtomic serves a BLMOVE with the mover's loop held
+// busy: once the push has replied, every client sees the element in the
+// destination, none in neither list, though the mover is told only once
+// its loop is free.
 func TestBlockingMoveIsAtomic(t *testing.T) {
-	ts := startServer(t, config{loops: 3})
-	src, dst, _ := ts.keysInShards(t)
-	mover := ts.dialOnLoop(t, 0)
-	ts.blockedOn(t, mover, "BLMOVE "+src+" "+dst+" RIGHT LEFT 0\r\n")
-	p, o := ts.dialOnLoop(t, 1), ts.dialOnLoop(t, 2)
-	release := ts.holdLoop(t, 0)
+	s := newMoveScene(t)
+	release := s.ts.holdLoop(t, 0)
 	defer release()
-	p.send(t, "RPUSH "+src+" a\r\n")
-	p.expect(t, ":1\r\n")
-	o.send(t, "MULTI\r\nLLEN "+src+"\r\nLRANGE "+dst+" 0 -1\r\nEXEC\r\n")
-	o.expect(t, "+OK\r\n+QUEUED\r\n+QUEUED\r\n*2\r\n:0\r\n*1\r\n$1\r\na\r\n")
+	s.push(t, "")
+	s.expect(t, noElements, elementA)
 	release()
-	mover.expect(t, "$1\r\na\r\n")
+	s.mover.expect(t, "$1\r\na\r\n")
 }
 
-// TestBlockingMoveWhileDestinationBusy serves a BLMOVE whose destination's
-// shard another holds when the push comes: the element stays in the
-// source, where every client sees it, until the mover's loop can lock
-// both; then it moves, and the mover is told.
+// TestBlockingMoveWhileDestinationBusy serves a BLMOVE from a push whose
+// command holds the destination's shard (LMOVE from the destination to
+// the source): the element stays in the source, where every client sees
+// it, until the mover's loop has locked both; then it moves, and the
+// mover is told.
 func TestBlockingMoveWhileDestinationBusy(t *testing.T) {
-	ts := startServer(t, config{loops: 3})
-	src, dst, shard := ts.keysInShards(t)
-	mover := ts.dialOnLoop(t, 0)
-	ts.blockedOn(t, mover, "BLMOVE "+src+" "+dst+" RIGHT LEFT 0\r\n")
-	ts.db.shards[shard].mu.Lock()
-	locked := true
-	defer func() {
-		if locked {
-			ts.db.shards[shard].mu.Unlock()
-		}
-	}()
-	p, o := ts.dialOnLoop(t, 1), ts.dialOnLoop(t, 2)
-	p.send(t, "RPUSH "+src+" a\r\n")
-	p.expect(t, ":1\r\n")
-	o.send(t, "LRANGE "+src+" 0 -1\r\n")
-	o.expect(t, "*1\r\n$1\r\na\r\n")
-	ts.db.shards[shard].mu.Unlock()
-	locked = false
-	mover.expect(t, "$1\r\na\r\n")
-	o.send(t, "MULTI\r\nLLEN "+src+"\r\nLRANGE "+dst+" 0 -1\r\nEXEC\r\n")
-	o.expect(t, "+OK\r\n+QUEUED\r\n+QUEUED\r\n*2\r\n:0\r\n*1\r\n$1\r\na\r\n")
+	s := newMoveScene(t)
+	s.pusher.send(t, "RPUSH "+s.dst+" a\r\n")
+	s.pusher.expect(t, ":1\r\n")
+	release := s.ts.holdLoop(t, 0)
+	defer release()
+	s.pusher.send(t, "LMOVE "+s.dst+" "+s.src+" LEFT LEFT\r\n")
+	s.pusher.expect(t, "$1\r\na\r\n")
+	s.expect(t, elementA, noElements)
+	release()
+	s.mover.expect(t, "$1\r\na\r\n")
+	s.expect(t, noElements, elementA)
+}
+
+// TestBlockingMoveToWrongType serves a BLMOVE whose destination came to
+// hold another type while it waited: as in Redis 7.0, it replies
+// WRONGTYPE and the element stays where it was.
+func TestBlockingMoveToWrongType(t *testing.T) {
+	s := newMoveScene(t)
+	s.push(t, "SET "+s.dst+" string\r\n")
+	s.mover.expect(t, "-WRONGTYPE Operation against a key holding the wrong kind of value\r\n")
+	s.observer.send(t, "LRANGE "+s.src+" 0 -1\r\n")
+	s.observer.expect(t, elementA)
 }
 
 // TestBlockingMoveChain serves BLMOVEs that feed each other, a to b and b
@@ -286,21 +306,6 @@ func TestBlockingMoveChain(t *testing.T) {
 		p.send(t, "INFO clients\r\n")
 		return infoFields(p.bulk(t))["blocked_clients"] == "1" // the BLPOP on b
 	}, 5*time.Second, time.Millisecond)
-}
-
-// TestBlockingMoveToWrongType serves a BLMOVE whose destination came to
-// hold another type while it waited: as in Redis 7.0, it replies
-// WRONGTYPE and the element stays where it was.
-func TestBlockingMoveToWrongType(t *testing.T) {
-	ts := startServer(t, config{loops: 2})
-	mover := ts.dialOnLoop(t, 0)
-	ts.blockedOn(t, mover, "BLMOVE src dst LEFT RIGHT 0\r\n")
-	p := ts.dialOnLoop(t, 1)
-	p.send(t, "SET dst string\r\nRPUSH src e\r\n")
-	p.expect(t, "+OK\r\n:1\r\n")
-	mover.expect(t, "-WRONGTYPE Operation against a key holding the wrong kind of value\r\n")
-	p.send(t, "LRANGE src 0 -1\r\n")
-	p.expect(t, "*1\r\n$1\r\ne\r\n")
 }
 
 // TestBlockingPopsOfSortedSets blocks BZPOPMIN and BZMPOP on one loop, fed
