@@ -50,6 +50,35 @@ func openKey[T any](c *call) (sh *shard, e *entry, v T, ok bool) {
 	return sh, e, v, true
 }
 
+// readKey runs read with the value of type T at the command's key, the
+// zero T when the key is absent, with its shard locked: a command that
+// only reads the value. For a key of another type it replies WRONGTYPE.
+func readKey[T any](c *call, read func(v T)) {
+	sh, _, v, ok := openKey[T](c)
+	if !ok {
+		return
+	}
+	defer c.unlock(sh)
+	read(v)
+}
+
+// openPresent is openKey for a command with one reply to an absent key,
+// absent: it replies that then, unlocks and reports false, as it does for
+// a key of another type.
+func openPresent[T any](c *call, absent func(*call)) (sh *shard, e *entry, v T, ok bool) {
+	sh, e, v, ok = openKey[T](c)
+	if ok && e == nil {
+		c.unlock(sh)
+		absent(c)
+		return nil, nil, v, false
+	}
+	return sh, e, v, ok
+}
+
+// replyZero and replyEmpty are replies to an absent key, for openPresent.
+func replyZero(c *call)  { c.integer(0) }
+func replyEmpty(c *call) { c.array(0) }
+
 // openOrAdd is openKey for writing: an absent key is created holding
 // newValue().
 func openOrAdd[T any](c *call, newValue func() T) (sh *shard, v T, ok bool) {
@@ -94,15 +123,11 @@ func replyLen[T collection](c *call) {
 // the command's key with remove, and replies how many it held: SREM, HDEL
 // and ZREM.
 func removeMembers[T collection](c *call, remove func(v T, member []byte) bool) {
-	sh, e, v, ok := openKey[T](c)
+	sh, e, v, ok := openPresent[T](c, replyZero)
 	if !ok {
 		return
 	}
 	defer c.unlock(sh)
-	if e == nil {
-		c.integer(0)
-		return
-	}
 	n := 0
 	for _, m := range c.args[2:] {
 		if remove(v, m) {

@@ -200,15 +200,11 @@ func rpushx(c *call) { c.pushExisting((*list).pushBack) }
 // pushExisting is LPUSHX and RPUSHX key element [element ...]: they push
 // only to a list that exists, and reply its length, 0 when it does not.
 func (c *call) pushExisting(add func(*list, string)) {
-	sh, e, l, ok := openKey[*list](c)
+	sh, e, l, ok := openPresent[*list](c, replyZero)
 	if !ok {
 		return
 	}
 	defer c.unlock(sh)
-	if e == nil {
-		c.integer(0)
-		return
-	}
 	for _, v := range c.args[2:] {
 		add(l, string(v))
 	}
@@ -227,15 +223,11 @@ func linsert(c *call) {
 		c.error(errSyntax)
 		return
 	}
-	sh, e, l, ok := openKey[*list](c)
+	sh, e, l, ok := openPresent[*list](c, replyZero)
 	if !ok {
 		return
 	}
 	defer c.unlock(sh)
-	if e == nil {
-		c.integer(0)
-		return
-	}
 	pivot := string(c.args[3])
 	for i := range l.n {
 		if l.at(i) == pivot {
@@ -349,15 +341,11 @@ func lrem(c *call) {
 		c.error(err)
 		return
 	}
-	sh, e, l, ok := openKey[*list](c)
+	sh, e, l, ok := openPresent[*list](c, replyZero)
 	if !ok {
 		return
 	}
 	defer c.unlock(sh)
-	if e == nil {
-		c.integer(0)
-		return
-	}
 	want := string(c.args[3])
 	drop := make(map[int]bool)
 	for j := range l.len() {
@@ -416,15 +404,11 @@ func ltrim(c *call) {
 		c.error(err)
 		return
 	}
-	sh, e, l, ok := openKey[*list](c)
+	sh, e, l, ok := openPresent[*list](c, (*call).ok)
 	if !ok {
 		return
 	}
 	defer c.unlock(sh)
-	if e == nil {
-		c.ok()
-		return
-	}
 	lo, hi, ok := clampRange(start, stop, int64(l.len()))
 	if !ok {
 		lo, hi = 0, -1
