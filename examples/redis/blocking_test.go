@@ -59,9 +59,12 @@ func TestBlockedWokenFromAnotherLoop(t *testing.T) {
 	w := ts.dialOnLoop(t, 0)
 	p := ts.dialOnLoop(t, 1)
 	ts.blockedOn(t, w, "BLPOP k 0\r\nPING\r\n")
+	release := ts.holdLoop(t, 0) // so that its loop cannot answer it before INFO runs
+	defer release()
 	p.send(t, "RPUSH k v\r\nINFO clients\r\n")
 	p.expect(t, ":1\r\n")
 	assert.Equal(t, "1", infoFields(p.bulk(t))["blocked_clients"], "the push serves it on its own loop, after")
+	release()
 	w.expect(t, "*2\r\n$1\r\nk\r\n$1\r\nv\r\n+PONG\r\n")
 	p.send(t, "EXISTS k\r\n")
 	p.expect(t, ":0\r\n")
