@@ -1,5 +1,10 @@
 package main
 
+import (
+	"maps"
+	"slices"
+)
+
 // collection is the value of a key of any type but string.
 type collection interface {
 	// len returns how many elements the collection holds. The value of a
@@ -60,6 +65,12 @@ func readKey[T any](c *call, read func(v T)) {
 	}
 	defer c.unlock(sh)
 	read(v)
+}
+
+// names returns the keys of m, a set's members or a hash's fields, in
+// the map's order.
+func names[M ~map[string]V, V any](m M) []string {
+	return slices.AppendSeq(make([]string, 0, len(m)), maps.Keys(m))
 }
 
 // openPresent is openKey for a command with one reply to an absent key,

@@ -217,20 +217,14 @@ func hrandfield(c *call) {
 		c.error(err)
 		return
 	}
-	sh, _, m, ok := openKey[hash](c)
-	if !ok {
-		return
-	}
-	defer c.unlock(sh)
-	fields := make([]string, 0, len(m))
-	for f := range m {
-		fields = append(fields, f)
-	}
-	var writeVal func(int)
-	if withValues {
-		writeVal = func(i int) { c.bulkString(m[fields[i]]) }
-	}
-	c.randomReply(fields, writeVal, hasCount, count)
+	readKey(c, func(m hash) {
+		fields := names(m)
+		var writeVal func(int)
+		if withValues {
+			writeVal = func(i int) { c.bulkString(m[fields[i]]) }
+		}
+		c.randomReply(fields, writeVal, hasCount, count)
+	})
 }
 
 // randomArgs parses the [count [WITH...]] of HRANDFIELD and ZRANDMEMBER,
@@ -265,14 +259,5 @@ func hscan(c *call) {
 		c.error(err)
 		return
 	}
-	sh, _, m, ok := openKey[hash](c)
-	if !ok {
-		return
-	}
-	defer c.unlock(sh)
-	fields := make([]string, 0, len(m))
-	for f := range m {
-		fields = append(fields, f)
-	}
-	c.scanReply(o, fields, func(f string) { c.bulkString(m[f]) })
+	readKey(c, func(m hash) { c.scanReply(o, names(m), func(f string) { c.bulkString(m[f]) }) })
 }

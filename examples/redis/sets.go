@@ -293,16 +293,7 @@ func srandmember(c *call) {
 		}
 		count = n
 	}
-	sh, _, s, ok := openKey[set](c)
-	if !ok {
-		return
-	}
-	defer c.unlock(sh)
-	members := make([]string, 0, len(s))
-	for m := range s {
-		members = append(members, m)
-	}
-	c.randomReply(members, nil, hasCount, count)
+	readKey(c, func(s set) { c.randomReply(names(s), nil, hasCount, count) })
 }
 
 // randomReply replies random elements of items, each followed by its
@@ -349,14 +340,5 @@ func sscan(c *call) {
 		c.error(err)
 		return
 	}
-	sh, _, s, ok := openKey[set](c)
-	if !ok {
-		return
-	}
-	defer c.unlock(sh)
-	members := make([]string, 0, len(s))
-	for m := range s {
-		members = append(members, m)
-	}
-	c.scanReply(o, members, nil)
+	readKey(c, func(s set) { c.scanReply(o, names(s), nil) })
 }
