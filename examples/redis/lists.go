@@ -143,24 +143,35 @@ func lrange(c *call) {
 
 // lindex is LINDEX key index; a negative index counts from the end.
 func lindex(c *call) {
-	i, err := parseInt(c.args[2])
-	if err != nil {
-		c.error(err)
-		return
-	}
-	sh, _, l, ok := openKey[*list](c)
+	sh, _, l, i, in, ok := c.openIndex()
 	if !ok {
 		return
 	}
 	defer c.unlock(sh)
-	if i < 0 {
-		i += int64(l.len())
-	}
-	if i < 0 || i >= int64(l.len()) {
+	if !in {
 		c.null()
 		return
 	}
-	c.bulkString(l.at(int(i)))
+	c.bulkString(l.at(i))
+}
+
+// openIndex parses the index in args[2] of LINDEX and LSET and opens the
+// list at the command's key, as openKey does. It returns the index
+// counted from the head (a negative one counts from the end) and whether
+// the list has an element there.
+func (c *call) openIndex() (sh *shard, e *entry, l *list, i int, in, ok bool) {
+	n, err := parseInt(c.args[2])
+	if err != nil {
+		c.error(err)
+		return nil, nil, nil, 0, false, false
+	}
+	if sh, e, l, ok = openKey[*list](c); !ok {
+		return nil, nil, nil, 0, false, false
+	}
+	if n < 0 {
+		n += int64(l.len())
+	}
+	return sh, e, l, int(n), n >= 0 && n < int64(l.len()), true
 }
 
 // set replaces the i-th element.
@@ -370,12 +381,7 @@ func lrem(c *call) {
 
 // lset is LSET key index element.
 func lset(c *call) {
-	i, err := parseInt(c.args[2])
-	if err != nil {
-		c.error(err)
-		return
-	}
-	sh, e, l, ok := openKey[*list](c)
+	sh, e, l, i, in, ok := c.openIndex()
 	if !ok {
 		return
 	}
@@ -383,17 +389,13 @@ func lset(c *call) {
 	switch {
 	case e == nil:
 		c.error(errNoSuchKey)
-		return
-	case i < 0:
-		i += int64(l.len())
-	}
-	if i < 0 || i >= int64(l.len()) {
+	case !in:
 		c.error(errIndexRange)
-		return
+	default:
+		l.set(i, string(c.args[3]))
+		sh.touch(e.key)
+		c.ok()
 	}
-	l.set(int(i), string(c.args[3]))
-	sh.touch(e.key)
-	c.ok()
 }
 
 // ltrim is LTRIM key start stop: the list keeps only that range, and goes
