@@ -45,8 +45,17 @@
 # each server. A warm-up run of each test precedes the rounds and is not
 # counted.
 #
+# The test "fanout" is pub/sub fan-out (the fanout command beside this
+# script): SUBSCRIBERS connections subscribe to one channel and one more
+# publishes to it, -P PUBLISH commands at a time, until REQUESTS messages
+# have been delivered in all; the figures are then per delivered message.
+# LOOPS sets the Go server's event loops (and GOMAXPROCS), all on
+# SERVER_CPU: with more than one, subscribers and the publisher are spread
+# over them and messages cross loops.
+#
 #	examples/redis/bench.sh
 #	ROUNDS=10 REQUESTS=1000000 PIPELINES=16 examples/redis/bench.sh
+#	TESTS=fanout PIPELINES=16 REQUESTS=2000000 LOOPS=2 examples/redis/bench.sh
 #
 # It needs redis-server, redis-cli and redis-benchmark (Debian packages
 # redis-server and redis-tools), taskset, Go, Linux with schedstats in /proc,
@@ -57,6 +66,8 @@ set -euo pipefail
 ROUNDS=${ROUNDS:-6}
 REQUESTS=${REQUESTS:-400000}
 CLIENTS=${CLIENTS:-50}
+SUBSCRIBERS=${SUBSCRIBERS:-1000}
+LOOPS=${LOOPS:-1}
 TESTS=${TESTS:-set,get}
 PIPELINES=${PIPELINES:-"1 16"}
 SLUICE_PORT=${SLUICE_PORT:-6390}
@@ -96,8 +107,8 @@ waitFor() {
 	exit 1
 }
 
-(cd "$(dirname "$0")" && go build -o "$tmp/sluice-redis" .)
-GOMAXPROCS=1 taskset -c "$SERVER_CPU" "$tmp/sluice-redis" -addr "tcp://127.0.0.1:$SLUICE_PORT" -loops 1 >"$tmp/sluice.log" 2>&1 &
+(cd "$(dirname "$0")" && go build -o "$tmp/sluice-redis" . && go build -o "$tmp/fanout" ./fanout)
+GOMAXPROCS=$LOOPS taskset -c "$SERVER_CPU" "$tmp/sluice-redis" -addr "tcp://127.0.0.1:$SLUICE_PORT" -loops "$LOOPS" >"$tmp/sluice.log" 2>&1 &
 sluice_pid=$!
 pids+=("$sluice_pid")
 taskset -c "$SERVER_CPU" redis-server --port "$REDIS_PORT" --bind 127.0.0.1 --save '' --appendonly no \
@@ -128,6 +139,16 @@ nowNS() {
 	date +%s%N
 }
 
+# load runs test $2 against port $1, $3 requests (deliveries for fanout),
+# pipeline $4, on BENCH_CPU, and prints redis-benchmark's CSV. It execs
+# the client, so that the subshell running it has no other child.
+load() {
+	if [ "$2" = fanout ]; then
+		exec taskset -c "$BENCH_CPU" "$tmp/fanout" -addr "127.0.0.1:$1" -subscribers "$SUBSCRIBERS" -deliveries "$3" -window "$4" -csv
+	fi
+	exec taskset -c "$BENCH_CPU" redis-benchmark -p "$1" -t "$2" -n "$3" -c "$CLIENTS" -P "$4" --csv
+}
+
 # bench runs redis-benchmark test $4 with pipeline $3 against server $1
 # (process $5) on port $2, $6 requests, and, unless $7 is "warm", appends
 # "server pipeline round test requests server_ns client_ns wall_ns rps
@@ -140,9 +161,9 @@ bench() {
 	w0=$(waitNS)
 	s0=$(cpuNS "$pid")
 	t0=$(nowNS)
-	# The subshell's only child is redis-benchmark (taskset execs it), so
-	# the second line of times is that child's CPU time.
-	c=$( (taskset -c "$BENCH_CPU" redis-benchmark -p "$port" -t "$test" -n "$n" -c "$CLIENTS" -P "$p" --csv >"$tmp/out"; times) |
+	# The subshell's only child is the client (load and taskset exec it),
+	# so the second line of times is that child's CPU time.
+	c=$( ( (load "$port" "$test" "$n" "$p") >"$tmp/out"; times) |
 		awk 'NR == 2 { split($1, u, /[ms]/); split($2, k, /[ms]/); printf "%.0f\n", (u[1] * 60 + u[2] + k[1] * 60 + k[2]) * 1e9 }')
 	t1=$(nowNS)
 	s1=$(cpuNS "$pid")
@@ -196,7 +217,7 @@ for round in $(seq "$ROUNDS"); do
 	echo "bench.sh: round $round of $ROUNDS done" >&2
 done
 
-echo "redis-benchmark -t $TESTS -n $REQUESTS -c $CLIENTS, -P $PIPELINES; $ROUNDS rounds (A B, B A); pairs with tasks waiting for a CPU over $MAX_WAIT% of the time run again and left out; $(redis-server --version | cut -d' ' -f1-3)"
+echo "tests $TESTS, $REQUESTS requests (fanout: deliveries to $SUBSCRIBERS subscribers) over $CLIENTS clients, -P $PIPELINES, $LOOPS loop(s); $ROUNDS rounds (A B, B A); pairs with tasks waiting for a CPU over $MAX_WAIT% of the time run again and left out; $(redis-server --version | cut -d' ' -f1-3)"
 echo
 awk -v tests="$TESTS" -v pipelines="$PIPELINES" -v maxwait="$MAX_WAIT" '
 	function median(list,    v, n, i, j, t) {

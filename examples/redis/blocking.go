@@ -92,8 +92,8 @@ func (op *popOp) take(e *entry, got *popped) {
 }
 
 // putBack returns what a pop took to the key it took it from, as it was,
-// for a client that closed before it was told, or a move whose
-// destination turned out to be of another type.
+// for a client that closed before it was told. (A move has pushed it to
+// its destination already: it stays there.)
 func (c *call) putBack(op *popOp, got *popped) {
 	key := []byte(got.key)
 	sh, h := c.lock(key)
@@ -178,14 +178,9 @@ func (c *call) tryPop(op *popOp, keys [][]byte) bool {
 		if !ok {
 			continue
 		}
-		if op.dst != nil {
-			dsh, _ := c.srv.db.shardOf(op.dst)
-			if d := dsh.find(op.dst, c.now); d != nil {
-				if _, isList := d.obj.(*list); !isList {
-					c.error(errWrongType)
-					return true
-				}
-			}
+		if op.dst != nil && !c.holdsList(op.dst) {
+			c.error(errWrongType)
+			return true
 		}
 		var got popped
 		op.take(e, &got)
@@ -204,6 +199,12 @@ func (c *call) tryPop(op *popOp, keys [][]byte) bool {
 // it, and serves the clients blocked on it. The key must not hold another
 // type.
 func (c *call) pushTo(key []byte, left bool, v string) {
+	c.ready(c.pushList(key, left, v), key)
+}
+
+// pushList pushes v onto the list at key, whose shard is locked, creating it,
+// and returns the shard. The key must not hold another type.
+func (c *call) pushList(key []byte, left bool, v string) *shard {
 	sh, h := c.srv.db.shardOf(key)
 	e := sh.find(key, c.now)
 	if e == nil {
@@ -216,7 +217,19 @@ func (c *call) pushTo(key []byte, left bool, v string) {
 		e.obj.(*list).pushBack(v)
 	}
 	sh.touch(e.key)
-	c.ready(sh, key)
+	return sh
+}
+
+// holdsList reports whether key, whose shard is locked, can take a push:
+// it is absent or holds a list.
+func (c *call) holdsList(key []byte) bool {
+	sh, _ := c.srv.db.shardOf(key)
+	d := sh.find(key, c.now)
+	if d == nil {
+		return true
+	}
+	_, isList := d.obj.(*list)
+	return isList
 }
 
 // lockPop locks the shards of a pop's keys and destination, and returns
@@ -263,14 +276,17 @@ const (
 // pushes to a key serves the waiters there in the order they came, and
 // hands what it popped for each to the waiter's loop, which replies.
 type waiter struct {
-	cl       *client
-	op       popOp
-	keys     []string
-	state    atomic.Int32
-	got      popped // what a push popped for it, once served
-	timer    wheel.Timer
-	handle   uint64 // its timer's, in its loop's table
-	answerFn func() // answer, for Loop.Execute
+	cl    *client
+	op    popOp
+	keys  []string
+	state atomic.Int32
+	got   popped // what a push popped for it, once served
+	// wrongType says it was served a WRONGTYPE error: its move's
+	// destination held another type when its source had an element.
+	wrongType bool
+	timer     wheel.Timer
+	handle    uint64 // its timer's, in its loop's table
+	answerFn  func() // answer, for Loop.Execute
 }
 
 // parseTimeout parses a blocking command's timeout, seconds with a
@@ -348,17 +364,30 @@ func (c *call) ready(sh *shard, key []byte) {
 		c.readyKeys = append(c.readyKeys, string(key))
 		return
 	}
-	sh.serve(string(key), c.now)
+	c.serve(sh, string(key), c.held)
 }
 
 // serve pops for the clients waiting on key, in the order they came,
 // while it has something for them, and hands each what it took on its
-// loop. The shard is locked.
-func (sh *shard) serve(key string, now int64) {
+// loop. Key's shard is locked, and so are those in held.
+//
+// A move (BLMOVE, BRPOPLPUSH) pushes what it took to its destination here,
+// with both shards locked, so that no client, on any loop, sees the
+// element in neither list. The destination's shard, unless held, is taken
+// with TryLock, since waiting for it here could deadlock against a command
+// that holds it and waits for this one; when another holds it, the
+// waiter's loop serves the key again with both locked in order (retry),
+// and the waiters after it wait for that. The clients blocked on a
+// destination that got elements are served next, with its shard still
+// locked.
+func (c *call) serve(sh *shard, key string, held uint64) {
+	held |= 1 << sh.idx
+	var locked uint64 // the destinations' shards this call locked
+	var moved []string
 	q := sh.waiters[key]
-	e := sh.find([]byte(key), now)
+	e := sh.find([]byte(key), c.now)
 	kept := q[:0]
-	for _, w := range q {
+	for i, w := range q {
 		if w.state.Load() != waiting {
 			continue // answered otherwise, and on its way out
 		}
@@ -366,12 +395,41 @@ func (sh *shard) serve(key string, now int64) {
 			kept = append(kept, w)
 			continue
 		}
-		if ok, _ := w.op.wants(e); !ok || !w.state.CompareAndSwap(waiting, served) {
+		if ok, _ := w.op.wants(e); !ok {
 			kept = append(kept, w)
 			continue
 		}
-		w.op.take(e, &w.got)
-		sh.touch(key)
+		if w.op.dst != nil {
+			d, _ := c.srv.db.locate(w.op.dst)
+			if (held|locked)&(1<<d) == 0 {
+				if !c.srv.db.shards[d].mu.TryLock() {
+					w.retry(key)
+					kept = append(kept, q[i:]...)
+					break
+				}
+				locked |= 1 << d
+			}
+		}
+		if !w.state.CompareAndSwap(waiting, served) {
+			kept = append(kept, w)
+			continue
+		}
+		switch {
+		case w.op.dst == nil:
+			w.op.take(e, &w.got)
+			sh.touch(key)
+		case !c.holdsList(w.op.dst):
+			// As Redis 7.0: the element stays, and the client is told.
+			w.wrongType = true
+		default:
+			w.op.take(e, &w.got)
+			sh.touch(key)
+			dsh := c.pushList(w.op.dst, w.op.dstLeft, w.got.values[0])
+			dst := string(w.op.dst)
+			if dst != key && dsh.waiters[dst] != nil && !slices.Contains(moved, dst) {
+				moved = append(moved, dst)
+			}
+		}
 		if e.obj.(collection).len() == 0 {
 			sh.remove(e)
 			e = nil
@@ -387,10 +445,32 @@ func (sh *shard) serve(key string, now int64) {
 	} else {
 		sh.waiters[key] = kept
 	}
+	for _, dst := range moved {
+		dsh, _ := c.srv.db.shardOf([]byte(dst))
+		c.serve(dsh, dst, held|locked)
+	}
+	c.srv.db.unlockMask(locked, 0)
 }
 
-// answer replies to a served waiter, on its client's loop, moving what it
-// took to LMOVE's destination first, and lets the client go on.
+// retry has w's loop serve key again with key's shard and the shard of
+// w's destination locked, in order, for a serve that could not take the
+// destination's.
+func (w *waiter) retry(key string) {
+	cl := w.cl
+	_ = cl.loop.loop.Execute(func() {
+		c := &cl.call
+		c.now = time.Now().UnixMilli()
+		db := &c.srv.db
+		m := db.mask([][]byte{[]byte(key), w.op.dst}, 1)
+		db.lockMask(m, 0)
+		sh, _ := db.shardOf([]byte(key))
+		c.serve(sh, key, m)
+		db.unlockMask(m, 0)
+	})
+}
+
+// answer replies to a served waiter, on its client's loop, and lets the
+// client go on. A move was done when it was served.
 func (w *waiter) answer() {
 	cl := w.cl
 	if cl.block != w {
@@ -398,7 +478,7 @@ func (w *waiter) answer() {
 	}
 	c := &cl.call
 	c.begin()
-	if w.op.dst != nil && !c.moveServed(w) {
+	if w.wrongType {
 		c.error(errWrongType)
 	} else {
 		c.replyPopped(&w.op, &w.got)
@@ -406,23 +486,6 @@ func (w *waiter) answer() {
 	c.srv.reply(cl, c.out)
 	c.end()
 	cl.unblock(w)
-}
-
-// moveServed pushes what a served BLMOVE took to its destination, and
-// reports false, having put it back, when the destination now holds
-// another type.
-func (c *call) moveServed(w *waiter) bool {
-	sh, _ := c.lock(w.op.dst)
-	if d := sh.find(w.op.dst, c.now); d != nil {
-		if _, isList := d.obj.(*list); !isList {
-			c.unlock(sh)
-			c.putBack(&w.op, &w.got)
-			return false
-		}
-	}
-	c.pushTo(w.op.dst, w.op.dstLeft, w.got.values[0])
-	c.unlock(sh)
-	return true
 }
 
 // unblock lets cl, blocked by w, go on, on its loop: w leaves the queues
@@ -484,7 +547,7 @@ func (cl *client) closeBlocked() {
 	if w == nil {
 		return
 	}
-	if !w.state.CompareAndSwap(waiting, gone) && w.state.Load() == served {
+	if !w.state.CompareAndSwap(waiting, gone) && w.state.Load() == served && w.op.dst == nil {
 		c := &cl.call
 		c.now = time.Now().UnixMilli()
 		c.putBack(&w.op, &w.got)

@@ -1,7 +1,10 @@
 package main
 
 import (
+	"fmt"
+	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -56,9 +59,12 @@ func TestBlockedWokenFromAnotherLoop(t *testing.T) {
 	w := ts.dialOnLoop(t, 0)
 	p := ts.dialOnLoop(t, 1)
 	ts.blockedOn(t, w, "BLPOP k 0\r\nPING\r\n")
+	release := ts.holdLoop(t, 0) // so that its loop cannot answer it before INFO runs
+	defer release()
 	p.send(t, "RPUSH k v\r\nINFO clients\r\n")
 	p.expect(t, ":1\r\n")
 	assert.Equal(t, "1", infoFields(p.bulk(t))["blocked_clients"], "the push serves it on its own loop, after")
+	release()
 	w.expect(t, "*2\r\n$1\r\nk\r\n$1\r\nv\r\n+PONG\r\n")
 	p.send(t, "EXISTS k\r\n")
 	p.expect(t, ":0\r\n")
@@ -173,35 +179,136 @@ func TestServedClientClosesFirst(t *testing.T) {
 	gone.expectReset(t)
 }
 
-// TestBlockingMoveAcrossLoops blocks BLMOVE on one loop and pushes on
-// another: the element lands in the destination, and a client blocked on
-// the destination, on a third loop, is served from it in turn.
-func TestBlockingMoveAcrossLoops(t *testing.T) {
+// moveScene is a BLMOVE blocked on loop 0, from a source to a destination
+// in another shard, with a client on loop 1 to push and one on loop 2 to
+// look.
+type moveScene struct {
+	ts                      *testServer
+	src, dst                string
+	mover, pusher, observer *rawConn
+}
+
+func newMoveScene(t *testing.T) *moveScene {
 	ts := startServer(t, config{loops: 3})
-	mover := ts.dialOnLoop(t, 0)
-	ts.blockedOn(t, mover, "BLMOVE src dst RIGHT LEFT 0\r\n")
-	taker := ts.dialOnLoop(t, 2)
-	ts.blockedOn(t, taker, "BLPOP dst 0\r\n")
-	p := ts.dialOnLoop(t, 1)
-	p.send(t, "RPUSH src a\r\n")
-	p.expect(t, ":1\r\n")
-	mover.expect(t, "$1\r\na\r\n")
-	taker.expect(t, "*2\r\n$3\r\ndst\r\n$1\r\na\r\n")
+	s := &moveScene{ts: ts, src: "src"}
+	i, _ := ts.db.locate([]byte(s.src))
+	for n := 0; s.dst == ""; n++ {
+		dst := fmt.Sprintf("dst%d", n)
+		if j, _ := ts.db.locate([]byte(dst)); j != i {
+			s.dst = dst
+		}
+	}
+	s.mover, s.pusher, s.observer = ts.dialOnLoop(t, 0), ts.dialOnLoop(t, 1), ts.dialOnLoop(t, 2)
+	ts.blockedOn(t, s.mover, "BLMOVE "+s.src+" "+s.dst+" RIGHT LEFT 0\r\n")
+	return s
+}
+
+// push pushes the element "a" to the source, after the commands first.
+func (s *moveScene) push(t *testing.T, first string) {
+	s.pusher.send(t, first+"RPUSH "+s.src+" a\r\n")
+	s.pusher.expect(t, strings.Repeat("+OK\r\n", strings.Count(first, "\r\n"))+":1\r\n")
+}
+
+// expect checks, in one transaction, what the source and the destination
+// hold.
+func (s *moveScene) expect(t *testing.T, src, dst string) {
+	s.observer.send(t, "MULTI\r\nLRANGE "+s.src+" 0 -1\r\nLRANGE "+s.dst+" 0 -1\r\nEXEC\r\n")
+	s.observer.expect(t, "+OK\r\n+QUEUED\r\n+QUEUED\r\n*2\r\n"+src+dst)
+}
+
+const (
+	noElements = "*0\r\n"
+	elementA   = "*1\r\n$1\r\na\r\n"
+)
+
+// TestBlockingMoveAcrossLoops serves a BLMOVE blocked on one loop with a
+// push on another: the element lands in the destination, and a client
+// blocked on the destination, on a third loop, is served from it in turn.
+func TestBlockingMoveAcrossLoops(t *testing.T) {
+	s := newMoveScene(t)
+	s.ts.blockedOn(t, s.observer, "BLPOP "+s.dst+" 0\r\n")
+	s.push(t, "")
+	s.mover.expect(t, "$1\r\na\r\n")
+	s.observer.expect(t, "*2\r\n$"+strconv.Itoa(len(s.dst))+"\r\n"+s.dst+"\r\n$1\r\na\r\n")
+}
+
+// holdLoop keeps loop i busy until the test releases it.
+func (ts *testServer) holdLoop(t testing.TB, i int) (release func()) {
+	held, done := make(chan struct{}), make(chan struct{})
+	require.NoError(t, ts.loops[i].loop.Execute(func() {
+		close(held)
+		<-done
+	}))
+	<-held
+	return sync.OnceFunc(func() { close(done) })
+}
+
+// TestBlockingMoveIsAtomic serves a BLMOVE with the mover's loop held
+// busy: once the push has replied, every client sees the element in the
+// destination, none in neither list, though the mover is told only once
+// its loop is free.
+func TestBlockingMoveIsAtomic(t *testing.T) {
+	s := newMoveScene(t)
+	release := s.ts.holdLoop(t, 0)
+	defer release()
+	s.push(t, "")
+	s.expect(t, noElements, elementA)
+	release()
+	s.mover.expect(t, "$1\r\na\r\n")
+}
+
+// TestBlockingMoveWhileDestinationBusy serves a BLMOVE from a push whose
+// command holds the destination's shard (LMOVE from the destination to
+// the source): the element stays in the source, where every client sees
+// it, until the mover's loop has locked both; then it moves, and the
+// mover is told.
+func TestBlockingMoveWhileDestinationBusy(t *testing.T) {
+	s := newMoveScene(t)
+	s.pusher.send(t, "RPUSH "+s.dst+" a\r\n")
+	s.pusher.expect(t, ":1\r\n")
+	release := s.ts.holdLoop(t, 0)
+	defer release()
+	s.pusher.send(t, "LMOVE "+s.dst+" "+s.src+" LEFT LEFT\r\n")
+	s.pusher.expect(t, "$1\r\na\r\n")
+	s.expect(t, elementA, noElements)
+	release()
+	s.mover.expect(t, "$1\r\na\r\n")
+	s.expect(t, noElements, elementA)
 }
 
 // TestBlockingMoveToWrongType serves a BLMOVE whose destination came to
 // hold another type while it waited: as in Redis 7.0, it replies
 // WRONGTYPE and the element stays where it was.
 func TestBlockingMoveToWrongType(t *testing.T) {
-	ts := startServer(t, config{loops: 2})
-	mover := ts.dialOnLoop(t, 0)
-	ts.blockedOn(t, mover, "BLMOVE src dst LEFT RIGHT 0\r\n")
+	s := newMoveScene(t)
+	s.push(t, "SET "+s.dst+" string\r\n")
+	s.mover.expect(t, "-WRONGTYPE Operation against a key holding the wrong kind of value\r\n")
+	s.observer.send(t, "LRANGE "+s.src+" 0 -1\r\n")
+	s.observer.expect(t, elementA)
+}
+
+// TestBlockingMoveChain serves BLMOVEs that feed each other, a to b and b
+// to a, and a BLPOP on b behind them, from one push: the element passes
+// through both moves, in the order the clients came.
+func TestBlockingMoveChain(t *testing.T) {
+	ts := startServer(t, config{loops: 3})
+	first := ts.dialOnLoop(t, 0)
+	ts.blockedOn(t, first, "BLMOVE a b LEFT LEFT 0\r\n")
+	second := ts.dialOnLoop(t, 1)
+	ts.blockedOn(t, second, "BLMOVE b a LEFT LEFT 0\r\n")
+	third := ts.dialOnLoop(t, 2)
+	ts.blockedOn(t, third, "BLPOP b 0\r\n")
 	p := ts.dialOnLoop(t, 1)
-	p.send(t, "SET dst string\r\nRPUSH src e\r\n")
-	p.expect(t, "+OK\r\n:1\r\n")
-	mover.expect(t, "-WRONGTYPE Operation against a key holding the wrong kind of value\r\n")
-	p.send(t, "LRANGE src 0 -1\r\n")
-	p.expect(t, "*1\r\n$1\r\ne\r\n")
+	p.send(t, "LPUSH a x\r\n")
+	p.expect(t, ":1\r\n")
+	first.expect(t, "$1\r\nx\r\n")
+	second.expect(t, "$1\r\nx\r\n")
+	p.send(t, "LRANGE a 0 -1\r\nEXISTS b\r\n")
+	p.expect(t, "*1\r\n$1\r\nx\r\n:0\r\n")
+	require.Eventually(t, func() bool {
+		p.send(t, "INFO clients\r\n")
+		return infoFields(p.bulk(t))["blocked_clients"] == "1" // the BLPOP on b
+	}, 5*time.Second, time.Millisecond)
 }
 
 // TestBlockingPopsOfSortedSets blocks BZPOPMIN and BZMPOP on one loop, fed

@@ -32,6 +32,12 @@ type call struct {
 	readyKeys []string
 	out       []byte
 	buf       *[]byte // where out came from
+
+	// The command last looked up, by the name the client gave it, which
+	// the next command usually repeats.
+	lastName [maxNameLen]byte
+	lastLen  int
+	lastCmd  *command
 }
 
 // begin starts a batch of commands.
@@ -73,7 +79,7 @@ func (c *call) exec(args [][]byte) {
 // client's transaction, or replies why it does neither.
 func (c *call) dispatch() {
 	args := c.args
-	cmd := commands.lookup(args[0])
+	cmd := c.lookup(args[0])
 	if cmd == nil {
 		if eqFold(args[0], "post") || eqFold(args[0], "host:") {
 			// As Redis, take HTTP for an attack and hang up on it.
@@ -105,6 +111,20 @@ func (c *call) dispatch() {
 	}
 	c.cmd = cmd
 	cmd.run(c)
+}
+
+// lookup returns the command called name, as commands.lookup does,
+// without lowering and hashing a name the last lookup was given.
+func (c *call) lookup(name []byte) *command {
+	if c.lastCmd != nil && string(name) == string(c.lastName[:c.lastLen]) {
+		return c.lastCmd
+	}
+	cmd := commands.lookup(name)
+	if cmd != nil {
+		c.lastLen = copy(c.lastName[:], name)
+		c.lastCmd = cmd
+	}
+	return cmd
 }
 
 // pushing brackets what a command writes that CLIENT REPLY does not

@@ -58,9 +58,14 @@ type client struct {
 	// its loop and not yet written (pending), when its unsent output went
 	// over the pub/sub class's soft limit, and whether it was dropped for
 	// passing its limit.
-	subs          [numSubKinds]map[string]struct{}
-	nsubs         [numSubKinds]atomic.Int32
-	pending       atomic.Int64
+	subs    [numSubKinds]map[string]struct{}
+	nsubs   [numSubKinds]atomic.Int32
+	pending atomic.Int64
+	// The messages other loops' publishers sent it, gathered by its loop
+	// until the next call of OnTraffic (conn.Wake), which writes them with
+	// its replies: one send a batch, as a callback's writes are sent. Its
+	// loop's.
+	outbox        []byte
 	overSoftSince atomic.Int64 // Unix milliseconds; 0 while under it
 	dropped       atomic.Bool
 

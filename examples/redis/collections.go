@@ -1,5 +1,10 @@
 package main
 
+import (
+	"maps"
+	"slices"
+)
+
 // collection is the value of a key of any type but string.
 type collection interface {
 	// len returns how many elements the collection holds. The value of a
@@ -50,6 +55,41 @@ func openKey[T any](c *call) (sh *shard, e *entry, v T, ok bool) {
 	return sh, e, v, true
 }
 
+// readKey runs read with the value of type T at the command's key, the
+// zero T when the key is absent, with its shard locked: a command that
+// only reads the value. For a key of another type it replies WRONGTYPE.
+func readKey[T any](c *call, read func(v T)) {
+	sh, _, v, ok := openKey[T](c)
+	if !ok {
+		return
+	}
+	defer c.unlock(sh)
+	read(v)
+}
+
+// names returns the keys of m, a set's members or a hash's fields, in
+// the map's order.
+func names[M ~map[string]V, V any](m M) []string {
+	return slices.AppendSeq(make([]string, 0, len(m)), maps.Keys(m))
+}
+
+// openPresent is openKey for a command with one reply to an absent key,
+// absent: it replies that then, unlocks and reports false, as it does for
+// a key of another type.
+func openPresent[T any](c *call, absent func(*call)) (sh *shard, e *entry, v T, ok bool) {
+	sh, e, v, ok = openKey[T](c)
+	if ok && e == nil {
+		c.unlock(sh)
+		absent(c)
+		return nil, nil, v, false
+	}
+	return sh, e, v, ok
+}
+
+// replyZero and replyEmpty are replies to an absent key, for openPresent.
+func replyZero(c *call)  { c.integer(0) }
+func replyEmpty(c *call) { c.array(0) }
+
 // openOrAdd is openKey for writing: an absent key is created holding
 // newValue().
 func openOrAdd[T any](c *call, newValue func() T) (sh *shard, v T, ok bool) {
@@ -94,15 +134,11 @@ func replyLen[T collection](c *call) {
 // the command's key with remove, and replies how many it held: SREM, HDEL
 // and ZREM.
 func removeMembers[T collection](c *call, remove func(v T, member []byte) bool) {
-	sh, e, v, ok := openKey[T](c)
+	sh, e, v, ok := openPresent[T](c, replyZero)
 	if !ok {
 		return
 	}
 	defer c.unlock(sh)
-	if e == nil {
-		c.integer(0)
-		return
-	}
 	n := 0
 	for _, m := range c.args[2:] {
 		if remove(v, m) {

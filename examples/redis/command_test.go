@@ -143,3 +143,17 @@ func filter(lines []string, prefix string) []string {
 	}
 	return out
 }
+
+// TestFanoutCommand runs the fanout load of bench.sh against the server,
+// with subscribers on both loops: every subscriber reads every message
+// (fanout fails otherwise), and it prints redis-benchmark's CSV.
+func TestFanoutCommand(t *testing.T) {
+	ts := startServer(t, config{loops: 2})
+	dir := cmdtest.Build(t, "./fanout")
+	cmd := cmdtest.Start(t, dir, "fanout", nil, "-addr", ts.addr(), "-subscribers", "50", "-deliveries", "5000", "-window", "16", "-csv")
+	lines, err := cmd.Exit(t)
+	require.NoError(t, err, "%q", lines)
+	require.Len(t, lines, 2)
+	assert.Equal(t, `"test","rps"`, lines[0])
+	assert.Regexp(t, `^"FANOUT","[0-9.]+"$`, lines[1])
+}

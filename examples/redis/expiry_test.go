@@ -16,20 +16,20 @@ import (
 func TestExpiry(t *testing.T) {
 	ts := startServer(t, config{})
 	ts.cli(t, dedent(`
-		SET s v PX 100
+		SET s v PX 1000
 		RPUSH l a
-		PEXPIRE l 100
+		PEXPIRE l 1000
 		SADD st a
-		PEXPIRE st 100
+		PEXPIRE st 1000
 		HSET h f v
-		PEXPIRE h 100
+		PEXPIRE h 1000
 		ZADD z 1 a
-		PEXPIRE z 100
+		PEXPIRE z 1000
 		SET keep v
 	`))
 	pttl, err := strconv.Atoi(strings.TrimPrefix(ts.do(t, "PTTL", "s"), "(integer) "))
 	require.NoError(t, err)
-	assert.True(t, 0 < pttl && pttl <= 100, "PTTL %d", pttl)
+	assert.True(t, 0 < pttl && pttl <= 1000, "PTTL %d", pttl)
 	require.Eventually(t, func() bool {
 		return ts.cli(t, "EXISTS s l st h z keep\nGET s\nLLEN l\n") == "(integer) 1\n(nil)\n(integer) 0\n"
 	}, 5*time.Second, 10*time.Millisecond)

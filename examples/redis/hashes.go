@@ -34,16 +34,13 @@ func hset(c *call) {
 }
 
 func hget(c *call) {
-	sh, _, m, ok := openKey[hash](c)
-	if !ok {
-		return
-	}
-	defer c.unlock(sh)
-	if v, ok := m[string(c.args[2])]; ok {
-		c.bulkString(v)
-	} else {
-		c.null()
-	}
+	readKey(c, func(m hash) {
+		if v, ok := m[string(c.args[2])]; ok {
+			c.bulkString(v)
+		} else {
+			c.null()
+		}
+	})
 }
 
 // hdel is HDEL key field [field ...]: it replies how many were there.
@@ -57,16 +54,13 @@ func hdel(c *call) {
 
 // hgetall is HGETALL key: a map of fields to values.
 func hgetall(c *call) {
-	sh, _, m, ok := openKey[hash](c)
-	if !ok {
-		return
-	}
-	defer c.unlock(sh)
-	c.mapOf(len(m))
-	for f, v := range m {
-		c.bulkString(f)
-		c.bulkString(v)
-	}
+	readKey(c, func(m hash) {
+		c.mapOf(len(m))
+		for f, v := range m {
+			c.bulkString(f)
+			c.bulkString(v)
+		}
+	})
 }
 
 func hlen(c *call) { replyLen[hash](c) }
@@ -107,36 +101,30 @@ func hkeys(c *call) { c.hashList(true) }
 func hvals(c *call) { c.hashList(false) }
 
 func (c *call) hashList(fields bool) {
-	sh, _, m, ok := openKey[hash](c)
-	if !ok {
-		return
-	}
-	defer c.unlock(sh)
-	c.array(len(m))
-	for f, v := range m {
-		if fields {
-			c.bulkString(f)
-		} else {
-			c.bulkString(v)
+	readKey(c, func(m hash) {
+		c.array(len(m))
+		for f, v := range m {
+			if fields {
+				c.bulkString(f)
+			} else {
+				c.bulkString(v)
+			}
 		}
-	}
+	})
 }
 
 // hmget is HMGET key field [field ...]: each value, or a null.
 func hmget(c *call) {
-	sh, _, m, ok := openKey[hash](c)
-	if !ok {
-		return
-	}
-	defer c.unlock(sh)
-	c.array(len(c.args) - 2)
-	for _, f := range c.args[2:] {
-		if v, ok := m[string(f)]; ok {
-			c.bulkString(v)
-		} else {
-			c.null()
+	readKey(c, func(m hash) {
+		c.array(len(c.args) - 2)
+		for _, f := range c.args[2:] {
+			if v, ok := m[string(f)]; ok {
+				c.bulkString(v)
+			} else {
+				c.null()
+			}
 		}
-	}
+	})
 }
 
 // hmset is HMSET key field value [field value ...]: HSET replying OK.
@@ -176,23 +164,17 @@ func hsetnx(c *call) {
 }
 
 func hexists(c *call) {
-	sh, _, m, ok := openKey[hash](c)
-	if !ok {
-		return
-	}
-	defer c.unlock(sh)
-	_, in := m[string(c.args[2])]
-	c.boolean(in)
+	readKey(c, func(m hash) {
+		_, in := m[string(c.args[2])]
+		c.boolean(in)
+	})
 }
 
 // hstrlen is HSTRLEN key field: the length of the value, 0 if none.
 func hstrlen(c *call) {
-	sh, _, m, ok := openKey[hash](c)
-	if !ok {
-		return
-	}
-	defer c.unlock(sh)
-	c.integer(int64(len(m[string(c.args[2])])))
+	readKey(c, func(m hash) {
+		c.integer(int64(len(m[string(c.args[2])])))
+	})
 }
 
 // hincrbyfloat is HINCRBYFLOAT key field increment, added as INCRBYFLOAT
@@ -235,20 +217,14 @@ func hrandfield(c *call) {
 		c.error(err)
 		return
 	}
-	sh, _, m, ok := openKey[hash](c)
-	if !ok {
-		return
-	}
-	defer c.unlock(sh)
-	fields := make([]string, 0, len(m))
-	for f := range m {
-		fields = append(fields, f)
-	}
-	var writeVal func(int)
-	if withValues {
-		writeVal = func(i int) { c.bulkString(m[fields[i]]) }
-	}
-	c.randomReply(fields, writeVal, hasCount, count)
+	readKey(c, func(m hash) {
+		fields := names(m)
+		var writeVal func(int)
+		if withValues {
+			writeVal = func(i int) { c.bulkString(m[fields[i]]) }
+		}
+		c.randomReply(fields, writeVal, hasCount, count)
+	})
 }
 
 // randomArgs parses the [count [WITH...]] of HRANDFIELD and ZRANDMEMBER,
@@ -283,14 +259,5 @@ func hscan(c *call) {
 		c.error(err)
 		return
 	}
-	sh, _, m, ok := openKey[hash](c)
-	if !ok {
-		return
-	}
-	defer c.unlock(sh)
-	fields := make([]string, 0, len(m))
-	for f := range m {
-		fields = append(fields, f)
-	}
-	c.scanReply(o, fields, func(f string) { c.bulkString(m[f]) })
+	readKey(c, func(m hash) { c.scanReply(o, names(m), func(f string) { c.bulkString(m[f]) }) })
 }

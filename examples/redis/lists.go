@@ -143,24 +143,35 @@ func lrange(c *call) {
 
 // lindex is LINDEX key index; a negative index counts from the end.
 func lindex(c *call) {
-	i, err := parseInt(c.args[2])
-	if err != nil {
-		c.error(err)
-		return
-	}
-	sh, _, l, ok := openKey[*list](c)
+	sh, _, l, i, in, ok := c.openIndex()
 	if !ok {
 		return
 	}
 	defer c.unlock(sh)
-	if i < 0 {
-		i += int64(l.len())
-	}
-	if i < 0 || i >= int64(l.len()) {
+	if !in {
 		c.null()
 		return
 	}
-	c.bulkString(l.at(int(i)))
+	c.bulkString(l.at(i))
+}
+
+// openIndex parses the index in args[2] of LINDEX and LSET and opens the
+// list at the command's key, as openKey does. It returns the index
+// counted from the head (a negative one counts from the end) and whether
+// the list has an element there.
+func (c *call) openIndex() (sh *shard, e *entry, l *list, i int, in, ok bool) {
+	n, err := parseInt(c.args[2])
+	if err != nil {
+		c.error(err)
+		return nil, nil, nil, 0, false, false
+	}
+	if sh, e, l, ok = openKey[*list](c); !ok {
+		return nil, nil, nil, 0, false, false
+	}
+	if n < 0 {
+		n += int64(l.len())
+	}
+	return sh, e, l, int(n), n >= 0 && n < int64(l.len()), true
 }
 
 // set replaces the i-th element.
@@ -200,15 +211,11 @@ func rpushx(c *call) { c.pushExisting((*list).pushBack) }
 // pushExisting is LPUSHX and RPUSHX key element [element ...]: they push
 // only to a list that exists, and reply its length, 0 when it does not.
 func (c *call) pushExisting(add func(*list, string)) {
-	sh, e, l, ok := openKey[*list](c)
+	sh, e, l, ok := openPresent[*list](c, replyZero)
 	if !ok {
 		return
 	}
 	defer c.unlock(sh)
-	if e == nil {
-		c.integer(0)
-		return
-	}
 	for _, v := range c.args[2:] {
 		add(l, string(v))
 	}
@@ -227,15 +234,11 @@ func linsert(c *call) {
 		c.error(errSyntax)
 		return
 	}
-	sh, e, l, ok := openKey[*list](c)
+	sh, e, l, ok := openPresent[*list](c, replyZero)
 	if !ok {
 		return
 	}
 	defer c.unlock(sh)
-	if e == nil {
-		c.integer(0)
-		return
-	}
 	pivot := string(c.args[3])
 	for i := range l.n {
 		if l.at(i) == pivot {
@@ -349,15 +352,11 @@ func lrem(c *call) {
 		c.error(err)
 		return
 	}
-	sh, e, l, ok := openKey[*list](c)
+	sh, e, l, ok := openPresent[*list](c, replyZero)
 	if !ok {
 		return
 	}
 	defer c.unlock(sh)
-	if e == nil {
-		c.integer(0)
-		return
-	}
 	want := string(c.args[3])
 	drop := make(map[int]bool)
 	for j := range l.len() {
@@ -382,12 +381,7 @@ func lrem(c *call) {
 
 // lset is LSET key index element.
 func lset(c *call) {
-	i, err := parseInt(c.args[2])
-	if err != nil {
-		c.error(err)
-		return
-	}
-	sh, e, l, ok := openKey[*list](c)
+	sh, e, l, i, in, ok := c.openIndex()
 	if !ok {
 		return
 	}
@@ -395,17 +389,13 @@ func lset(c *call) {
 	switch {
 	case e == nil:
 		c.error(errNoSuchKey)
-		return
-	case i < 0:
-		i += int64(l.len())
-	}
-	if i < 0 || i >= int64(l.len()) {
+	case !in:
 		c.error(errIndexRange)
-		return
+	default:
+		l.set(i, string(c.args[3]))
+		sh.touch(e.key)
+		c.ok()
 	}
-	l.set(int(i), string(c.args[3]))
-	sh.touch(e.key)
-	c.ok()
 }
 
 // ltrim is LTRIM key start stop: the list keeps only that range, and goes
@@ -416,15 +406,11 @@ func ltrim(c *call) {
 		c.error(err)
 		return
 	}
-	sh, e, l, ok := openKey[*list](c)
+	sh, e, l, ok := openPresent[*list](c, (*call).ok)
 	if !ok {
 		return
 	}
 	defer c.unlock(sh)
-	if e == nil {
-		c.ok()
-		return
-	}
 	lo, hi, ok := clampRange(start, stop, int64(l.len()))
 	if !ok {
 		lo, hi = 0, -1

@@ -147,12 +147,9 @@ func (ls *loopState) drain() {
 	ls.mu.Unlock()
 	for i := range batch {
 		d := &batch[i]
-		if d.cl.subscribed(d.kind, d.name) {
-			d.cl.push(d.msg)
+		if !d.cl.subscribed(d.kind, d.name) || !d.cl.gather(d.msg) {
+			d.cl.pending.Add(-int64(len(d.msg)))
 		}
-		// Counted as pending until the connection counts it, so that a
-		// publisher never sees less than the client holds.
-		d.cl.pending.Add(-int64(len(d.msg)))
 		*d = delivery{}
 	}
 	ls.spare = batch[:0]

@@ -155,7 +155,7 @@ func execCmd(c *call) {
 	}
 	for _, key := range c.readyKeys {
 		sh, _ := db.shardOf([]byte(key))
-		sh.serve(key, c.now)
+		c.serve(sh, key, m)
 	}
 	c.held, c.inExec, c.readyKeys = 0, false, c.readyKeys[:0]
 	db.unlockMask(m, 0)

@@ -124,6 +124,7 @@ func removeSubscriber(m map[string]subscribers, name string, cl *client) {
 type publication struct {
 	kind           subKind // subChannel or subShard
 	channel, body  []byte
+	name           string // the channel, once a subscriber on another loop needs it
 	resp2, resp3   []byte
 	pattern        string // the pattern the pattern encodings are for
 	presp2, presp3 []byte
@@ -220,10 +221,6 @@ func (p *publication) send(cl *client, kind subKind, pattern string) {
 		p.from.srv.drop(cl)
 		return
 	}
-	name := string(p.channel)
-	if pattern != "" {
-		name = pattern
-	}
 	switch {
 	case cl == p.from.cl:
 		// The publisher itself, in RESP3: the message goes before the
@@ -235,8 +232,22 @@ func (p *publication) send(cl *client, kind subKind, pattern string) {
 		cl.push(msg)
 	default:
 		cl.pending.Add(int64(len(msg)))
-		cl.loop.post(delivery{cl: cl, msg: msg, kind: kind, name: name})
+		cl.loop.post(delivery{cl: cl, msg: msg, kind: kind, name: p.subscription(pattern)})
 	}
+}
+
+// subscription returns the name a subscriber to the publication is
+// subscribed by, for its loop to check: the pattern it matched, or the
+// channel, made a string once per publication rather than once per
+// subscriber.
+func (p *publication) subscription(pattern string) string {
+	if pattern != "" {
+		return pattern
+	}
+	if p.name == "" {
+		p.name = string(p.channel)
+	}
+	return p.name
 }
 
 // withinLimit reports whether n more bytes of messages keep cl within
@@ -288,6 +299,37 @@ func (cl *client) push(msg []byte) {
 	}
 	if _, err := cl.conn.Write(msg); errors.Is(err, sluice.ErrOutboundFull) {
 		cl.call.srv.drop(cl)
+	}
+}
+
+// gather adds a message from another loop's publisher to cl's outbox, on
+// its loop, and has the engine call OnTraffic, which writes it, unless a
+// call is on its way already. It reports false, having gathered nothing,
+// when cl's connection is closed. The message counts as pending until it
+// is written, so that a publisher never sees less than cl holds.
+func (cl *client) gather(msg []byte) bool {
+	if cl.closed {
+		return false
+	}
+	if len(cl.outbox) == 0 && cl.conn.Wake(nil) != nil {
+		return false
+	}
+	cl.outbox = append(cl.outbox, msg...)
+	return true
+}
+
+// maxKeptOutbox bounds the outbox a client keeps between messages.
+const maxKeptOutbox = 64 << 10
+
+// writeOutbox writes the messages gathered for cl, on its loop, ahead of
+// the replies of the commands it sent after them.
+func (cl *client) writeOutbox() {
+	n := len(cl.outbox)
+	cl.push(cl.outbox)
+	cl.pending.Add(-int64(n))
+	cl.outbox = cl.outbox[:0]
+	if cap(cl.outbox) > maxKeptOutbox {
+		cl.outbox = nil
 	}
 }
 

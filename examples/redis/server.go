@@ -161,6 +161,8 @@ func (s *server) OnClose(c sluice.Conn, _ error) sluice.Action {
 	if cl, ok := c.Context().(*client); ok {
 		s.clients.remove(cl)
 		cl.closed = true
+		cl.pending.Add(-int64(len(cl.outbox)))
+		cl.outbox = nil
 		for kind := range numSubKinds {
 			cl.unsubscribeAll(kind, nil)
 		}
@@ -187,6 +189,12 @@ func (s *server) OnRefuse(_ net.Addr, reason error) []byte {
 // are gathered and written once; the engine sends them in one write.
 func (s *server) OnTraffic(c sluice.Conn) sluice.Action {
 	cl := c.Context().(*client)
+	if len(cl.outbox) > 0 {
+		cl.writeOutbox()
+		if c.InboundBuffered() == 0 {
+			return sluice.None // called for the messages alone (gather)
+		}
+	}
 	if cl.block != nil {
 		return sluice.None // its commands wait until it is unblocked
 	}
@@ -194,23 +202,27 @@ func (s *server) OnTraffic(c sluice.Conn) sluice.Action {
 	k.begin()
 	defer k.end()
 	n := int64(0)
-	for !k.quit {
-		if c.OutboundBuffered() >= maxPendingReplies {
-			// Leave the rest of the pipeline unread: the engine calls
-			// again once the socket has taken this much, so a pipeline
-			// of GETs of a large value cannot take unbounded memory.
-			break
-		}
-		buf, _ := c.Peek(0)
-		used, ok, err := cl.req.parse(buf)
+	// The commands are read from one look at the buffered bytes, which are
+	// discarded once, after them: the arguments alias them, and stay valid
+	// until the callback returns.
+	buf, _ := c.Peek(0)
+	read := 0
+	// Leave the rest of the pipeline unread once this much waits to be
+	// sent: the engine calls again once the socket has taken it, so a
+	// pipeline of GETs of a large value cannot take unbounded memory. Only
+	// a flush changes what waits.
+	full := c.OutboundBuffered() >= maxPendingReplies
+	for !k.quit && !full {
+		used, ok, err := cl.req.parse(buf[read:])
 		if err != nil {
-			k.protocolError(c, err)
+			k.protocolError(c, err) // which discards every byte
+			read = 0
 			break
 		}
 		if used == 0 {
 			break
 		}
-		c.Discard(used) // the arguments stay valid until the callback returns
+		read += used
 		if !ok {
 			continue // an empty command
 		}
@@ -222,7 +234,11 @@ func (s *server) OnTraffic(c sluice.Conn) sluice.Action {
 		if len(k.out) >= flushAt {
 			s.reply(cl, k.out)
 			k.out = k.out[:0]
+			full = c.OutboundBuffered() >= maxPendingReplies
 		}
+	}
+	if read > 0 {
+		c.Discard(read)
 	}
 	s.reply(cl, k.out)
 	s.commands.Add(n)

@@ -76,25 +76,19 @@ func spop(c *call) {
 }
 
 func smembers(c *call) {
-	sh, _, s, ok := openKey[set](c)
-	if !ok {
-		return
-	}
-	defer c.unlock(sh)
-	c.setOf(len(s))
-	for m := range s {
-		c.bulkString(m)
-	}
+	readKey(c, func(s set) {
+		c.setOf(len(s))
+		for m := range s {
+			c.bulkString(m)
+		}
+	})
 }
 
 func sismember(c *call) {
-	sh, _, s, ok := openKey[set](c)
-	if !ok {
-		return
-	}
-	defer c.unlock(sh)
-	_, member := s[string(c.args[2])]
-	c.boolean(member)
+	readKey(c, func(s set) {
+		_, member := s[string(c.args[2])]
+		c.boolean(member)
+	})
 }
 
 func scard(c *call) { replyLen[set](c) }
@@ -242,16 +236,13 @@ func sintercard(c *call) {
 
 // smismember is SMISMEMBER key member [member ...]: 1 or 0 for each.
 func smismember(c *call) {
-	sh, _, s, ok := openKey[set](c)
-	if !ok {
-		return
-	}
-	defer c.unlock(sh)
-	c.array(len(c.args) - 2)
-	for _, m := range c.args[2:] {
-		_, in := s[string(m)]
-		c.boolean(in)
-	}
+	readKey(c, func(s set) {
+		c.array(len(c.args) - 2)
+		for _, m := range c.args[2:] {
+			_, in := s[string(m)]
+			c.boolean(in)
+		}
+	})
 }
 
 // smove is SMOVE source destination member: 1 if it moved it.
@@ -302,16 +293,7 @@ func srandmember(c *call) {
 		}
 		count = n
 	}
-	sh, _, s, ok := openKey[set](c)
-	if !ok {
-		return
-	}
-	defer c.unlock(sh)
-	members := make([]string, 0, len(s))
-	for m := range s {
-		members = append(members, m)
-	}
-	c.randomReply(members, nil, hasCount, count)
+	readKey(c, func(s set) { c.randomReply(names(s), nil, hasCount, count) })
 }
 
 // randomReply replies random elements of items, each followed by its
@@ -358,14 +340,5 @@ func sscan(c *call) {
 		c.error(err)
 		return
 	}
-	sh, _, s, ok := openKey[set](c)
-	if !ok {
-		return
-	}
-	defer c.unlock(sh)
-	members := make([]string, 0, len(s))
-	for m := range s {
-		members = append(members, m)
-	}
-	c.scanReply(o, members, nil)
+	readKey(c, func(s set) { c.scanReply(o, names(s), nil) })
 }

@@ -152,10 +152,7 @@ func (c *call) sortElements(key []byte, s *sortSpec) ([]string, bool) {
 		}
 		return out, true
 	case set:
-		out := make([]string, 0, len(v))
-		for m := range v {
-			out = append(out, m)
-		}
+		out := names(v)
 		if s.dontSort && s.store != nil {
 			// As in Redis: a set stored in no order would be stored in a
 			// random one, so it is sorted as strings.

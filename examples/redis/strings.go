@@ -154,14 +154,18 @@ func setnx(c *call) {
 	c.integer(1)
 }
 
-// setex is SETEX key seconds value.
-func setex(c *call) {
+// setex is SETEX key seconds value, and psetex PSETEX key milliseconds
+// value.
+func setex(c *call)  { c.setExpiring(true) }
+func psetex(c *call) { c.setExpiring(false) }
+
+func (c *call) setExpiring(seconds bool) {
 	n, err := parseInt(c.args[2])
 	if err != nil {
 		c.error(err)
 		return
 	}
-	at, err := c.expiry(n, true, false)
+	at, err := c.expiry(n, seconds, false)
 	if err != nil {
 		c.error(err)
 		return
@@ -186,9 +190,13 @@ func mget(c *call) {
 	}
 }
 
-// mset is MSET key value [key value ...]. Every key changes at one
-// instant, and loses its time to live.
-func mset(c *call) {
+// mset is MSET key value [key value ...], and msetnx MSETNX, which sets
+// them only if none exists and replies 1 if it did. Every key changes at
+// one instant, and loses its time to live.
+func mset(c *call)   { c.setPairs(false) }
+func msetnx(c *call) { c.setPairs(true) }
+
+func (c *call) setPairs(nx bool) {
 	if len(c.args)%2 == 0 {
 		c.errorText(c.cmd.arityErr)
 		return
@@ -196,6 +204,13 @@ func mset(c *call) {
 	db := &c.srv.db
 	pairs := c.args[1:]
 	defer c.unlockKeys(c.lockKeys(pairs, 2))
+	for i := 0; nx && i < len(pairs); i += 2 {
+		sh, _ := db.shardOf(pairs[i])
+		if sh.find(pairs[i], c.now) != nil {
+			c.integer(0)
+			return
+		}
+	}
 	for i := 0; i < len(pairs); i += 2 {
 		sh, h := db.shardOf(pairs[i])
 		e := sh.find(pairs[i], c.now)
@@ -206,7 +221,11 @@ func mset(c *call) {
 		sh.setExpire(e, 0)
 		sh.touch(e.key)
 	}
-	c.ok()
+	if nx {
+		c.integer(1)
+	} else {
+		c.ok()
+	}
 }
 
 func incr(c *call) { c.incrBy(1) }
@@ -345,21 +364,6 @@ func clampRange(start, end, n int64) (lo, hi int64, ok bool) {
 // getset is GETSET key value: SET key value GET.
 func getset(c *call) { c.setString(c.args[1], c.args[2], setOptions{get: true}) }
 
-// psetex is PSETEX key milliseconds value.
-func psetex(c *call) {
-	n, err := parseInt(c.args[2])
-	if err != nil {
-		c.error(err)
-		return
-	}
-	at, err := c.expiry(n, false, false)
-	if err != nil {
-		c.error(err)
-		return
-	}
-	c.setString(c.args[1], c.args[3], setOptions{expire: at})
-}
-
 // getex is GETEX key [EX s|PX ms|EXAT s|PXAT ms|PERSIST]: the value, and
 // a new time to live, or none.
 func getex(c *call) {
@@ -464,35 +468,6 @@ func setrange(c *call) {
 	copy(e.str[offset:], v)
 	sh.touch(e.key)
 	c.integer(int64(len(e.str)))
-}
-
-// msetnx is MSETNX key value [key value ...]: it sets them all, and
-// replies 1, only if none exists.
-func msetnx(c *call) {
-	if len(c.args)%2 == 0 {
-		c.errorText(c.cmd.arityErr)
-		return
-	}
-	db := &c.srv.db
-	pairs := c.args[1:]
-	defer c.unlockKeys(c.lockKeys(pairs, 2))
-	for i := 0; i < len(pairs); i += 2 {
-		sh, _ := db.shardOf(pairs[i])
-		if sh.find(pairs[i], c.now) != nil {
-			c.integer(0)
-			return
-		}
-	}
-	for i := 0; i < len(pairs); i += 2 {
-		sh, h := db.shardOf(pairs[i])
-		e := sh.find(pairs[i], c.now)
-		if e == nil {
-			e = sh.add(pairs[i], h)
-		}
-		e.setString(pairs[i+1])
-		sh.touch(e.key)
-	}
-	c.integer(1)
 }
 
 var errNaNOrInf = errors.New("ERR increment would produce NaN or Infinity")

@@ -228,15 +228,11 @@ func zrangeCmd(c *call) {
 		c.zrangeStore(&r, c.args[1], c.args[2])
 		return
 	}
-	sh, _, z, ok := openKey[*zset](c)
+	sh, _, z, ok := openPresent[*zset](c, replyEmpty)
 	if !ok {
 		return
 	}
 	defer c.unlock(sh)
-	if z == nil {
-		c.array(0)
-		return
-	}
 	found := r.members(z)
 	c.scoredArray(len(found), r.withScores)
 	for _, x := range found {
@@ -280,26 +276,30 @@ func (c *call) storeZset(dst []byte, z *zset) {
 	c.integer(int64(z.len()))
 }
 
+// openBounds parses the min and max in args[2] and args[3] of ZCOUNT,
+// ZLEXCOUNT and ZREMRANGEBY*, ranked by by, and opens the command's key;
+// an absent key is replied 0.
+func (c *call) openBounds(by byKind) (sh *shard, e *entry, z *zset, r zrangeSpec, ok bool) {
+	r, err := c.parseZrange(c.args[2], c.args[3], nil, by, false, true, false)
+	if err != nil {
+		c.error(err)
+		return nil, nil, nil, r, false
+	}
+	sh, e, z, ok = openPresent[*zset](c, replyZero)
+	return sh, e, z, r, ok
+}
+
 // zcount is ZCOUNT key min max, and zlexcount ZLEXCOUNT.
 func zcount(c *call) {
 	by := byScore
 	if c.cmd.name == "zlexcount" {
 		by = byLex
 	}
-	r, err := c.parseZrange(c.args[2], c.args[3], nil, by, false, true, false)
-	if err != nil {
-		c.error(err)
-		return
-	}
-	sh, _, z, ok := openKey[*zset](c)
+	sh, _, z, r, ok := c.openBounds(by)
 	if !ok {
 		return
 	}
 	defer c.unlock(sh)
-	if z == nil {
-		c.integer(0)
-		return
-	}
 	first := z.order.seek(func(x *znode) bool { return !r.aboveMin(x) })
 	if first == nil || !r.belowMax(first) {
 		c.integer(0)
@@ -323,20 +323,11 @@ func zremrange(c *call) {
 	case "zremrangebylex":
 		by = byLex
 	}
-	r, err := c.parseZrange(c.args[2], c.args[3], nil, by, false, true, false)
-	if err != nil {
-		c.error(err)
-		return
-	}
-	sh, e, z, ok := openKey[*zset](c)
+	sh, e, z, r, ok := c.openBounds(by)
 	if !ok {
 		return
 	}
 	defer c.unlock(sh)
-	if z == nil {
-		c.integer(0)
-		return
-	}
 	found := r.members(z)
 	for _, x := range found {
 		z.remove(x.member)
@@ -351,15 +342,11 @@ func zremrange(c *call) {
 // zrank is ZRANK key member, and zrevrank ZREVRANK: the member's rank, or
 // a null.
 func zrank(c *call) {
-	sh, _, z, ok := openKey[*zset](c)
+	sh, _, z, ok := openPresent[*zset](c, (*call).null)
 	if !ok {
 		return
 	}
 	defer c.unlock(sh)
-	if z == nil {
-		c.null()
-		return
-	}
 	score, in := z.scores[string(c.args[2])]
 	if !in {
 		c.null()

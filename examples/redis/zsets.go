@@ -158,15 +158,11 @@ func zadd(c *call) {
 }
 
 func zscore(c *call) {
-	sh, e, z, ok := openKey[*zset](c)
+	sh, _, z, ok := openPresent[*zset](c, (*call).null)
 	if !ok {
 		return
 	}
 	defer c.unlock(sh)
-	if e == nil {
-		c.null()
-		return
-	}
 	if s, ok := z.scores[string(c.args[2])]; ok {
 		c.double(s)
 	} else {
@@ -208,15 +204,11 @@ func (c *call) zpop(lowest bool) {
 		c.error(err)
 		return
 	}
-	sh, e, z, ok := openKey[*zset](c)
+	sh, e, z, ok := openPresent[*zset](c, replyEmpty)
 	if !ok {
 		return
 	}
 	defer c.unlock(sh)
-	if e == nil {
-		c.array(0)
-		return
-	}
 	next := func() *znode {
 		if lowest {
 			return z.order.first()
