@@ -110,6 +110,7 @@ func (l *eventloop) session(u *udpConn, p []byte, from, client netip.AddrPort, h
 	}
 	l.packetDone(s, a)
 	if s.state == stateClosed {
+		s.header, s.hasHeader = proxyproto.Header{}, false // it views the datagram
 		return nil
 	}
 	return s

@@ -374,3 +374,35 @@ func TestUDPSessionsCloseWithTheirSocket(t *testing.T) {
 	require.NoError(t, sessions[0].AsyncWrite([]byte("late"), func(_ Conn, err error) { done <- err }))
 	assert.ErrorIs(t, <-done, ErrConnClosed)
 }
+
+// A session OnOpen refuses keeps no view of the datagram it came with:
+// once its callbacks have returned, ProxyHeader says none, as an open
+// session's does between datagrams, rather than TLVs over a buffer the
+// loop reuses for other datagrams.
+func TestUDPRefusedSessionLetsGoOfItsHeader(t *testing.T) {
+	h := &udpSessionRefuseAll{closed: make(chan Conn, 1)}
+	eng, addr := serveAddr(t, "udp://127.0.0.1:0", h, WithNumEventLoop(1),
+		WithDatagramSessions(time.Minute, 16), WithProxyProtocol(ProxyRequired, 0))
+	proxy := udpDial(t, addr)
+	dst := eng.Addrs()[0].(*net.UDPAddr).AddrPort()
+	_, err := proxy.Write(append(dgramHeader(1, 0x12, netip.MustParseAddrPort("192.0.2.1:1111"), dst), "x"...))
+	require.NoError(t, err)
+	c := <-h.closed
+	has := make(chan bool, 1)
+	require.NoError(t, c.Loop().Execute(func() { _, ok := c.ProxyHeader(); has <- ok }))
+	assert.False(t, <-has)
+}
+
+// udpSessionRefuseAll refuses every session in OnOpen, and hands its
+// Conn over once it has closed.
+type udpSessionRefuseAll struct {
+	BuiltinEventEngine
+	closed chan Conn
+}
+
+func (h *udpSessionRefuseAll) OnOpen(c Conn) ([]byte, Action) { return nil, Close }
+
+func (h *udpSessionRefuseAll) OnClose(c Conn, err error) Action {
+	h.closed <- c
+	return None
+}
