@@ -275,18 +275,23 @@ func (d *pollDriver) closePackets(u *udpConn) {
 	socket.Close(u.fd)
 }
 
-// sendDatagram gathers p while the loop handles what u's readiness
-// brought (receivePackets), and otherwise, or when it finds no room even
-// once the gathered ones are sent, sends it at once.
+// sendDatagram gathers p while the loop handles what the readiness of
+// u's socket brought (receivePackets; a datagram session's socket is its
+// listener's), and otherwise, or when it finds no room even once the
+// gathered ones are sent, sends it at once.
 func (d *pollDriver) sendDatagram(u *udpConn, p []byte, to netip.AddrPort) (int, error) {
-	if d.gathering == u {
-		if d.out.Add(p, to, u.v6) {
+	sock := u
+	if u.sock != nil {
+		sock = u.sock
+	}
+	if d.gathering == sock {
+		if d.out.Add(p, to, sock.v6) {
 			return len(p), nil
 		}
 		if d.out.Pending() > 0 {
-			d.sendGathered(u)
-			d.gathering = u
-			if u.state != stateClosed && d.out.Add(p, to, u.v6) {
+			d.sendGathered(sock)
+			d.gathering = sock
+			if sock.state != stateClosed && d.out.Add(p, to, sock.v6) {
 				return len(p), nil
 			}
 		}

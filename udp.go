@@ -389,6 +389,7 @@ func (l *eventloop) receivePackets(u *udpConn, budget int) (got int, empty bool)
 			l.datagram(u, p, from, truncated)
 			got++
 			if u.state == stateClosed {
+				l.dropReceived(b, i+1, n)
 				return got, false
 			}
 		}
@@ -397,6 +398,19 @@ func (l *eventloop) receivePackets(u *udpConn, budget int) (got int, empty bool)
 		}
 	}
 	return got, false
+}
+
+// dropReceived drops the datagrams from to n of b, received for a socket
+// that closed before they reached the handler, wiping them
+// WithWipeBuffers as datagram does those it hands over.
+func (l *eventloop) dropReceived(b *socket.Batch, from, n int) {
+	if !l.eng.opts.wipe {
+		return
+	}
+	for i := from; i < n; i++ {
+		p, _, _ := b.At(i)
+		clear(p)
+	}
 }
 
 // packetFailed handles a receive that failed: a connected socket closes
@@ -756,7 +770,11 @@ func (u *udpConn) sendv(bs [][]byte, to netip.AddrPort, now bool) (int, error) {
 	for _, b := range bs {
 		ps.gather = append(ps.gather, b...)
 	}
-	return u.loop.sendPacket(u, ps.gather, to, now)
+	n, err := u.loop.sendPacket(u, ps.gather, to, now)
+	if u.loop.eng.opts.wipe {
+		clear(ps.gather) // sent, or copied to be
+	}
+	return n, err
 }
 
 func (u *udpConn) Flush() error {

@@ -66,10 +66,18 @@ func TestUDPEchoSystemCallsAndAllocations(t *testing.T) {
 // io_uring_enter; what holding the loop costs (its wake-up) comes on top.
 // The burst is packetBatch datagrams, what one readiness hands the
 // handler, sent while a task holds the loop.
-func TestUDPBurstSystemCalls(t *testing.T) {
+func TestUDPBurstSystemCalls(t *testing.T) { udpBurstSystemCalls(t) }
+
+// A datagram session's answers go out with its listener socket's batch,
+// as the socket's own do.
+func TestUDPSessionBurstSystemCalls(t *testing.T) {
+	udpBurstSystemCalls(t, WithDatagramSessions(0, 0))
+}
+
+func udpBurstSystemCalls(t *testing.T, opts ...Option) {
 	syscount.Enabled = true
 	t.Cleanup(func() { syscount.Enabled = false })
-	eng, addr := serveAddr(t, "udp://127.0.0.1:0", echoHandler{}, WithNumEventLoop(1))
+	eng, addr := serveAddr(t, "udp://127.0.0.1:0", echoHandler{}, append(opts, WithNumEventLoop(1))...)
 	l := eng.e.loops[0]
 	c := udpDial(t, addr)
 	msg, got := make([]byte, 64), make([]byte, 128)

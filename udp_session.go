@@ -31,7 +31,8 @@ const DefaultMaxSessions = 4096
 // session's Conn, and then OnTraffic with the datagram, as with each
 // later one from that peer. The session's Write, and AsyncWrite from any
 // goroutine, answer the peer through the listener's socket (to the
-// sender of its last datagram, the proxy's address behind a proxy);
+// sender of its last datagram, the proxy's address behind a proxy), a
+// Write gathered with the socket's other answers as PacketConn says;
 // Close, or the Close action, ends it, and OnClose runs; a later datagram
 // from the peer opens a new one. OnOpen's Close action refuses the peer:
 // its datagram is dropped. A session closes with ErrIdleTimeout
@@ -109,6 +110,7 @@ func (l *eventloop) session(u *udpConn, p []byte, from, client netip.AddrPort, h
 	}
 	l.packetDone(s, a)
 	if s.state == stateClosed {
+		s.header, s.hasHeader = proxyproto.Header{}, false // it views the datagram
 		return nil
 	}
 	return s

@@ -326,3 +326,83 @@ func TestDatagramSessionsDefaults(t *testing.T) {
 	assert.Equal(t, time.Second, o.sessionIdle)
 	assert.Equal(t, 7, o.sessionMax)
 }
+
+// A session's Conn has the listener socket's descriptor and counts in no
+// count of connections; closing the listener's socket (StopAccepting)
+// closes its sessions, each once, with nil, counted as by a stop; what
+// another goroutine posts to a closed session fails with ErrConnClosed.
+func TestUDPSessionsCloseWithTheirSocket(t *testing.T) {
+	h := newUDPSessions()
+	eng, addr := serveAddr(t, "udp://127.0.0.1:0", h, WithNumEventLoop(1), WithDatagramSessions(time.Minute, 16))
+	peers := []*net.UDPConn{udpDial(t, addr), udpDial(t, addr), udpDial(t, addr)}
+	for _, p := range peers {
+		assert.Equal(t, "1:x", string(udpRoundTrip(t, p, []byte("x"))))
+	}
+	fd := -1
+	for _, u := range eng.e.loops[0].packets.socks {
+		if u != nil {
+			fd = u.fd // the listener's, read before anything closes it
+		}
+	}
+	h.mu.Lock()
+	sessions := make([]Conn, 0, len(h.open))
+	for _, c := range h.open {
+		sessions = append(sessions, c)
+	}
+	h.mu.Unlock()
+	require.Len(t, sessions, 3)
+	for _, c := range sessions {
+		assert.Equal(t, fd, c.Fd(), "a session's descriptor is its socket's")
+	}
+	assert.Zero(t, eng.CountConnections())
+	assert.Zero(t, eng.Stats().Conns)
+
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	require.NoError(t, eng.StopAccepting(ctx))
+	waitFor(t, 5*time.Second, func() bool { return h.openNow() == 0 }, func() string {
+		return fmt.Sprintf("%d sessions open", h.openNow())
+	})
+	assert.True(t, holdsFor(100*time.Millisecond, func() bool { return len(h.closing) == 3 }), "OnClose once each")
+	h.mu.Lock()
+	for _, why := range h.closed {
+		assert.True(t, strings.HasSuffix(why, "|nil"), why)
+	}
+	h.mu.Unlock()
+	assert.Equal(t, uint64(3), eng.Stats().ClosedByStop)
+	done := make(chan error, 1)
+	require.NoError(t, sessions[0].AsyncWrite([]byte("late"), func(_ Conn, err error) { done <- err }))
+	assert.ErrorIs(t, <-done, ErrConnClosed)
+}
+
+// A session OnOpen refuses keeps no view of the datagram it came with:
+// once its callbacks have returned, ProxyHeader says none, as an open
+// session's does between datagrams, rather than TLVs over a buffer the
+// loop reuses for other datagrams.
+func TestUDPRefusedSessionLetsGoOfItsHeader(t *testing.T) {
+	h := &udpSessionRefuseAll{closed: make(chan Conn, 1)}
+	eng, addr := serveAddr(t, "udp://127.0.0.1:0", h, WithNumEventLoop(1),
+		WithDatagramSessions(time.Minute, 16), WithProxyProtocol(ProxyRequired, 0))
+	proxy := udpDial(t, addr)
+	dst := eng.Addrs()[0].(*net.UDPAddr).AddrPort()
+	_, err := proxy.Write(append(dgramHeader(1, 0x12, netip.MustParseAddrPort("192.0.2.1:1111"), dst), "x"...))
+	require.NoError(t, err)
+	c := <-h.closed
+	has := make(chan bool, 1)
+	require.NoError(t, c.Loop().Execute(func() { _, ok := c.ProxyHeader(); has <- ok }))
+	assert.False(t, <-has)
+}
+
+// udpSessionRefuseAll refuses every session in OnOpen, and hands its
+// Conn over once it has closed.
+type udpSessionRefuseAll struct {
+	BuiltinEventEngine
+	closed chan Conn
+}
+
+func (h *udpSessionRefuseAll) OnOpen(c Conn) ([]byte, Action) { return nil, Close }
+
+func (h *udpSessionRefuseAll) OnClose(c Conn, err error) Action {
+	h.closed <- c
+	return None
+}

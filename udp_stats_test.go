@@ -117,3 +117,47 @@ func (h *udpRecvErr) OnTraffic(c Conn) Action {
 	}
 	return h.udpEcho.OnTraffic(c)
 }
+
+// An answer the kernel refuses inside a receive batch (to a sender whose
+// port is 0: EINVAL) is dropped and counted in DatagramsSendFailed, and
+// not in BytesOut; the answers after it in the same batch still go out.
+// The sender of port 0 is a raw socket, as an unkind peer's would be.
+func TestUDPAnswerRefusedInABatch(t *testing.T) {
+	raw, err := unix.Socket(unix.AF_INET, unix.SOCK_RAW|unix.SOCK_CLOEXEC, unix.IPPROTO_UDP)
+	if err != nil {
+		t.Skipf("a raw socket, to send from port 0: %v", err)
+	}
+	defer unix.Close(raw)
+	eng, addr := serveAddr(t, "udp4://127.0.0.1:0", echoHandler{}, WithNumEventLoop(1))
+	port := eng.Addrs()[0].(*net.UDPAddr).Port
+	c := udpDial(t, addr)
+	fromPortZero := []byte{0, 0, byte(port >> 8), byte(port), 0, 8 + 3, 0, 0, 'b', 'a', 'd'} // no checksum
+
+	release, held := make(chan struct{}), make(chan struct{})
+	require.NoError(t, Loop{eng.e.loops[0]}.Execute(func() { close(held); <-release }))
+	<-held
+	_, err = c.Write([]byte("1"))
+	require.NoError(t, err)
+	require.NoError(t, unix.Sendto(raw, fromPortZero, 0, &unix.SockaddrInet4{Addr: [4]byte{127, 0, 0, 1}}))
+	_, err = c.Write([]byte("2"))
+	require.NoError(t, err)
+	close(release)
+
+	got := make([]byte, 16)
+	for _, want := range []string{"1", "2"} {
+		require.NoError(t, c.SetReadDeadline(time.Now().Add(5*time.Second)))
+		n, err := c.Read(got)
+		require.NoError(t, err, "the answer after the refused one")
+		assert.Equal(t, want, string(got[:n]))
+	}
+	// An answer may arrive before the loop has counted it.
+	waitFor(t, 5*time.Second, func() bool {
+		st := eng.Stats()
+		return st.DatagramsSendFailed == 1 && st.BytesOut >= 2
+	}, func() string {
+		return fmt.Sprintf("%d sends failed, %d bytes out", eng.Stats().DatagramsSendFailed, eng.Stats().BytesOut)
+	})
+	st := eng.Stats()
+	assert.Equal(t, uint64(5), st.BytesIn)
+	assert.Equal(t, uint64(2), st.BytesOut, "the refused answer's bytes")
+}

@@ -228,18 +228,30 @@ func (rg *ringDriver) sendDatagram(u *udpConn, p []byte, to netip.AddrPort) (int
 		}
 		m.Name = (*byte)(unsafe.Pointer(sa))
 	}
-	rg.r.PrepSendmsg(u.fd, m, unix.MSG_DONTWAIT|unix.MSG_NOSIGNAL, userData(opPacketSent, u.ds.gen, u.fd)).SetFlags(uring.SkipSuccess)
+	ud := userData(opPacketSent, uint32(len(p))<<sentGenBits|u.ds.gen&sentGenMask, u.fd)
+	rg.r.PrepSendmsg(u.fd, m, unix.MSG_DONTWAIT|unix.MSG_NOSIGNAL, ud).SetFlags(uring.SkipSuccess)
 	return len(p), nil
 }
+
+// A sendmsg's user data carries, where others carry the generation, the
+// low sentGenBits of the socket's generation and above them the
+// datagram's length (sendPacket refuses one past 65,527 bytes, so 16 bits
+// hold it): a completion comes only for a failure, and BytesOut, which
+// counted the datagram when it was queued, takes its bytes back then.
+const (
+	sentGenBits = 8
+	sentGenMask = 1<<sentGenBits - 1
+)
 
 // ringPacketSendFailed handles a sendmsg that failed, for the socket
 // that sent it if it is still open.
 func (rg *ringDriver) ringPacketSendFailed(fd int, gen uint32, e uring.CQE) {
 	l := rg.l
 	u := l.packets.at(fd)
-	if u == nil || u.ds.gen&genMask != gen || e.Res >= 0 {
+	if u == nil || u.ds.gen&sentGenMask != gen&sentGenMask || e.Res >= 0 {
 		return
 	}
+	l.counts.sub(countBytesOut, int(gen>>sentGenBits)) // counted when it was queued
 	l.sendFailed(u, os.NewSyscallError("sendmsg", e.Err()))
 }
 

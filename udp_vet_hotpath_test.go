@@ -16,7 +16,8 @@ import (
 
 // Behind a proxy, with sessions and a rate limit, a datagram from a peer
 // whose session is open costs what a plain one does: no allocation, and
-// on epoll its wait, its recvmmsg and its sendto; on io_uring the turn's
+// on epoll its wait, its recvmmsg and the sendmmsg of its answer,
+// gathered as the socket's own are; on io_uring the turn's
 // io_uring_enter. Reading its PROXY header, finding its session and
 // taking a token from its rate are all in memory.
 func TestUDPVettedEchoSystemCallsAndAllocations(t *testing.T) {

@@ -1,0 +1,91 @@
+//go:build linux && !sluice_std
+
+package sluice
+
+import (
+	"bytes"
+	"net"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/sluicenet/sluice/poller"
+)
+
+// WithWipeBuffers: the datagrams one recvmmsg brought after the one whose
+// callback closed their connected socket, which the handler never sees,
+// are wiped from the loop's receive batch too.
+func TestUDPWipeBuffersUnhandedDatagrams(t *testing.T) {
+	if testPoller != poller.Epoll {
+		t.Skip("the receive batch is epoll's")
+	}
+	h := &udpCloseAtOnce{opened: make(chan net.Addr, 1), closed: make(chan error, 1)}
+	eng, _ := serveAddr(t, "udp://127.0.0.1:0", h, WithNumEventLoop(1), WithWipeBuffers(true))
+	peer, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	require.NoError(t, err)
+	defer peer.Close()
+	require.NoError(t, eng.Dial("udp://"+peer.LocalAddr().String(), nil))
+	local := (<-h.opened).(*net.UDPAddr)
+
+	l := eng.e.loops[0]
+	release, held := make(chan struct{}), make(chan struct{})
+	require.NoError(t, Loop{l}.Execute(func() { close(held); <-release }))
+	<-held
+	for _, s := range []string{"secret-1", "secret-2", "secret-3"} {
+		_, err := peer.WriteToUDP([]byte(s), local)
+		require.NoError(t, err)
+	}
+	close(release)
+	<-h.closed
+	left := make(chan []byte, 1)
+	require.NoError(t, Loop{l}.Execute(func() {
+		var all []byte
+		for i := range l.packets.batch.Len() {
+			p, _, _ := l.packets.batch.At(i)
+			all = append(all, p...)
+		}
+		left <- all
+	}))
+	assert.False(t, bytes.Contains(<-left, []byte("secret")), "a datagram's bytes left in the receive batch")
+}
+
+// udpCloseAtOnce closes a dialed UDP socket on its first datagram.
+type udpCloseAtOnce struct {
+	BuiltinEventEngine
+	opened chan net.Addr
+	closed chan error
+}
+
+func (h *udpCloseAtOnce) OnOpen(c Conn) ([]byte, Action) {
+	h.opened <- c.LocalAddr()
+	return nil, None
+}
+
+func (h *udpCloseAtOnce) OnTraffic(c Conn) Action { return Close }
+
+func (h *udpCloseAtOnce) OnClose(c Conn, err error) Action {
+	h.closed <- err
+	return None
+}
+
+// WithWipeBuffers: the loop's buffer Writev gathers a datagram in is
+// wiped once the datagram is sent.
+func TestUDPWipeBuffersWritev(t *testing.T) {
+	eng, addr := serveAddr(t, "udp://127.0.0.1:0", udpWritevEcho{}, WithNumEventLoop(1), WithWipeBuffers(true))
+	c := udpDial(t, addr)
+	assert.Equal(t, "secret", string(udpRoundTrip(t, c, []byte("secret"))))
+	l := eng.e.loops[0]
+	left := make(chan []byte, 1)
+	require.NoError(t, Loop{l}.Execute(func() { left <- bytes.Clone(l.packets.gather[:cap(l.packets.gather)]) }))
+	assert.False(t, bytes.Contains(<-left, []byte("secret")), "a datagram's bytes left in the gather buffer")
+}
+
+// udpWritevEcho echoes each datagram with a Writev of its halves.
+type udpWritevEcho struct{ BuiltinEventEngine }
+
+func (udpWritevEcho) OnTraffic(c Conn) Action {
+	b, _ := c.Next(-1)
+	c.Writev([][]byte{b[:len(b)/2], b[len(b)/2:]})
+	return None
+}
