@@ -267,13 +267,11 @@ func (d *pollDriver) sendGathered(u *udpConn) {
 	d.out.Reset(d.l.eng.opts.wipe)
 }
 
-// closePackets sends what u's callbacks gathered before it closes u.
-func (d *pollDriver) closePackets(u *udpConn) {
-	if d.gathering == u {
-		d.sendGathered(u)
-	}
-	socket.Close(u.fd)
-}
+// closePackets closes u's socket. A socket does not close inside its
+// batch (a listener's closes from a task, a connected one is not
+// gathered); were one to, sendGathered sends nothing for a closed socket,
+// whose descriptor may already be another's.
+func (d *pollDriver) closePackets(u *udpConn) { socket.Close(u.fd) }
 
 // sendDatagram gathers p while the loop handles what the readiness of
 // u's socket brought (receivePackets; a datagram session's socket is its
