@@ -82,7 +82,10 @@ type Conn interface {
 	// ProxyHeader returns the PROXY protocol header the connection began
 	// with, and false when it began with none (WithProxyProtocol). The
 	// header's TLVs and Unix socket paths are the connection's own copies,
-	// kept for its life, not views of its inbound bytes.
+	// kept for its life, not views of its inbound bytes. On a UDP socket
+	// (a listener's, or a datagram session's) it is the header of the
+	// datagram being handled, whose TLVs view that datagram and last only
+	// as long as the callback (PacketConn).
 	ProxyHeader() (proxyproto.Header, bool)
 	// ConnectionState returns the TLS connection's state (version, cipher
 	// suite, ALPN protocol, the peer's certificates, whether it was
