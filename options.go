@@ -198,7 +198,12 @@ func WithReusePort(reusePort bool) Option {
 }
 
 // WithLockOSThread locks each event loop to its own OS thread (the
-// default). Turn it off only to measure what locking costs.
+// default). Turn it off to measure what locking costs, or for loops that
+// yield to other goroutines each turn (sluicehttp's, with handlers on its
+// pool, run unlocked): a locked loop passes its P to another thread and
+// back for each yield. Unlocked, Engine.Dial called from a callback
+// dials from the loop with the fewest connections, not the callback's
+// (Loop.Dial names it). io_uring's loops stay locked whatever it says.
 func WithLockOSThread(lock bool) Option {
 	return func(o *options) { o.lockOSThread = lock }
 }

@@ -25,11 +25,8 @@ type reqContext struct {
 }
 
 // afterFunc is a function to call once the context ends, unless stopped
-// first.
-type afterFunc struct {
-	f       func()
-	stopped bool // guarded by the context's mu
-}
+// first; its pointer tells it from the others.
+type afterFunc struct{ f func() }
 
 func (c *reqContext) Deadline() (time.Time, bool) { return time.Time{}, false }
 
@@ -61,32 +58,49 @@ func (c *reqContext) Value(key any) any {
 func (c *reqContext) String() string { return "sluicehttp.requestContext" }
 
 // AfterFunc arranges for f to run once the context ends, and returns a
-// stop function that reports whether it kept f from running. The context
+// stop function that reports whether it kept f from running, and forgets
+// f: a handler that derives many contexts over its life (one per call to
+// a backend, each cancelled) leaves none of them held. The context
 // package calls it to propagate the end to the contexts derived from this
 // one, with an f that cancels them, which never blocks: f runs where the
 // context ends (on the loop, for a client gone), as the context package
 // runs it for its own contexts, so that a derived context is done once
-// this one is. (context.AfterFunc's own function runs on a goroutine of
-// its own, which the context package starts.)
+// this one is. On a context that has ended already, f runs on a
+// goroutine of its own, never before AfterFunc returns: the context
+// package calls AfterFunc holding the lock of the context it derives,
+// which f takes. (context.AfterFunc's own function always runs on a
+// goroutine of its own, which the context package starts.)
 func (c *reqContext) AfterFunc(f func()) (stop func() bool) {
-	a := &afterFunc{f: f}
 	c.mu.Lock()
 	if c.err != nil {
 		c.mu.Unlock()
-		f()
+		go f()
 		return func() bool { return false }
 	}
+	a := &afterFunc{f: f}
 	c.afters = append(c.afters, a)
 	c.mu.Unlock()
 	return func() bool {
 		c.mu.Lock()
 		defer c.mu.Unlock()
-		if a.stopped || c.err != nil {
-			return false
-		}
-		a.stopped = true
-		return true
+		return c.forget(a)
 	}
+}
+
+// forget removes a from the functions to run, and reports whether it was
+// there. Derived contexts are mostly cancelled last first (defer cancel),
+// so the search starts at the end. c.mu is held.
+func (c *reqContext) forget(a *afterFunc) bool {
+	for i := len(c.afters) - 1; i >= 0; i-- {
+		if c.afters[i] == a {
+			last := len(c.afters) - 1
+			c.afters[i] = c.afters[last]
+			c.afters[last] = nil
+			c.afters = c.afters[:last]
+			return true
+		}
+	}
+	return false
 }
 
 // cancel ends the context; later calls do nothing.
@@ -103,11 +117,8 @@ func (c *reqContext) cancel() {
 	afters := c.afters
 	c.afters = nil
 	c.mu.Unlock()
-	// Once err is set, stop changes nothing: stopped is read safely
-	// without the lock.
+	// Once err is set, stop changes nothing.
 	for _, a := range afters {
-		if !a.stopped {
-			a.f()
-		}
+		a.f()
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"sync"
 	"testing"
 	"time"
 
@@ -115,4 +116,92 @@ func TestDerivedContextEndsWithClient(t *testing.T) {
 	case <-time.After(deadline):
 		t.Fatal("a derived context stayed open after the client went")
 	}
+}
+
+// TestDeriveAsTheContextEnds derives contexts from a request's context
+// while it ends (a client that goes as its handler calls
+// context.WithCancel): the context package checks that the parent is not
+// done, then calls its AfterFunc holding the lock of the context it
+// derives, which the function given takes. The function must not run
+// before AfterFunc returns, or the handler hangs there.
+func TestDeriveAsTheContextEnds(t *testing.T) {
+	finished := make(chan struct{})
+	go func() {
+		defer close(finished)
+		for range 20000 {
+			var c reqContext
+			ended := make(chan struct{})
+			go func() { c.cancel(); close(ended) }()
+			ctx, cancel := context.WithCancel(&c)
+			<-ctx.Done()
+			cancel()
+			<-ended
+		}
+	}()
+	select {
+	case <-finished:
+	case <-time.After(deadline):
+		t.Fatal("context.WithCancel hung on a request's context ending meanwhile")
+	}
+}
+
+// TestAfterFuncOnEndedContext holds AfterFunc, on a context that has
+// ended, to what the context package asks of it: the function runs, but
+// not before AfterFunc returns, since the caller may hold a lock the
+// function takes.
+func TestAfterFuncOnEndedContext(t *testing.T) {
+	var c reqContext
+	c.cancel()
+	var mu sync.Mutex
+	ran, returned := make(chan struct{}), make(chan bool, 1)
+	go func() {
+		mu.Lock()
+		stop := c.AfterFunc(func() {
+			mu.Lock()
+			mu.Unlock()
+			close(ran)
+		})
+		mu.Unlock()
+		returned <- stop()
+	}()
+	select {
+	case stopped := <-returned:
+		assert.False(t, stopped, "stop kept a function from running on an ended context")
+	case <-time.After(deadline):
+		t.Fatal("AfterFunc ran its function before returning, under its caller's lock")
+	}
+	select {
+	case <-ran:
+	case <-time.After(deadline):
+		t.Fatal("AfterFunc's function never ran")
+	}
+}
+
+// TestDerivedContextsAreForgotten checks that contexts derived from a
+// request's and cancelled while its handler runs, and functions
+// context.AfterFunc registered and stopped, are not held by the
+// request's context: a long handler (a stream) that derives one per call
+// to a backend would otherwise grow without bound.
+func TestDerivedContextsAreForgotten(t *testing.T) {
+	modes(t, func(t *testing.T, inline bool) {
+		held := make(chan int, 1)
+		addr := serve(t, &Server{Inline: inline, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			for range 1000 {
+				_, cancel := context.WithTimeout(r.Context(), time.Hour)
+				cancel()
+				stop := context.AfterFunc(r.Context(), func() {})
+				stop()
+			}
+			_, cancel := context.WithCancel(r.Context()) // one still live
+			defer cancel()
+			c := r.Context().(*reqContext)
+			c.mu.Lock()
+			held <- len(c.afters)
+			c.mu.Unlock()
+		})})
+		resp, err := client(t).Get("http://" + addr + "/")
+		require.NoError(t, err)
+		resp.Body.Close()
+		assert.Equal(t, 1, <-held, "functions the request's context holds")
+	})
 }

@@ -72,7 +72,10 @@
 //     in flight: stop with Server.Shutdown, which lets them finish first.
 //   - A handler that uses its http.ResponseWriter after it returned,
 //     which net/http forbids, gets errors, and a Header nobody reads:
-//     what served it serves other requests by then.
+//     what served it serves other requests by then. The header map it
+//     got from Header before it returned serves another answer too:
+//     what a goroutine writes there later is sent with that answer,
+//     perhaps to another client, where net/http would ignore it.
 //   - HTTP/2 is not served, and http.ServerContextKey is not set.
 //
 // An idle keep-alive connection costs the engine's own connection state

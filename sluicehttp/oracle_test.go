@@ -20,8 +20,9 @@ import (
 // package's parser fed the same, each describing the first request it
 // reads as the same text, so that a test can say they agree.
 
-// describe writes what a handler sees of r, its body read to the end:
-// the same text from both servers means both framed the request alike.
+// describe writes what a handler sees of r, its URL field for field and
+// its body read to the end: the same text from both servers means both
+// framed the request alike.
 func describe(w io.Writer, r *http.Request) {
 	body, err := io.ReadAll(r.Body)
 	if err != nil {
@@ -30,6 +31,9 @@ func describe(w io.Writer, r *http.Request) {
 	}
 	fmt.Fprintf(w, "%s %q %q %s %d.%d host=%q close=%v\n", r.Method, r.RequestURI, r.URL.String(),
 		r.Proto, r.ProtoMajor, r.ProtoMinor, r.Host, r.Close)
+	u := r.URL
+	fmt.Fprintf(w, "url scheme=%q opaque=%q user=%v host=%q path=%q rawpath=%q forcequery=%v query=%q fragment=%q\n",
+		u.Scheme, u.Opaque, u.User, u.Host, u.Path, u.RawPath, u.ForceQuery, u.RawQuery, u.Fragment)
 	fmt.Fprintf(w, "length=%d te=%q\n", r.ContentLength, r.TransferEncoding)
 	writeSorted(w, "header", r.Header)
 	writeSorted(w, "trailer", r.Trailer)

@@ -93,6 +93,16 @@ func vectors() []vector {
 		{"encoded path", "GET /a%2Fb/%E2%82%AC HTTP/1.1\r\n" + host + "\r\n"},
 		{"path dots", "GET /a/../b/./c HTTP/1.1\r\n" + host + "\r\n"},
 		{"double slash", "GET //x//y HTTP/1.1\r\n" + host + "\r\n"},
+		{"path params", "GET /a;b=c/d;e?f=g;h HTTP/1.1\r\n" + host + "\r\n"},
+		{"empty query", "GET /q? HTTP/1.1\r\n" + host + "\r\n"},
+		{"query marks", "GET /q?a?b HTTP/1.1\r\n" + host + "\r\n"},
+		{"fragment", "GET /p#f?x HTTP/1.1\r\n" + host + "\r\n"},
+		{"query fragment", "GET /p?x=1#f HTTP/1.1\r\n" + host + "\r\n"},
+		{"raw utf-8 path", "GET /\xc3\xa9?\xc3\xa9 HTTP/1.1\r\n" + host + "\r\n"},
+		{"bad escape query", "GET /p?x=%zz HTTP/1.1\r\n" + host + "\r\n"},
+		{"absolute form", "GET http://other.example:81/x?y HTTP/1.1\r\n" + host + "\r\n"},
+		{"absolute form no path", "GET http://other.example HTTP/1.1\r\n" + host + "\r\n"},
+		{"path sub-delims", "GET /~u/-_.$&+,:;=@ HTTP/1.1\r\n" + host + "\r\n"},
 
 		// Malformed request lines.
 		{"empty line first", "\r\nGET / HTTP/1.1\r\n" + host + "\r\n"},
