@@ -3,9 +3,11 @@
 package sluice
 
 import (
+	"fmt"
 	"io"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -130,5 +132,37 @@ func TestGatherWaitSharesTheP(t *testing.T) {
 			assert.Equal(t, trips, n, "client %d's round trips", i)
 		}
 		return outcome{Delivered: done}
+	})
+}
+
+// tickCounter counts its OnTick calls, each asking for the next in
+// tickEvery.
+type tickCounter struct {
+	echoHandler
+	ticks atomic.Int64
+}
+
+const tickEvery = 10 * time.Millisecond
+
+func (h *tickCounter) OnTick() (time.Duration, Action) {
+	h.ticks.Add(1)
+	return tickEvery, None
+}
+
+// The loop's timers are not held back by gathering: a wait whose next
+// timer is due within the gathering time ends when the timer is due, so
+// an idle loop's OnTick, every 10ms, keeps time where the loop gathers for
+// a second, rather than running once a gathering time.
+func TestGatherWaitKeepsTimers(t *testing.T) {
+	onEachPoller(t, func(t *testing.T, p Option) outcome {
+		h := &tickCounter{}
+		_, addr := serve(t, h, p, WithNumEventLoop(1), WithTicker(true), WithGatherWait(time.Second))
+		c := dialRaw(t, addr)
+		c.readTimeout(t, 10*time.Second)
+		c.roundTrip(t)
+		from := h.ticks.Load()
+		waitFor(t, 5*time.Second, func() bool { return h.ticks.Load()-from >= 50 },
+			func() string { return fmt.Sprintf("%d ticks of 10ms in 5s", h.ticks.Load()-from) })
+		return outcome{}
 	})
 }
