@@ -166,3 +166,24 @@ func TestGatherWaitKeepsTimers(t *testing.T) {
 		return outcome{}
 	})
 }
+
+// A new connection's first request, sent as it connects, is answered at
+// once by a loop that was idle for longer than the gathering time: the
+// receive armed for it as it is accepted is not held for a gathering time
+// that began with the accept.
+func TestGatherWaitNewConnAnsweredAtOnce(t *testing.T) {
+	const d = time.Second
+	onEachPoller(t, func(t *testing.T, p Option) outcome {
+		_, addr := serve(t, echoHandler{}, p, WithNumEventLoop(1), WithGatherWait(d))
+		warm := dialRaw(t, addr)
+		warm.readTimeout(t, 10*time.Second)
+		warm.roundTrip(t)
+		time.Sleep(d + ringIdleWait) // past the gathering time and the ring's idle timer
+		start := time.Now()
+		c := dialRaw(t, addr)
+		c.readTimeout(t, 10*time.Second)
+		c.roundTrip(t)
+		assert.Less(t, time.Since(start), d/2, "a new connection's first request was held")
+		return outcome{Delivered: []int{len(c.got)}}
+	})
+}
