@@ -3,6 +3,7 @@
 package sluice
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"runtime"
@@ -185,5 +186,29 @@ func TestGatherWaitNewConnAnsweredAtOnce(t *testing.T) {
 		c.roundTrip(t)
 		assert.Less(t, time.Since(start), d/2, "a new connection's first request was held")
 		return outcome{Delivered: []int{len(c.got)}}
+	})
+}
+
+// A stop asked of a gathering loop early in its wait waits with the
+// events, and for no more than the gathering time: not a gathering time
+// again for each turn of its drain.
+func TestGatherWaitStopsWithinTheBound(t *testing.T) {
+	const d = time.Second
+	onEachPoller(t, func(t *testing.T, p Option) outcome {
+		eng, addr := serve(t, echoHandler{}, p, WithNumEventLoop(1), WithGatherWait(d))
+		for range 4 {
+			c := dialRaw(t, addr)
+			c.readTimeout(t, 10*time.Second)
+			c.roundTrip(t)
+		}
+		// Past the ring's idle timer, whose firing ends a wait: the stop
+		// comes early in the wait that begins then.
+		time.Sleep(ringIdleWait)
+		start := time.Now()
+		require.NoError(t, eng.Stop(context.Background()))
+		took := time.Since(start)
+		t.Logf("stop took %v", took)
+		assert.Less(t, took, d+d/2, "the stop was held past the gathering time")
+		return outcome{}
 	})
 }
