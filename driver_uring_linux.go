@@ -160,6 +160,10 @@ type ringDriver struct {
 	turns     uint64        // turns begun
 	gather    time.Duration // WithGatherWait's, where the kernel can; zero: off
 	quiet     bool          // the last held wait found nothing: wait ordinarily (heldMost)
+	// armed: the turn queued an operation that may complete as it is
+	// submitted (a receive, an accept, a connect, a poll): its wait does
+	// not gather (gathers).
+	armed bool
 
 	pk ringPackets // for the loop's UDP sockets (udp_uring_linux.go)
 
@@ -263,6 +267,7 @@ func (rg *ringDriver) turn() error {
 	} else {
 		err = rg.r.SubmitAndWait(1, timeout)
 	}
+	rg.armed = false
 	rg.quiet = capped && !rg.r.Pending()
 	l.awake()
 	if err != nil {
@@ -300,9 +305,12 @@ const gatherMost = 64
 // receives still to arm again (rearmStarved), or completions ready in the
 // kernel, which the wait would otherwise hold back for the gathering time
 // rather than hand over at once: gathering is for a loop that would sleep
-// anyway.
+// anyway. Nor when the turn arms a receive, an accept, a connect or a
+// poll (armed): the kernel may complete it as the enter submits it, with
+// what was ready before the wait began (a new connection's first request,
+// sent as it connected), which the gathering time would then hold back.
 func (rg *ringDriver) gathers(timeout time.Duration) bool {
-	return rg.gather > 0 && timeout != 0 && rg.fed == len(rg.starved) && !rg.r.Ready()
+	return rg.gather > 0 && timeout != 0 && !rg.armed && rg.fed == len(rg.starved) && !rg.r.Ready()
 }
 
 // wake writes the eventfd the ring polls. It is safe from any goroutine.
@@ -636,6 +644,7 @@ func (rg *ringDriver) modify(fd int, old, ev poller.Event) error {
 			break // handOver arms it once what is held is handed over
 		}
 		st.armed |= armedRead
+		rg.armed = true
 		if kind == opAccept {
 			rg.r.PrepAcceptMultishot(fd, ud)
 			if !slices.Contains(rg.accepts, ud) {
@@ -671,6 +680,7 @@ func (rg *ringDriver) connect(c *conn, d *dialSpec) {
 	}
 	rg.gens++
 	c.ds = ringSlot{gen: rg.gens, armed: armedConnect}
+	rg.armed = true
 	rg.r.PrepConnect(c.fd, d.raw.Pointer(), d.raw.Len(), userData(opConnect, c.ds.gen, c.fd))
 }
 
@@ -706,6 +716,7 @@ func (rg *ringDriver) armReceive(c *conn) {
 func (rg *ringDriver) armWrite(fd int, st *ringSlot) {
 	if st.armed&armedWrite == 0 {
 		st.armed |= armedWrite
+		rg.armed = true
 		rg.r.PrepPollAdd(fd, unix.POLLOUT, userData(opPollOut, st.gen, fd))
 	}
 }

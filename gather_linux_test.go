@@ -73,6 +73,7 @@ func TestGatherWaitFewerEnters(t *testing.T) {
 	t.Run("off", func(t *testing.T) { off, _ = spreadEnters(t, 0) })
 	t.Logf("system calls per round trip: %.2f gathering 20ms, %.2f not", on, off)
 	require.Less(t, on, 0.5, "the loop did not gather the spread requests")
+	require.Greater(t, off, on, "the count saw no difference gathering makes")
 }
 
 // A gathering loop with nothing to do sleeps: its held wait (heldMost)

@@ -3,9 +3,12 @@
 package sluice
 
 import (
+	"context"
+	"fmt"
 	"io"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -130,5 +133,82 @@ func TestGatherWaitSharesTheP(t *testing.T) {
 			assert.Equal(t, trips, n, "client %d's round trips", i)
 		}
 		return outcome{Delivered: done}
+	})
+}
+
+// tickCounter counts its OnTick calls, each asking for the next in
+// tickEvery.
+type tickCounter struct {
+	echoHandler
+	ticks atomic.Int64
+}
+
+const tickEvery = 10 * time.Millisecond
+
+func (h *tickCounter) OnTick() (time.Duration, Action) {
+	h.ticks.Add(1)
+	return tickEvery, None
+}
+
+// The loop's timers are not held back by gathering: a wait whose next
+// timer is due within the gathering time ends when the timer is due, so
+// an idle loop's OnTick, every 10ms, keeps time where the loop gathers for
+// a second, rather than running once a gathering time.
+func TestGatherWaitKeepsTimers(t *testing.T) {
+	onEachPoller(t, func(t *testing.T, p Option) outcome {
+		h := &tickCounter{}
+		_, addr := serve(t, h, p, WithNumEventLoop(1), WithTicker(true), WithGatherWait(time.Second))
+		c := dialRaw(t, addr)
+		c.readTimeout(t, 10*time.Second)
+		c.roundTrip(t)
+		from := h.ticks.Load()
+		waitFor(t, 5*time.Second, func() bool { return h.ticks.Load()-from >= 50 },
+			func() string { return fmt.Sprintf("%d ticks of 10ms in 5s", h.ticks.Load()-from) })
+		return outcome{}
+	})
+}
+
+// A new connection's first request, sent as it connects, is answered at
+// once by a loop that was idle for longer than the gathering time: the
+// receive armed for it as it is accepted is not held for a gathering time
+// that began with the accept.
+func TestGatherWaitNewConnAnsweredAtOnce(t *testing.T) {
+	const d = time.Second
+	onEachPoller(t, func(t *testing.T, p Option) outcome {
+		_, addr := serve(t, echoHandler{}, p, WithNumEventLoop(1), WithGatherWait(d))
+		warm := dialRaw(t, addr)
+		warm.readTimeout(t, 10*time.Second)
+		warm.roundTrip(t)
+		time.Sleep(d + ringIdleWait) // past the gathering time and the ring's idle timer
+		start := time.Now()
+		c := dialRaw(t, addr)
+		c.readTimeout(t, 10*time.Second)
+		c.roundTrip(t)
+		assert.Less(t, time.Since(start), d/2, "a new connection's first request was held")
+		return outcome{Delivered: []int{len(c.got)}}
+	})
+}
+
+// A stop asked of a gathering loop early in its wait waits with the
+// events, and for no more than the gathering time: not a gathering time
+// again for each turn of its drain.
+func TestGatherWaitStopsWithinTheBound(t *testing.T) {
+	const d = time.Second
+	onEachPoller(t, func(t *testing.T, p Option) outcome {
+		eng, addr := serve(t, echoHandler{}, p, WithNumEventLoop(1), WithGatherWait(d))
+		for range 4 {
+			c := dialRaw(t, addr)
+			c.readTimeout(t, 10*time.Second)
+			c.roundTrip(t)
+		}
+		// Past the ring's idle timer, whose firing ends a wait: the stop
+		// comes early in the wait that begins then.
+		time.Sleep(ringIdleWait)
+		start := time.Now()
+		require.NoError(t, eng.Stop(context.Background()))
+		took := time.Since(start)
+		t.Logf("stop took %v", took)
+		assert.Less(t, took, d+d/2, "the stop was held past the gathering time")
+		return outcome{}
 	})
 }

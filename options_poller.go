@@ -35,8 +35,10 @@ func WithPoller(k poller.Kind) Option {
 // comes after d has passed is handled at once, so a lone request on an
 // idle loop waits for nothing, and no event waits longer than d. A wait
 // gathers only when the loop would sleep: one that finds an event ready
-// as it begins handles it at once, as without the option. A wait
-// ends early once 64 events are in, or when the loop's next timer is due;
+// as it begins handles it at once, as without the option, and the wait
+// that follows an accept does not gather, since the new connection's
+// first request may be on its way already. A wait ends early once 64
+// events are in, or when the loop's next timer is due;
 // a task posted while the loop gathers (AsyncWrite, Wake, Execute, a
 // stop) waits with the events, at most d. A loop that has work of its own
 // queued (tasks, connections to resume) does not wait at all, and output

@@ -110,6 +110,7 @@ func (rg *ringDriver) watchPackets(u *udpConn) error {
 
 func (rg *ringDriver) armPackets(u *udpConn) {
 	u.ds.armed |= armedRead
+	rg.armed = true
 	ud := userData(opPacket, u.ds.gen, u.fd)
 	if rg.pk.poll {
 		rg.r.PrepPollAdd(u.fd, unix.POLLIN, ud)

@@ -95,6 +95,18 @@ func TestSubmitAndGatherBounds(t *testing.T) {
 	assert.Equal(t, 2, r.ForEachCQE(func(CQE) {}))
 }
 
+// A timeout shorter than the gathering time ends the wait when it is due:
+// the kernel looks at it only once gathering is over, so SubmitAndGather
+// gathers for no longer than the timeout.
+func TestSubmitAndGatherTimeoutWithinGathering(t *testing.T) {
+	r := newTestRing(t, 8, 0)
+	requireMinWait(t, r)
+	start := time.Now()
+	require.NoError(t, r.SubmitAndGather(8, 20*time.Millisecond, 5*time.Second))
+	assert.Less(t, time.Since(start), 2500*time.Millisecond, "the wait outlasted its timeout")
+	assert.Zero(t, r.ForEachCQE(func(CQE) {}))
+}
+
 // A held wait ends when a completion comes, as an ordinary one does (or
 // early, at a signal: the runtime's preemption), and the runtime can
 // still stop the goroutine waiting in it: a collection run meanwhile ends

@@ -356,7 +356,8 @@ const gatherForever = 24 * time.Hour
 // completions in batches: where the kernel can (MinWait), the wait lets
 // them gather for gather from its start, returning sooner only once n are
 // ready; then it returns if any is ready, or else as soon as one is.
-// timeout still bounds the whole wait (negative: no bound). gather is
+// timeout still bounds the whole wait (negative: no bound), and so the
+// gathering too when it is the shorter. gather is
 // taken in whole microseconds, at least one. Where the kernel cannot, it
 // is SubmitAndWait(1, timeout).
 func (r *Ring) SubmitAndGather(n uint32, timeout, gather time.Duration) error {
@@ -370,6 +371,9 @@ func (r *Ring) SubmitAndGather(n uint32, timeout, gather time.Duration) error {
 	if timeout < 0 {
 		timeout = gatherForever
 	}
+	// The kernel looks at the timeout only once the gathering time is
+	// over: gathering for longer would overrun it.
+	gather = min(gather, timeout)
 	r.ts = kernelTimespec{sec: int64(timeout / time.Second), nsec: int64(timeout % time.Second)}
 	r.arg.minWaitUsec = uint32(min(max(gather/time.Microsecond, 1), math.MaxUint32))
 	return r.enter(pending, n, enterGetEvents|enterExtArg, unsafe.Pointer(&r.arg), unsafe.Sizeof(r.arg))
