@@ -21,12 +21,13 @@
 // therefore not locked to OS threads (sluice.WithLockOSThread) unless the
 // options say so.
 //
-// A request costs three heap allocations, alone or pipelined, on the pool
+// A request costs five heap allocations, alone or pipelined, on the pool
 // or inline: the request, with its context, its URL, its answer's state
-// and the copy of its head that its strings point into; and its header
-// map, two. A head longer than 256 bytes costs one more, its own copy.
-// What serves a run of requests (its answers' header maps among it) is
-// kept by the loop for the next.
+// and the copy of its head that its strings point into; its header map,
+// two; and its answer's header map, two. A head longer than 256 bytes
+// costs one more, its own copy. What serves a run of requests is kept by
+// the loop for the next; an answer's header map is not, since a handler
+// may keep it past its return.
 //
 // A handler sees what net/http's server would give it: the request's
 // Host, RemoteAddr (the PROXY protocol's source, with
@@ -72,10 +73,9 @@
 //     in flight: stop with Server.Shutdown, which lets them finish first.
 //   - A handler that uses its http.ResponseWriter after it returned,
 //     which net/http forbids, gets errors, and a Header nobody reads:
-//     what served it serves other requests by then. The header map it
-//     got from Header before it returned serves another answer too:
-//     what a goroutine writes there later is sent with that answer,
-//     perhaps to another client, where net/http would ignore it.
+//     what served it serves other requests by then. What a goroutine
+//     writes later to the header map it got from Header is ignored, as
+//     net/http ignores it.
 //   - HTTP/2 is not served, and http.ServerContextKey is not set.
 //
 // An idle keep-alive connection costs the engine's own connection state

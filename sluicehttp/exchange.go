@@ -37,12 +37,6 @@ type exchange struct {
 	closeAfter bool
 	hj         *hijackConn
 
-	// hdr is the map the next answer's Header returns, empty: one the
-	// last answer gave back once its handler returned, which a handler
-	// may no longer use (http.ResponseWriter). Only the goroutine running
-	// the exchange's handlers touches it.
-	hdr http.Header
-
 	runFn  func()                   // run, made once
 	doneFn func(sluice.Conn, error) // done, made once
 }

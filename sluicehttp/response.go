@@ -68,22 +68,9 @@ func (w *response) Header() http.Header {
 		return make(http.Header) // its map serves another answer now
 	}
 	if w.header == nil {
-		if w.header = w.x.hdr; w.header != nil {
-			w.x.hdr = nil
-		} else {
-			w.header = make(http.Header)
-		}
+		w.header = make(http.Header)
 	}
 	return w.header
-}
-
-// giveHeader gives the answer's header map, emptied, to the exchange's
-// next answer, once the handler has returned.
-func (w *response) giveHeader() {
-	if h := w.header; h != nil && w.x.hdr == nil {
-		clear(h)
-		w.x.hdr = h
-	}
 }
 
 // WriteHeader sends the answer's status with its header.
@@ -411,7 +398,6 @@ func (w *response) finish() {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	defer w.ctx.cancel()
-	defer w.giveHeader()
 	w.handlerDone = true
 	if b := w.body; b != nil {
 		b.handlerDone()

@@ -22,6 +22,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/sluicenet/sluice"
 )
 
 // modes runs a test once with handlers on the pool and once inline.
@@ -397,5 +399,43 @@ func TestWriterUsedAfterReturn(t *testing.T) {
 		for _, path := range []string{"/a", "/b", "/c"} {
 			get(path)
 		}
+	})
+}
+
+// A handler may keep its answer's header map past its return, against
+// net/http's rules, and write to it later (a Set-Cookie from a goroutine,
+// say): that must never reach another client's answer, as under net/http,
+// which ignores it. Here the late write is made while the next request,
+// another client's on the same loop, is served: an answer's header map
+// handed on would be that request's.
+func TestKeptHeaderReachesNoOtherAnswer(t *testing.T) {
+	modes(t, func(t *testing.T, inline bool) {
+		kept := make(chan http.Header, 1)
+		addr := serve(t, &Server{Inline: inline, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			select {
+			case h := <-kept:
+				h.Set("Set-Cookie", "session=the-first-client's")
+			default:
+			}
+			w.Header().Set("X-Path", r.URL.Path)
+			io.WriteString(w, "hello")
+			if r.URL.Path == "/keep" {
+				kept <- w.Header()
+			}
+		})}, sluice.WithNumEventLoop(1))
+		get := func(c *http.Client, path string) *http.Response {
+			t.Helper()
+			resp, err := c.Get("http://" + addr + path)
+			require.NoError(t, err)
+			_, err = io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			require.NoError(t, err)
+			return resp
+		}
+		get(client(t), "/keep")
+		resp := get(client(t), "/a")
+		assert.Empty(t, resp.Header.Values("Set-Cookie"), "a header kept by another request's handler")
+		assert.Equal(t, []string{"/a"}, resp.Header.Values("X-Path"))
+		assert.Empty(t, kept, "the second request's handler took the kept map")
 	})
 }
