@@ -55,7 +55,9 @@ func TestOpenCountsWhatWentWrong(t *testing.T) {
 		handler http.HandlerFunc
 		want    loadgen.Errors
 	}{
-		{"status", func(w http.ResponseWriter, _ *http.Request) { http.Error(w, hello.Plaintext, http.StatusInternalServerError) }, loadgen.Errors{Mismatch: 3}},
+		{"status", func(w http.ResponseWriter, _ *http.Request) {
+			http.Error(w, hello.Plaintext, http.StatusInternalServerError)
+		}, loadgen.Errors{Mismatch: 3}},
 		{"body", func(w http.ResponseWriter, _ *http.Request) { w.Write([]byte("Hello, World?")) }, loadgen.Errors{Mismatch: 3}},
 		{"close", func(w http.ResponseWriter, _ *http.Request) {
 			w.Header().Set("Connection", "close")
