@@ -20,7 +20,7 @@ func plaintext(addr string) Request {
 }
 
 func TestOpenHoldsIdleConnections(t *testing.T) {
-	var states = make(chan http.ConnState, 1000)
+	states := make(chan http.ConnState, 1000)
 	srv := httptest.NewUnstartedServer(hello.Handler)
 	srv.Config.ConnState = func(_ net.Conn, s http.ConnState) { states <- s }
 	srv.Start()
