@@ -382,28 +382,40 @@ func writeWrkScript(dir string, depth int) (string, error) {
 // httpPreamble says how the HTTP table was made.
 func httpPreamble(cfg config, wrk string, shapes []httpShape) string {
 	var warm, window, count, idle int
-	quick := false
+	quick, pipelined := false, false
 	for _, sh := range shapes {
 		warm, window, count, idle = max(warm, sh.warm), max(window, sh.window), max(count, sh.syscalls), max(idle, sh.idle)
-		quick = quick || sh.quick
+		quick, pipelined = quick || sh.quick, pipelined || sh.pipeline > 1
 	}
-	counted := fmt.Sprintf("over a %d s run of its own between the two", count)
+	method := []string{fmt.Sprintf("HTTP. Each server on CPUs %s (GOMAXPROCS %s, -loops %s), a fresh one for each measurement; %s on CPUs %s (-t %s). "+
+		"Every server answers the TechEmpower plaintext and JSON tests: net/http, nbhttp and sluicehttp the same http.Handler, fasthttp its own RequestHandler, examples/http its own handler; "+
+		"each is checked before it is measured (status, body, Content-Type, Server and Date of both answers), and any error wrk counts (connect, read, write, a status of 400 or more, a timeout) fails the run.",
+		cfg.server.spec, cfg.server.n(), cfg.server.n(), wrk, cfg.client.spec, cfg.client.n())}
+	if window > 0 {
+		warmUp := fmt.Sprintf("wrk runs %d s to warm the server up, then the %d s window", warm, window)
+		if warm == 0 {
+			warmUp = fmt.Sprintf("wrk runs the %d s window with no warm-up", window)
+		}
+		method = append(method, warmUp+": requests/s is wrk's count over its duration; server CPU µs/request is the server's CPU time over that run (schedstat, every thread) over wrk's count.")
+	}
+	if pipelined {
+		method = append(method, fmt.Sprintf("Pipelined: every write carries %d requests (wrk's pipelining script).", httpPipeline))
+	}
+	switch {
+	case quick && count < 0:
+		method = append(method, "syscalls/request: the server's system calls (perf) over the window itself, over wrk's count (-quick: a smoke test; perf's counting costs the server CPU).")
+	case count > 0:
+		method = append(method, fmt.Sprintf("syscalls/request: the server's system calls (perf) over a %d s run of its own between the two, over wrk's count.", count))
+	}
+	if idle > 0 {
+		method = append(method, fmt.Sprintf("Memory: a separate client process (cmd/httpidle) opens %s keep-alive connections, each sends one GET /plaintext and reads its answer, and holds them idle: the server's VmRSS growth over the connections.",
+			table.Format(float64(idle))))
+	}
 	if quick {
-		counted = "over the window itself (-quick: a smoke test; perf's counting costs the server CPU, and the 1,000-connection and JSON rows are left out)"
-	}
-	warmUp := fmt.Sprintf("wrk runs %d s to warm the server up, then the %d s window", warm, window)
-	if warm == 0 {
-		warmUp = fmt.Sprintf("wrk runs the %d s window with no warm-up", window)
+		method = append(method, "-quick leaves the 1,000-connection and JSON rows out.")
 	}
 	lines := []string{
-		fmt.Sprintf("HTTP. Each server on CPUs %s (GOMAXPROCS %s, -loops %s), a fresh one for each measurement; %s on CPUs %s (-t %s). "+
-			"Every server answers the TechEmpower plaintext and JSON tests: net/http, nbhttp and sluicehttp the same http.Handler, fasthttp its own RequestHandler, examples/http its own handler; "+
-			"each is checked before it is measured (status, body, Content-Type, Server and Date of both answers), and any error wrk counts (connect, read, write, a status of 400 or more, a timeout) fails the run.",
-			cfg.server.spec, cfg.server.n(), cfg.server.n(), wrk, cfg.client.spec, cfg.client.n()),
-		fmt.Sprintf("%s: requests/s is wrk's count over its duration; server CPU µs/request is the server's CPU time over that run (schedstat, every thread) over wrk's count. "+
-			"Pipelined: every write carries %d requests (wrk's pipelining script). syscalls/request: the server's system calls (perf) %s, over wrk's count. "+
-			"Memory: a separate client process (cmd/httpidle) opens %s keep-alive connections, each sends one GET /plaintext and reads its answer, and holds them idle: the server's VmRSS growth over the connections.",
-			warmUp, httpPipeline, counted, table.Format(float64(idle))),
+		strings.Join(method, " "),
 		fmt.Sprintf("Cells: median over rounds (median per-round ratio to %s, low–high). requests/s: higher is better; µs, syscalls and B: lower is better.", httpBase),
 	}
 	return strings.Join(lines, "\n") + "\n"

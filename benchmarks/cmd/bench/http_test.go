@@ -161,9 +161,17 @@ func TestHTTPPreamble(t *testing.T) {
 	assert.Contains(t, full, "wrk runs 1 s to warm the server up, then the 2 s window")
 	assert.Contains(t, full, "over a 1 s run of its own")
 	assert.Contains(t, full, "opens 10,000 keep-alive connections")
+	assert.Contains(t, full, "Pipelined: every write carries 16 requests")
 	quick := httpPreamble(cfg, "wrk 4.1.0", httpShapes(quickTiming, true))
 	assert.Contains(t, quick, "with no warm-up")
 	assert.Contains(t, quick, "over the window itself")
+	assert.Contains(t, quick, "-quick leaves the 1,000-connection and JSON rows out.")
+	memory := httpPreamble(cfg, "wrk 4.1.0", httpShapes(fullTiming, true)[4:])
+	assert.NotContains(t, memory, "wrk runs", "the memory row alone runs no wrk")
+	assert.NotContains(t, memory, "syscalls/request")
+	noMemory := httpPreamble(cfg, "wrk 4.1.0", httpShapes(fullTiming, true)[:2])
+	assert.NotContains(t, noMemory, "Memory:")
+	assert.NotContains(t, noMemory, "Pipelined:")
 }
 
 func TestHTTPSummary(t *testing.T) {
