@@ -382,10 +382,10 @@ func writeWrkScript(dir string, depth int) (string, error) {
 // httpPreamble says how the HTTP table was made.
 func httpPreamble(cfg config, wrk string, shapes []httpShape) string {
 	var warm, window, count, idle int
-	quick, pipelined := false, false
+	quick, pipelined, inWindow := false, false, false
 	for _, sh := range shapes {
 		warm, window, count, idle = max(warm, sh.warm), max(window, sh.window), max(count, sh.syscalls), max(idle, sh.idle)
-		quick, pipelined = quick || sh.quick, pipelined || sh.pipeline > 1
+		quick, pipelined, inWindow = quick || sh.quick, pipelined || sh.pipeline > 1, inWindow || sh.syscalls < 0
 	}
 	method := []string{fmt.Sprintf("HTTP. Each server on CPUs %s (GOMAXPROCS %s, -loops %s), a fresh one for each measurement; %s on CPUs %s (-t %s). "+
 		"Every server answers the TechEmpower plaintext and JSON tests: net/http, nbhttp and sluicehttp the same http.Handler, fasthttp its own RequestHandler, examples/http its own handler; "+
@@ -402,7 +402,7 @@ func httpPreamble(cfg config, wrk string, shapes []httpShape) string {
 		method = append(method, fmt.Sprintf("Pipelined: every write carries %d requests (wrk's pipelining script).", httpPipeline))
 	}
 	switch {
-	case quick && count < 0:
+	case inWindow:
 		method = append(method, "syscalls/request: the server's system calls (perf) over the window itself, over wrk's count (-quick: a smoke test; perf's counting costs the server CPU).")
 	case count > 0:
 		method = append(method, fmt.Sprintf("syscalls/request: the server's system calls (perf) over a %d s run of its own between the two, over wrk's count.", count))
