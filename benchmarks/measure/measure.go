@@ -330,3 +330,27 @@ func settledRSS(pid int) (int64, error) {
 }
 
 func abs(n int64) int64 { return max(n, -n) }
+
+// Idle measures resident bytes per idle connection where another client
+// than the load generator opens them (an HTTP client, say): open opens
+// conns connections to process pid, each having made one exchange, and
+// returns how many it holds open and what went wrong; Idle reads pid's
+// memory before, and again once it settles after, and divides the growth
+// by conns. The connections must stay open until Idle returns.
+func Idle(pid, conns int, open func() (held int, errs loadgen.Errors)) (Report, error) {
+	r := Report{Mode: "memory", Conns: conns}
+	before, err := proc.RSS(pid)
+	if err != nil {
+		return r, err
+	}
+	held, errs := open()
+	r.Errors.Add(errs)
+	r.RoundTrips, r.Total = int64(held), int64(held)
+	after, err := settledRSS(pid)
+	if err != nil {
+		return r, err
+	}
+	r.RSSBefore, r.RSSAfter = before, after
+	r.PerConn = float64(after-before) / float64(conns)
+	return r, nil
+}

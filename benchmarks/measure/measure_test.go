@@ -5,6 +5,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"syscall"
 	"testing"
 	"time"
 
@@ -137,6 +138,33 @@ func TestMemory(t *testing.T) {
 	assert.Positive(t, r.RSSBefore)
 	assert.Positive(t, r.RSSAfter)
 	assert.InDelta(t, float64(r.RSSAfter-r.RSSBefore)/200, r.PerConn, 1e-9)
+}
+
+// TestIdle has the opener hold memory as connections would (4 MiB
+// mapped and touched, so that no heap the process had already counts)
+// and report an error it counted.
+func TestIdle(t *testing.T) {
+	var held []byte
+	r, err := Idle(os.Getpid(), 100, func() (int, loadgen.Errors) {
+		var err error
+		held, err = syscall.Mmap(-1, 0, 4<<20, syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_ANON|syscall.MAP_PRIVATE)
+		require.NoError(t, err)
+		for i := 0; i < len(held); i += 4096 {
+			held[i] = 1
+		}
+		return 99, loadgen.Errors{Closed: 1}
+	})
+	require.NoError(t, err)
+	defer syscall.Munmap(held)
+	assert.Equal(t, "memory", r.Mode)
+	assert.Equal(t, int64(99), r.RoundTrips, "one exchange per connection held")
+	assert.Equal(t, loadgen.Errors{Closed: 1}, r.Errors)
+	assert.InDelta(t, float64(r.RSSAfter-r.RSSBefore)/100, r.PerConn, 1e-9)
+	assert.Greater(t, r.PerConn, 30000.0, "most of the 4 MiB is counted")
+	assert.Equal(t, byte(1), held[0])
+
+	_, err = Idle(1<<30, 1, func() (int, loadgen.Errors) { return 1, loadgen.Errors{} })
+	assert.ErrorIs(t, err, os.ErrNotExist, "no such process")
 }
 
 func TestSyscalls(t *testing.T) {

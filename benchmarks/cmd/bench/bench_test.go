@@ -42,19 +42,21 @@ func TestParseCPUs(t *testing.T) {
 }
 
 func TestSelectStacks(t *testing.T) {
-	all, allProxies, err := selectStacks("all")
+	all, allProxies, allHTTP, err := selectStacks("all")
 	require.NoError(t, err)
 	assert.Equal(t, stacks, all)
 	assert.Equal(t, proxies, allProxies)
+	assert.Equal(t, httpStacks, allHTTP)
 
-	picked, pickedProxies, err := selectStacks("sluice-proxy,C-floor,gnet,haproxy")
+	picked, pickedProxies, pickedHTTP, err := selectStacks("sluice-proxy,C-floor,gnet,haproxy,examples/http,net/http")
 	require.NoError(t, err)
+	assert.Equal(t, []string{"net/http", "examples/http"}, httpColumns(pickedHTTP))
 	require.Len(t, picked, 2)
 	assert.Equal(t, "gnet", picked[0].name, "table order, not the list's")
 	assert.Equal(t, "C floor", picked[1].name)
 	assert.Equal(t, []string{"haproxy", "sluice-proxy"}, proxyColumns(pickedProxies))
 
-	_, _, err = selectStacks("gnet,nope")
+	_, _, _, err = selectStacks("gnet,nope")
 	assert.ErrorIs(t, err, errUnknownStack)
 }
 
@@ -94,7 +96,7 @@ func TestShapesAreDistinct(t *testing.T) {
 
 func TestClientStacks(t *testing.T) {
 	assert.Equal(t, []string{"sluice", "sluice-uring", "gnet", "std"}, names(clientStacks(stacks)))
-	picked, _, err := selectStacks("evio,C-floor")
+	picked, _, _, err := selectStacks("evio,C-floor")
 	require.NoError(t, err)
 	assert.Empty(t, clientStacks(picked), "no client: no client rows")
 	assert.Equal(t, "C floor", floor.name)
@@ -281,7 +283,7 @@ func TestUDPTable(t *testing.T) {
 	assert.Equal(t, []string{"sluice", "sluice-uring", "gnet", "C floor"}, udpColumns(list))
 	assert.Contains(t, udpColumns(list), base)
 	assert.NotContains(t, names(serverStacks(stacks)), "C floor UDP", "the server table has no UDP-only column")
-	picked, _, err := selectStacks("C-floor-UDP,gnet")
+	picked, _, _, err := selectStacks("C-floor-UDP,gnet")
 	require.NoError(t, err)
 	assert.Equal(t, []string{"gnet", "C floor"}, udpColumns(udpStacks(picked)))
 

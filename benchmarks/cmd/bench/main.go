@@ -28,6 +28,10 @@
 // TLS, beside crypto/tls. Like the proxy shapes they run with -quick or
 // -only, not in the full run.
 //
+// The HTTP shapes (http.go) fill a fifth: HTTP servers, sluicehttp and
+// examples/http among them, beside net/http, driven by wrk. They too run
+// with -quick or -only, not in the full run.
+//
 // It exits 1 when a server or a proxy (or the C floor behind it) breaks: it
 // does not start, crashes, does not stop cleanly, or the load generator
 // sees mismatched bytes, resets or timeouts;
@@ -66,6 +70,7 @@ type config struct {
 	bin, out       string
 	stacks         []stack
 	proxies        []proxyStack
+	https          []httpStack
 	server, client cpuList
 	only           string
 	idle           int         // percent idle to wait for before each measurement; 0: no wait
@@ -116,6 +121,9 @@ func main() {
 		out += "\n" + udpPreamble(cfg) + "\n" + t.udp.Markdown()
 	}
 	out += g.out
+	if len(p.http) > 0 {
+		out += "\n" + httpPreamble(cfg, p.wrk, p.http) + "\n" + t.http.Markdown()
+	}
 	fmt.Print(out)
 	if cfg.out != "" {
 		if err := os.WriteFile(cfg.out, []byte(out), 0o644); err != nil {
@@ -136,7 +144,7 @@ func parseFlags() (config, error) {
 	flag.StringVar(&cfg.bin, "bin", "", "`directory` to build into (benchmarks/run passes a fresh one)")
 	flag.StringVar(&cfg.out, "o", "", "also write the table to `file`")
 	flag.StringVar(&cfg.only, "only", "", "run only the shapes whose names contain one of these comma-separated `words`")
-	stackList := flag.String("stacks", "all", "comma-separated stacks to run: sluice,sluice-uring,gnet,evio,nbio,netpoll,std,C-floor,C-uring,C-floor-UDP (the UDP table's: sluice, sluice-uring, gnet and C-floor-UDP; the TLS table's: sluice, sluice-uring, nbio and std, its crypto/tls column), and proxies: haproxy,haproxy-splice,sluice-proxy,sluice-proxy-uring")
+	stackList := flag.String("stacks", "all", "comma-separated stacks to run: sluice,sluice-uring,gnet,evio,nbio,netpoll,std,C-floor,C-uring,C-floor-UDP (the UDP table's: sluice, sluice-uring, gnet and C-floor-UDP; the TLS table's: sluice, sluice-uring, nbio and std, its crypto/tls column), proxies: haproxy,haproxy-splice,sluice-proxy,sluice-proxy-uring, and HTTP servers: net/http,fasthttp,nbhttp,sluicehttp,sluicehttp-inline,sluicehttp-uring,examples/http")
 	flag.IntVar(&cfg.idle, "idle", 0, "before each measurement wait, up to a minute, until the measured CPUs are this `percent` idle (for a machine other work shares)")
 	serverCPUs := flag.String("server-cpus", "0", "`CPUs` for each server (taskset list); it runs one loop per CPU")
 	clientCPUs := flag.String("client-cpus", "1", "`CPUs` for the load generator; it runs one epoll loop per CPU")
@@ -148,7 +156,7 @@ func parseFlags() (config, error) {
 		}
 	}
 	var err error
-	if cfg.stacks, cfg.proxies, err = selectStacks(*stackList); err != nil {
+	if cfg.stacks, cfg.proxies, cfg.https, err = selectStacks(*stackList); err != nil {
 		return cfg, err
 	}
 	if cfg.server, err = parseCPUs(*serverCPUs); err != nil {
@@ -170,7 +178,8 @@ func parseFlags() (config, error) {
 // C floors with gcc, into cfg.bin; for the client-side rows, the chosen
 // stacks' dialing clients into cfg.bin/clients and the C floor they dial;
 // for the proxy rows, examples/proxy from the root module and the C floor
-// it relays to.
+// it relays to; for the HTTP rows, the HTTP servers (examples/http from
+// the root module) and cmd/httpidle.
 func build(cfg config, p picked) error {
 	goArgs := []string{"build", "-o", cfg.bin + "/", "./cmd/loadgen"}
 	cSources := map[string]string{}
@@ -179,6 +188,18 @@ func build(cfg config, p picked) error {
 			cSources[st.binary()] = st.c
 		} else if !slices.Contains(goArgs, st.pkg) {
 			goArgs = append(goArgs, st.pkg)
+		}
+	}
+	var rootPkgs []string // the root module's, built with its go.mod
+	if len(p.http) > 0 {
+		goArgs = append(goArgs, "./cmd/httpidle")
+		for _, st := range cfg.https {
+			switch {
+			case st.root && !slices.Contains(rootPkgs, st.pkg):
+				rootPkgs = append(rootPkgs, st.pkg)
+			case !st.root && !slices.Contains(goArgs, st.pkg):
+				goArgs = append(goArgs, st.pkg)
+			}
 		}
 	}
 	builds := [][]string{goArgs}
@@ -195,13 +216,16 @@ func build(cfg config, p picked) error {
 	if len(p.proxy) > 0 {
 		cSources[floor.binary()] = floor.c
 		if slices.ContainsFunc(p.proxies, func(s proxyStack) bool { return !s.haproxy }) {
-			bin, err := filepath.Abs(cfg.bin)
-			if err != nil {
-				return err
-			}
-			// -C: the root module, whose go.mod the proxy is built with.
-			builds = append(builds, []string{"build", "-C", "..", "-o", bin + "/", proxyPkg})
+			rootPkgs = append(rootPkgs, proxyPkg)
 		}
+	}
+	if len(rootPkgs) > 0 {
+		bin, err := filepath.Abs(cfg.bin)
+		if err != nil {
+			return err
+		}
+		// -C: the root module, whose go.mod these are built with.
+		builds = append(builds, append([]string{"build", "-C", "..", "-o", bin + "/"}, rootPkgs...))
 	}
 	for bin, src := range cSources {
 		gcc := exec.Command("gcc", "-O2", "-Wall", "-o", filepath.Join(cfg.bin, bin), src)
@@ -227,6 +251,8 @@ type picked struct {
 	proxies []proxyStack
 	tls     []shape
 	udp     []shape
+	http    []httpShape
+	wrk     string // wrk's version, for the HTTP table's preamble
 	notes   []string
 }
 
@@ -276,6 +302,7 @@ func pick(cfg config) picked {
 			}
 		}
 	}
+	p.http, p.wrk, p.notes = pickHTTP(cfg, timing, perfErr == nil, full, p.notes)
 	var note string
 	if p.proxies, note = availableProxies(cfg.proxies); note != "" {
 		p.notes = append(p.notes, note)
@@ -298,8 +325,8 @@ func pick(cfg config) picked {
 // tables are a run's results: the server-side table, the client-side one
 // and the proxies'.
 type tables struct {
-	servers, clients, proxies, tls, udp *table.Table
-	seen                                *tlsSeen // what the TLS rows negotiated
+	servers, clients, proxies, tls, udp, http *table.Table
+	seen                                      *tlsSeen // what the TLS rows negotiated
 }
 
 // run takes every measurement and returns the tables and how many
@@ -336,6 +363,7 @@ func run(cfg config, p picked) (t tables, failures int) {
 	t.seen = newTLSSeen()
 	datagrams := udpStacks(cfg.stacks)
 	t.udp = newUDPTable(p.udp, datagrams)
+	t.http = newHTTPTable(p.http, cfg.https)
 	for round := range cfg.rounds {
 		for _, sh := range p.server {
 			for i := range servers {
@@ -374,6 +402,12 @@ func run(cfg config, p picked) (t tables, failures int) {
 			for i := range datagrams {
 				st := datagrams[(i+round)%len(datagrams)]
 				failures += record(cfg, t.udp, round, sh.name, st.udp, sh.rows, func() (measurement, error) { return measureOne(cfg, st, sh) })
+			}
+		}
+		for _, sh := range p.http {
+			for i := range cfg.https {
+				st := cfg.https[(i+round)%len(cfg.https)]
+				failures += record(cfg, t.http, round, sh.name, st.name, sh.rows, func() (measurement, error) { return measureHTTP(cfg, st, sh) })
 			}
 		}
 	}
@@ -514,6 +548,12 @@ func summary(m measurement) string {
 		return fmt.Sprintf("%s syscalls/rt, %s µs CPU/rt", table.Format(l.PerRT), table.Format(l.CPUPerRT))
 	case "loss":
 		return lossSummary(l)
+	case "wrk":
+		s := fmt.Sprintf("%s requests/s, p99 %s µs, %s µs CPU/request", table.Format(l.Rate), table.Format(l.P99), table.Format(l.CPUPerRT))
+		if l.PerRT > 0 {
+			s += fmt.Sprintf(", %s syscalls/request", table.Format(l.PerRT))
+		}
+		return s
 	}
 	if l.Lost > 0 || l.Late > 0 {
 		return lossSummary(l)

@@ -50,6 +50,11 @@ type timing struct {
 	syscallRoundTrips int
 	handshakes        time.Duration // the TLS handshake rows' window
 	tlsIdle           int           // the TLS memory row's connections
+	// The HTTP rows' wrk runs, in whole seconds as wrk takes them: the
+	// warm-up (0: none), the measured window, the run whose system calls
+	// are counted; and the memory row's connections.
+	httpWarm, httpWindow, httpCount int
+	httpIdle                        int
 }
 
 var (
@@ -58,12 +63,14 @@ var (
 		pacedWarm: 200 * time.Millisecond, paced: 1200 * time.Millisecond,
 		syscallRoundTrips: 10000,
 		handshakes:        time.Second, tlsIdle: 10000,
+		httpWarm: 1, httpWindow: 2, httpCount: 1, httpIdle: 10000,
 	}
 	quickTiming = timing{
 		warm: 50 * time.Millisecond, window: 200 * time.Millisecond,
 		pacedWarm: 50 * time.Millisecond, paced: 300 * time.Millisecond,
 		syscallRoundTrips: 3000,
 		handshakes:        300 * time.Millisecond, tlsIdle: 1000,
+		httpWindow: 1, httpIdle: 1000,
 	}
 )
 

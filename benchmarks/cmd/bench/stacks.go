@@ -96,19 +96,21 @@ func (s stack) exe() string {
 	return s.binary()
 }
 
-// selectStacks returns the echo servers and the proxies named in a
-// comma-separated list, each in table order, or every one for "all".
-func selectStacks(list string) ([]stack, []proxyStack, error) {
+// selectStacks returns the echo servers, the proxies and the HTTP servers
+// named in a comma-separated list, each in table order, or every one for
+// "all".
+func selectStacks(list string) ([]stack, []proxyStack, []httpStack, error) {
 	if list == "all" {
-		return stacks, proxies, nil
+		return stacks, proxies, httpStacks, nil
 	}
 	names := strings.Split(list, ",")
 	servers, names := named(stacks, stack.binary, names)
 	picked, names := named(proxies, func(p proxyStack) string { return p.name }, names)
+	https, names := named(httpStacks, func(h httpStack) string { return h.name }, names)
 	if len(names) > 0 {
-		return nil, nil, fmt.Errorf("%w: %s", errUnknownStack, strings.Join(names, ","))
+		return nil, nil, nil, fmt.Errorf("%w: %s", errUnknownStack, strings.Join(names, ","))
 	}
-	return servers, picked, nil
+	return servers, picked, https, nil
 }
 
 // named returns those of all whose names (as name gives them) are among
