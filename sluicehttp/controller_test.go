@@ -4,9 +4,12 @@ import (
 	"bufio"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
+	"runtime"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -125,4 +128,30 @@ func TestPoolBusy(t *testing.T) {
 	close(release)
 	_, body := readResponse(t, bufio.NewReader(busy), "GET")
 	assert.Equal(t, "hello /busy", body)
+}
+
+// TestDefaultPoolTakesManyBusyHandlers: a Server's own pool runs a
+// handler for each of more busy connections than the pool package's
+// default allows (DefaultSizePerCPU per CPU), none of them refused.
+func TestDefaultPoolTakesManyBusyHandlers(t *testing.T) {
+	conns := pool.DefaultSizePerCPU*runtime.GOMAXPROCS(0) + 100
+	var started atomic.Int64
+	release := make(chan struct{})
+	addr := serve(t, &Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		started.Add(1)
+		<-release
+		hello(w, r)
+	})})
+	cs := make([]net.Conn, conns)
+	for i := range cs {
+		cs[i] = dial(t, addr)
+		io.WriteString(cs[i], "GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+	}
+	waitFor(t, func() bool { return started.Load() == int64(conns) },
+		func() string { return fmt.Sprintf("%d of %d handlers started", started.Load(), conns) })
+	close(release)
+	for _, c := range cs {
+		resp, _ := readResponse(t, bufio.NewReader(c), "GET")
+		require.Equal(t, http.StatusOK, resp.StatusCode)
+	}
 }

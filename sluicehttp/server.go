@@ -21,6 +21,16 @@ import (
 // some, unless Server.WriteBufferSize says otherwise.
 const DefaultWriteBufferSize = 64 << 10
 
+// DefaultMaxHandlers is how many handlers a Server whose Pool is nil runs
+// at once. A connection runs at most one at a time (its pipelined
+// requests follow one another), so it is a bound on busy connections,
+// not on open ones: a worker is a goroutine made when needed and gone
+// once idle a while, as net/http spends one per connection. Past it a
+// request is answered 503. The pool package's smaller default, sized
+// for tasks, would refuse requests at a thousand busy connections on
+// one CPU.
+const DefaultMaxHandlers = 10_000
+
 // Server serves HTTP/1.1 and HTTP/1.0 from a Sluice engine's loops with
 // any http.Handler. Its fields are named and mean what net/http.Server's
 // do; set them before Start, and do not change them afterwards. The zero
@@ -74,10 +84,10 @@ type Server struct {
 	// returns; a connection it hijacks must be used from another
 	// goroutine, since the loop delivers its bytes.
 	Inline bool
-	// Pool runs the handlers, which may block. Nil means a pool the
-	// Server makes at Start and releases when the engine stops. A
-	// request that finds every worker busy is answered 503 Service
-	// Unavailable and its connection closed.
+	// Pool runs the handlers, which may block. Nil means a pool of
+	// DefaultMaxHandlers workers the Server makes at Start and releases
+	// when the engine stops. A request that finds every worker busy is
+	// answered 503 Service Unavailable and its connection closed.
 	Pool *pool.Pool
 
 	// WriteBufferSize is how much unsent output a connection may hold
@@ -134,7 +144,7 @@ func (s *Server) Start(addr string, opts ...sluice.Option) (sluice.Engine, error
 	s.epoch = time.Now()
 	s.refreshDate(time.Now())
 	if s.Pool == nil && !s.Inline {
-		p, err := pool.New()
+		p, err := pool.New(pool.WithSize(DefaultMaxHandlers))
 		if err != nil {
 			return sluice.Engine{}, err
 		}
