@@ -529,8 +529,14 @@ func (rg *ringDriver) settle(grow bool) {
 	}
 	for i, c := range rg.unsettled {
 		rg.unsettled[i] = nil
-		if c.out == nil && !rg.sending(c) {
+		switch {
+		case c.state == stateClosed || rg.sending(c):
+		case c.out == nil:
 			rg.sentWhole(c)
+		default:
+			// Output queued behind the send: the poll that was to say
+			// when it may go was spent while the send was in flight.
+			rg.armWrite(c.fd, &c.ds)
 		}
 	}
 	rg.unsettled = rg.unsettled[:0]
@@ -1107,13 +1113,17 @@ func (rg *ringDriver) ringWritable(fd int, gen uint32) {
 	switch {
 	case c == nil:
 		return
-	case c.out == nil && rg.sending(c):
-		// A poll armed after c's send, which went whole, completed within
-		// the turn that submitted both, as when a full submission queue
-		// is submitted mid-turn. The send settles only when the next turn
-		// begins: until then c would be taken as still sending, waiting
-		// for a poll it has spent, and a poll armed again would complete
-		// in the same turn again. c is looked at once the send settles.
+	case rg.sending(c):
+		// c has a send whose result is still to come, and may have
+		// output queued behind it, which must not be written ahead of
+		// it: the poll may be one armed in an earlier turn, behind a
+		// send that went whole, that completed in the turn whose
+		// callbacks handed c's next output to the ring, not submitted
+		// yet, and queued more behind that; or, armed after c's send,
+		// it completed within the turn that submitted both, as when a
+		// full submission queue is submitted mid-turn. c is looked at
+		// once the send settles: until then it would be taken as still
+		// sending, waiting for a poll it has spent.
 		rg.unsettled = append(rg.unsettled, c)
 		return
 	case c.out == nil:
