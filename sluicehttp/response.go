@@ -526,12 +526,14 @@ func (w *response) SetWriteDeadline(t time.Time) error {
 }
 
 // Hijack hands the connection to the handler: the answers before this
-// one have been queued, and every byte the client sends from the end of
-// this request's head (those of its body the handler has not read
-// included) is the returned connection's to read, requests pipelined
+// one have been queued, and every byte the client sends after this
+// request is the returned connection's to read, requests pipelined
 // behind this one included, even those the server had read already: it
 // neither answers them nor reads the connection any more, and closes it
-// only with the engine.
+// only with the engine. Of this request's own body, what is still to
+// arrive, and what of it the handler has not read, comes on the
+// connection; a body that had arrived whole before the handler ran
+// stays readable through the request's Body instead.
 func (w *response) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 	x := w.x
 	x.mu.Lock()
