@@ -111,8 +111,11 @@ func TestUDPModes(t *testing.T) {
 			require.NoError(t, err)
 			assert.Equal(t, tc.mode, r.Mode)
 			assert.Zero(t, r.Errors.Total())
-			assert.Zero(t, r.Lost)
-			assert.Zero(t, r.LossRate())
+			// Loopback UDP may drop a datagram when a busy machine
+			// stalls the echo past its socket's buffer (seen once in
+			// 4,000 under the race detector); a server that drops a
+			// quarter reads 0.25 (TestUDPLossCounted).
+			assert.Less(t, r.LossRate(), 0.01)
 			assert.Positive(t, r.RoundTrips)
 			assert.Positive(t, r.Rate)
 			assert.Positive(t, r.CPUPerRT)
