@@ -11,40 +11,9 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/sluicenet/sluice/benchmarks/internal/echotest"
 )
-
-// serveTest starts a goroutine-per-connection server on a free port that
-// answers each read with reply(read bytes); it returns the address.
-func serveTest(t *testing.T, reply func(c net.Conn, in []byte) error) netip.AddrPort {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	t.Cleanup(func() { ln.Close() })
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go func() {
-				defer c.Close()
-				buf := make([]byte, 64<<10)
-				for {
-					n, err := c.Read(buf)
-					if err != nil || reply(c, buf[:n]) != nil {
-						return
-					}
-				}
-			}()
-		}
-	}()
-	return ln.Addr().(*net.TCPAddr).AddrPort()
-}
-
-func echo(c net.Conn, in []byte) error {
-	_, err := c.Write(in)
-	return err
-}
 
 func dialTest(t *testing.T, addr netip.AddrPort, conns, size, workers int) *Session {
 	t.Helper()
@@ -55,7 +24,7 @@ func dialTest(t *testing.T, addr netip.AddrPort, conns, size, workers int) *Sess
 }
 
 func TestClosedLoop(t *testing.T) {
-	addr := serveTest(t, echo)
+	addr := echotest.Listen(t, echotest.Echo)
 	for _, tc := range []struct {
 		name                 string
 		conns, size, workers int
@@ -80,7 +49,7 @@ func TestClosedLoop(t *testing.T) {
 }
 
 func TestExchangeCountsExactly(t *testing.T) {
-	s := dialTest(t, serveTest(t, echo), 7, 64, 2)
+	s := dialTest(t, echotest.Listen(t, echotest.Echo), 7, 64, 2)
 	for range 2 { // a second run picks up where the first left the streams
 		res := s.Exchange(1001)
 		assert.Zero(t, res.Errors.Total(), "%+v", res.Errors)
@@ -91,7 +60,7 @@ func TestExchangeCountsExactly(t *testing.T) {
 func TestPaceHoldsTheRate(t *testing.T) {
 	// Each connection's turn comes every 25 ms, far longer than an echo
 	// takes even on a loaded machine, so no send waits for an earlier echo.
-	s := dialTest(t, serveTest(t, echo), 50, 64, 1)
+	s := dialTest(t, echotest.Listen(t, echotest.Echo), 50, 64, 1)
 	for range 2 { // a second run starts its schedule afresh
 		res := s.Pace(2000, 250*time.Millisecond)
 		assert.Zero(t, res.Errors.Total(), "%+v", res.Errors)
@@ -102,9 +71,9 @@ func TestPaceHoldsTheRate(t *testing.T) {
 func TestPaceCountsFromIntendedTime(t *testing.T) {
 	// A server that takes 20 ms per reply on one connection paced every 5 ms:
 	// the queue grows, and latency from the intended send shows it.
-	addr := serveTest(t, func(c net.Conn, in []byte) error {
+	addr := echotest.Listen(t, func(c net.Conn, in []byte) error {
 		time.Sleep(20 * time.Millisecond)
-		return echo(c, in)
+		return echotest.Echo(c, in)
 	})
 	s := dialTest(t, addr, 1, 64, 1)
 	res := s.Pace(200, 300*time.Millisecond)
@@ -113,7 +82,7 @@ func TestPaceCountsFromIntendedTime(t *testing.T) {
 }
 
 func TestAccepts(t *testing.T) {
-	res, err := Accepts(Config{Addr: serveTest(t, echo), Conns: 8, Size: 64, Workers: 1}, 100*time.Millisecond)
+	res, err := Accepts(Config{Addr: echotest.Listen(t, echotest.Echo), Conns: 8, Size: 64, Workers: 1}, 100*time.Millisecond)
 	require.NoError(t, err)
 	assert.Zero(t, res.Errors.Total(), "%+v", res.Errors)
 	assert.Positive(t, res.RoundTrips)
@@ -124,21 +93,21 @@ func TestErrorsAreCounted(t *testing.T) {
 	t.Cleanup(func() { drainTimeout = 5 * time.Second })
 	for _, tc := range []struct {
 		name  string
-		reply func(c net.Conn, in []byte) error
+		reply echotest.Reply
 		want  func(Errors) int64
 	}{
 		{"flipped byte", func(c net.Conn, in []byte) error {
 			in[len(in)-1] ^= 1
-			return echo(c, in)
+			return echotest.Echo(c, in)
 		}, func(e Errors) int64 { return e.Mismatch }},
 		{"extra byte", func(c net.Conn, in []byte) error {
-			return echo(c, append(in, 0))
+			return echotest.Echo(c, append(in, 0))
 		}, func(e Errors) int64 { return e.Mismatch }},
 		{"closed", func(net.Conn, []byte) error { return io.EOF }, func(e Errors) int64 { return e.Closed }},
 		{"stalled", func(net.Conn, []byte) error { return nil }, func(e Errors) int64 { return e.Timeout }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			s := dialTest(t, serveTest(t, tc.reply), 3, 64, 1)
+			s := dialTest(t, echotest.Listen(t, tc.reply), 3, 64, 1)
 			res := s.Exchange(3)
 			assert.Equal(t, int64(3), tc.want(res.Errors), "%+v", res.Errors)
 			assert.Zero(t, res.RoundTrips)
@@ -174,7 +143,7 @@ func TestBadConfig(t *testing.T) {
 }
 
 func TestNoAllocationPerRoundTrip(t *testing.T) {
-	s := dialTest(t, serveTest(t, echo), 10, 64, 1)
+	s := dialTest(t, echotest.Listen(t, echotest.Echo), 10, 64, 1)
 	s.Exchange(100) // warm up the server's goroutines
 	const n = 5000
 	var before, after runtime.MemStats

@@ -11,42 +11,18 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/sluicenet/sluice/benchmarks/internal/certs"
+	"github.com/sluicenet/sluice/benchmarks/internal/echotest"
 )
 
-// serveTLS starts a crypto/tls server, a goroutine per connection, that
-// answers each read with reply(read plaintext); it returns its address and
-// the client configuration that trusts it, from ClientTLS.
-func serveTLS(t *testing.T, reply func(c net.Conn, in []byte) error, resume bool) (netip.AddrPort, *tls.Config) {
+// serveTLS starts a crypto/tls server that answers each read with reply
+// (echotest.ListenTLS); it returns its address and the client
+// configuration that trusts it, from ClientTLS.
+func serveTLS(t *testing.T, reply echotest.Reply, resume bool) (netip.AddrPort, *tls.Config) {
 	t.Helper()
-	f, err := certs.Write(t.TempDir())
+	addr, cert := echotest.ListenTLS(t, reply)
+	cfg, err := ClientTLS(cert, []tls.CurveID{tls.X25519}, resume)
 	require.NoError(t, err)
-	cert, err := tls.LoadX509KeyPair(f.Cert, f.Key)
-	require.NoError(t, err)
-	ln, err := tls.Listen("tcp", "127.0.0.1:0", &tls.Config{Certificates: []tls.Certificate{cert}})
-	require.NoError(t, err)
-	t.Cleanup(func() { ln.Close() })
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go func() {
-				defer c.Close()
-				buf := make([]byte, 64<<10)
-				for {
-					n, err := c.Read(buf)
-					if err != nil || reply(c, buf[:n]) != nil {
-						return
-					}
-				}
-			}()
-		}
-	}()
-	cfg, err := ClientTLS(f.Cert, []tls.CurveID{tls.X25519}, resume)
-	require.NoError(t, err)
-	return ln.Addr().(*net.TCPAddr).AddrPort(), cfg
+	return addr, cfg
 }
 
 func dialTLS(t *testing.T, addr netip.AddrPort, cfg *tls.Config, conns, size int) *Session {
@@ -58,7 +34,7 @@ func dialTLS(t *testing.T, addr netip.AddrPort, cfg *tls.Config, conns, size int
 }
 
 func TestTLSLoads(t *testing.T) {
-	addr, cfg := serveTLS(t, echo, false)
+	addr, cfg := serveTLS(t, echotest.Echo, false)
 	s := dialTLS(t, addr, cfg, 20, 64)
 	assert.Equal(t, "TLS 1.3 TLS_AES_128_GCM_SHA256 X25519", s.Negotiated())
 
@@ -78,7 +54,7 @@ func TestTLSLoads(t *testing.T) {
 func TestTLSLargeMessages(t *testing.T) {
 	// 1 MiB each way: more than a socket takes at once, so the sealed
 	// output waits for writable and the echo comes in many records.
-	addr, cfg := serveTLS(t, echo, false)
+	addr, cfg := serveTLS(t, echotest.Echo, false)
 	s := dialTLS(t, addr, cfg, 3, 64)
 	for _, size := range []int{16 << 10, 1 << 20} {
 		s.Resize(size)
@@ -93,12 +69,12 @@ func TestTLSErrorsAreCounted(t *testing.T) {
 	t.Cleanup(func() { drainTimeout = 5 * time.Second })
 	for _, tc := range []struct {
 		name  string
-		reply func(c net.Conn, in []byte) error
+		reply echotest.Reply
 		want  func(Errors) int64
 	}{
 		{"flipped byte", func(c net.Conn, in []byte) error {
 			in[len(in)-1] ^= 1
-			return echo(c, in)
+			return echotest.Echo(c, in)
 		}, func(e Errors) int64 { return e.Mismatch }},
 		{"closed", func(net.Conn, []byte) error { return io.EOF }, func(e Errors) int64 { return e.Closed }},
 		{"stalled", func(net.Conn, []byte) error { return nil }, func(e Errors) int64 { return e.Timeout }},
@@ -119,8 +95,8 @@ func TestTLSErrorsAreCounted(t *testing.T) {
 }
 
 func TestTLSWrongCertificate(t *testing.T) {
-	addr, _ := serveTLS(t, echo, false)
-	_, other := serveTLS(t, echo, false) // trusts another server's certificate
+	addr, _ := serveTLS(t, echotest.Echo, false)
+	_, other := serveTLS(t, echotest.Echo, false) // trusts another server's certificate
 	_, err := Dial(Config{Addr: addr, Conns: 2, Size: 64, Workers: 1, TLS: other})
 	assert.ErrorIs(t, err, ErrDial)
 	res, err := Handshakes(Config{Addr: addr, Conns: 2, Size: 64, Workers: 1, TLS: other}, 20*time.Millisecond)
@@ -131,7 +107,7 @@ func TestTLSWrongCertificate(t *testing.T) {
 
 func TestHandshakes(t *testing.T) {
 	for _, resume := range []bool{false, true} {
-		addr, cfg := serveTLS(t, echo, resume)
+		addr, cfg := serveTLS(t, echotest.Echo, resume)
 		c := Config{Addr: addr, Conns: 4, Size: 64, Workers: 1, TLS: cfg}
 		Handshakes(c, 20*time.Millisecond) // resumed ones need a ticket first
 		res, err := Handshakes(c, 100*time.Millisecond)
@@ -151,7 +127,7 @@ func TestHandshakes(t *testing.T) {
 func TestTLSConfigErrors(t *testing.T) {
 	_, err := ClientTLS(t.TempDir()+"/none.pem", nil, false)
 	assert.Error(t, err)
-	addr, cfg := serveTLS(t, echo, false)
+	addr, cfg := serveTLS(t, echotest.Echo, false)
 	_, err = Accepts(Config{Addr: addr, Conns: 1, Size: 64, Workers: 1, TLS: cfg}, time.Millisecond)
 	assert.ErrorIs(t, err, ErrConfig, "Accepts is plain TCP")
 	_, err = Handshakes(Config{Addr: addr, Conns: 1, Size: 64, Workers: 1}, time.Millisecond)

@@ -1,8 +1,6 @@
 package measure
 
 import (
-	"crypto/tls"
-	"io"
 	"net"
 	"os"
 	"syscall"
@@ -12,7 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/sluicenet/sluice/benchmarks/internal/certs"
+	"github.com/sluicenet/sluice/benchmarks/internal/echotest"
 	"github.com/sluicenet/sluice/benchmarks/loadgen"
 	"github.com/sluicenet/sluice/benchmarks/syscount"
 )
@@ -21,29 +19,7 @@ import (
 // it, with this process as the server whose cost is read.
 func target(t *testing.T, conns int) Target {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	t.Cleanup(func() { ln.Close() })
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go func() {
-				defer c.Close()
-				buf := make([]byte, 4096)
-				for {
-					n, err := c.Read(buf)
-					if err != nil {
-						return
-					}
-					c.Write(buf[:n])
-				}
-			}()
-		}
-	}()
-	addr := ln.Addr().(*net.TCPAddr).AddrPort()
+	addr := echotest.Listen(t, echotest.Echo)
 	return Target{Config: loadgen.Config{Addr: addr, Conns: conns, Size: 64, Workers: 1}, PID: os.Getpid()}
 }
 
@@ -212,24 +188,9 @@ func TestMemoryThenLarger(t *testing.T) {
 // connections at it.
 func tlsTarget(t *testing.T, conns int, resume bool) Target {
 	t.Helper()
-	f, err := certs.Write(t.TempDir())
+	addr, cert := echotest.ListenTLS(t, echotest.Echo)
+	cfg, err := loadgen.ClientTLS(cert, nil, resume)
 	require.NoError(t, err)
-	cert, err := tls.LoadX509KeyPair(f.Cert, f.Key)
-	require.NoError(t, err)
-	ln, err := tls.Listen("tcp", "127.0.0.1:0", &tls.Config{Certificates: []tls.Certificate{cert}})
-	require.NoError(t, err)
-	t.Cleanup(func() { ln.Close() })
-	go func() {
-		for c, err := ln.Accept(); err == nil; c, err = ln.Accept() {
-			go func() {
-				defer c.Close()
-				io.Copy(c, c)
-			}()
-		}
-	}()
-	cfg, err := loadgen.ClientTLS(f.Cert, nil, resume)
-	require.NoError(t, err)
-	addr := ln.Addr().(*net.TCPAddr).AddrPort()
 	return Target{Config: loadgen.Config{Addr: addr, Conns: conns, Size: 64, Workers: 1, TLS: cfg}, PID: os.Getpid()}
 }
 

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"io"
 	"net"
 	"os"
 	"testing"
@@ -9,33 +8,14 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-)
 
-// echoServer echoes on a loopback port until the test ends, and returns
-// its address.
-func echoServer(t *testing.T) string {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	t.Cleanup(func() { ln.Close() })
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go func() {
-				defer c.Close()
-				io.Copy(c, c)
-			}()
-		}
-	}()
-	return ln.Addr().String()
-}
+	"github.com/sluicenet/sluice/benchmarks/internal/echotest"
+)
 
 // The client paces its round trips to the rate asked for, checks every
 // echo, and reads the server's CPU (this process's, here) over them.
 func TestPaced(t *testing.T) {
-	r, err := run(config{addr: echoServer(t), pid: os.Getpid(), conns: 20, size: 64, rate: 2000,
+	r, err := run(config{addr: echotest.Listen(t, echotest.Echo).String(), pid: os.Getpid(), conns: 20, size: 64, rate: 2000,
 		warm: 100 * time.Millisecond, window: 500 * time.Millisecond})
 	require.NoError(t, err)
 	assert.Zero(t, r.Errors.Total())

@@ -11,39 +11,18 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sluicenet/sluice/benchmarks/internal/churn"
+	"github.com/sluicenet/sluice/benchmarks/internal/echotest"
 	"github.com/sluicenet/sluice/benchmarks/measure"
 )
 
-// Echo starts an echo server on a free loopback port, whose replies pass
-// through reply first; it returns the address. The server stops with the
-// test.
+// Echo starts an echo server on a free loopback port (echotest.Listen),
+// whose replies pass through reply first; it returns the address. The
+// server stops with the test.
 func Echo(t testing.TB, reply func([]byte) []byte) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	t.Cleanup(func() { ln.Close() })
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go func() {
-				defer c.Close()
-				buf := make([]byte, 4096)
-				for {
-					n, err := c.Read(buf)
-					if err != nil {
-						return
-					}
-					if _, err := c.Write(reply(buf[:n])); err != nil {
-						return
-					}
-				}
-			}()
-		}
-	}()
-	return ln.Addr().String()
+	return echotest.Listen(t, func(c net.Conn, in []byte) error {
+		return echotest.Echo(c, reply(in))
+	}).String()
 }
 
 // Same replies with what it was given.
