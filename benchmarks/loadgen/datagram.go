@@ -5,8 +5,6 @@ import (
 	"encoding/binary"
 	"fmt"
 	"net/netip"
-	"runtime"
-	"sync"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -131,41 +129,25 @@ func (s *DatagramSession) Close() {
 func (s *DatagramSession) Negotiated() string { return "" }
 
 // Run keeps one datagram in flight per peer for d.
-func (s *DatagramSession) Run(d time.Duration) Result {
-	until := now() + int64(d)
-	return s.each(func(_ int, w *dgramWorker) { w.run(plan{until: until, quota: -1}) })
-}
+func (s *DatagramSession) Run(d time.Duration) Result { return s.runPlans(closedFor(d)) }
 
 // Exchange keeps one datagram in flight per peer for n round trips in
 // all (those lost included).
 func (s *DatagramSession) Exchange(n int64) Result {
-	return s.each(func(i int, w *dgramWorker) {
-		from, to := share(int(n), len(s.workers), i)
-		w.run(plan{quota: int64(to - from)})
-	})
+	return s.runPlans(exactly(n, len(s.workers)))
 }
 
 // Pace sends rate datagrams a second in all for d, the peers taking turns
 // at even intervals, each sending on time whether or not its earlier
 // datagrams were echoed; latency counts from when each was due.
 func (s *DatagramSession) Pace(rate int, d time.Duration) Result {
-	until := now() + int64(d)
-	gap := max(int64(time.Second)*int64(len(s.workers))/int64(max(rate, 1)), 1)
-	return s.each(func(_ int, w *dgramWorker) { w.run(plan{until: until, quota: -1, gap: gap}) })
+	return s.runPlans(pacedAt(rate, d, len(s.workers)))
 }
 
-// each runs fn on every worker at once, each on its own locked thread, and
-// merges what they measured; Elapsed runs to the last echo.
-func (s *DatagramSession) each(fn func(i int, w *dgramWorker)) Result {
-	var wg sync.WaitGroup
-	for i, w := range s.workers {
-		wg.Go(func() {
-			runtime.LockOSThread()
-			defer runtime.UnlockOSThread()
-			fn(i, w)
-		})
-	}
-	wg.Wait()
+// runPlans runs plans(i) on worker i, all at once, and merges what they
+// measured; Elapsed runs to the last echo.
+func (s *DatagramSession) runPlans(plans func(i int) plan) Result {
+	onThreads(s.workers, func(i int, w *dgramWorker) { w.run(plans(i)) })
 	res := Result{}
 	for _, w := range s.workers {
 		res.merge(&w.res)
@@ -329,6 +311,4 @@ func (w *dgramWorker) receive(s *dgramRun, i int) {
 	}
 }
 
-func (s *dgramRun) canStart(t int64) bool {
-	return (s.quota < 0 || s.started < s.quota) && (s.until == 0 || t < s.until)
-}
+func (s *dgramRun) canStart(t int64) bool { return s.allows(s.started, t) }

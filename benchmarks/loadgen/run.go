@@ -13,6 +13,35 @@ type plan struct {
 	gap   int64 // open loop: nanoseconds between this worker's intended sends; 0 for closed loop
 }
 
+// allows reports whether a run of p that has started started round trips
+// may start another at t.
+func (p plan) allows(started, t int64) bool {
+	return (p.quota < 0 || started < p.quota) && (p.until == 0 || t < p.until)
+}
+
+// closedFor plans the closed loop for d from now, on every worker.
+func closedFor(d time.Duration) func(i int) plan {
+	until := now() + int64(d)
+	return func(int) plan { return plan{until: until, quota: -1} }
+}
+
+// exactly plans the closed loop for n round trips in all, worker i of
+// parts taking its share.
+func exactly(n int64, parts int) func(i int) plan {
+	return func(i int) plan {
+		from, to := share(int(n), parts, i)
+		return plan{quota: int64(to - from)}
+	}
+}
+
+// pacedAt plans the open loop for d from now at rate round trips a second
+// in all, over parts workers: each sends every parts/rate seconds.
+func pacedAt(rate int, d time.Duration, parts int) func(i int) plan {
+	until := now() + int64(d)
+	gap := max(int64(time.Second)*int64(parts)/int64(max(rate, 1)), 1)
+	return func(int) plan { return plan{until: until, quota: -1, gap: gap} }
+}
+
 // runState is one run in progress on a worker.
 type runState struct {
 	plan
@@ -23,9 +52,7 @@ type runState struct {
 	slot     int64 // open loop: the next global send slot; slot s goes to connection s%len(conns)
 }
 
-func (s *runState) canStart(t int64) bool {
-	return (s.quota < 0 || s.started < s.quota) && (s.until == 0 || t < s.until)
-}
+func (s *runState) canStart(t int64) bool { return s.allows(s.started, t) }
 
 // intended returns when connection i's message k is due in the open loop:
 // the connections take turns, each every len(conns) slots.

@@ -109,19 +109,11 @@ func (s *Session) Close() {
 
 // Run runs the closed loop for d: each connection sends a message, waits for
 // its echo, and sends the next at once.
-func (s *Session) Run(d time.Duration) Result {
-	until := now() + int64(d)
-	return s.each(func(_ int, w *worker) { w.run(plan{until: until, quota: -1}) })
-}
+func (s *Session) Run(d time.Duration) Result { return s.runPlans(closedFor(d)) }
 
 // Exchange runs the closed loop for exactly n round trips, shared among the
 // connections.
-func (s *Session) Exchange(n int64) Result {
-	return s.each(func(i int, w *worker) {
-		from, to := share(int(n), len(s.workers), i)
-		w.run(plan{quota: int64(to - from)})
-	})
-}
+func (s *Session) Exchange(n int64) Result { return s.runPlans(exactly(n, len(s.workers))) }
 
 // Pace runs the open loop for d: rate messages per second in all, the
 // connections taking turns at even intervals, whether or not earlier echoes
@@ -129,17 +121,26 @@ func (s *Session) Exchange(n int64) Result {
 // it waits goes out when the echo arrives, and its latency still counts from
 // when it was due.
 func (s *Session) Pace(rate int, d time.Duration) Result {
-	until := now() + int64(d)
-	gap := max(int64(time.Second)*int64(len(s.workers))/int64(max(rate, 1)), 1)
-	return s.each(func(_ int, w *worker) { w.run(plan{until: until, quota: -1, gap: gap}) })
+	return s.runPlans(pacedAt(rate, d, len(s.workers)))
 }
 
-// each runs fn on every worker at once, each on its own locked thread, and
-// merges what they measured.
+// runPlans runs plans(i) on worker i.
+func (s *Session) runPlans(plans func(i int) plan) Result {
+	return s.each(func(i int, w *worker) { w.run(plans(i)) })
+}
+
+// each runs fn on every worker at once and merges what they measured.
 func (s *Session) each(fn func(i int, w *worker)) Result {
-	var wg sync.WaitGroup
 	start := now()
-	for i, w := range s.workers {
+	onThreads(s.workers, fn)
+	return s.collect(time.Duration(now() - start))
+}
+
+// onThreads runs fn on every worker at once, each on its own locked thread,
+// and returns when all have returned.
+func onThreads[W any](workers []W, fn func(i int, w W)) {
+	var wg sync.WaitGroup
+	for i, w := range workers {
 		wg.Go(func() {
 			runtime.LockOSThread()
 			defer runtime.UnlockOSThread()
@@ -147,7 +148,6 @@ func (s *Session) each(fn func(i int, w *worker)) Result {
 		})
 	}
 	wg.Wait()
-	return s.collect(time.Duration(now() - start))
 }
 
 // collect merges the workers' results of the last run.
