@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/sluicenet/sluice/internal/udptest"
 	"github.com/sluicenet/sluice/proxyproto"
 )
 
@@ -92,7 +93,7 @@ func TestUDPProxyHeaderNamesTheClient(t *testing.T) {
 	client := netip.MustParseAddrPort("203.0.113.7:5353")
 
 	hdr := dgramHeader(1, 0x12, client, dst)
-	assert.Equal(t, "hello", string(udpRoundTrip(t, proxy, append(hdr, "hello"...))))
+	assert.Equal(t, "hello", string(udptest.RoundTrip(t, proxy, append(hdr, "hello"...))))
 	senders, _ := h.seen()
 	assert.Equal(t, []string{client.String()}, senders)
 	h.mu.Lock()
@@ -104,9 +105,9 @@ func TestUDPProxyHeaderNamesTheClient(t *testing.T) {
 	// An IPv6 client relayed over IPv4.
 	client6 := netip.MustParseAddrPort("[2001:db8::7]:4242")
 	dst6 := netip.MustParseAddrPort("[2001:db8::1]:53")
-	assert.Equal(t, "six", string(udpRoundTrip(t, proxy, append(dgramHeader(1, 0x22, client6, dst6), "six"...))))
+	assert.Equal(t, "six", string(udptest.RoundTrip(t, proxy, append(dgramHeader(1, 0x22, client6, dst6), "six"...))))
 	// LOCAL: the proxy speaks for itself.
-	assert.Equal(t, "local", string(udpRoundTrip(t, proxy, append(dgramHeader(0, 0, netip.AddrPort{}, netip.AddrPort{}), "local"...))))
+	assert.Equal(t, "local", string(udptest.RoundTrip(t, proxy, append(dgramHeader(0, 0, netip.AddrPort{}, netip.AddrPort{}), "local"...))))
 	senders, _ = h.seen()
 	assert.Equal(t, []string{client.String(), client6.String(), proxy.LocalAddr().String()}, senders)
 
@@ -137,7 +138,7 @@ func TestUDPProxyHeaderNamesTheClient(t *testing.T) {
 	h.mu.Unlock()
 
 	// Still serving, and none of the dropped reached OnTraffic.
-	assert.Equal(t, "again", string(udpRoundTrip(t, proxy, append(hdr, "again"...))))
+	assert.Equal(t, "again", string(udptest.RoundTrip(t, proxy, append(hdr, "again"...))))
 	senders, _ = h.seen()
 	assert.Len(t, senders, 4)
 }
@@ -148,10 +149,10 @@ func TestUDPProxyHeaderOptional(t *testing.T) {
 	h := &udpProxied{}
 	eng, addr := serveAddr(t, "udp://127.0.0.1:0", h, WithNumEventLoop(1), WithProxyProtocol(ProxyOptional, 0))
 	c := udpDial(t, addr)
-	assert.Equal(t, "plain", string(udpRoundTrip(t, c, []byte("plain"))))
+	assert.Equal(t, "plain", string(udptest.RoundTrip(t, c, []byte("plain"))))
 	dst := eng.Addrs()[0].(*net.UDPAddr).AddrPort()
 	client := netip.MustParseAddrPort("198.51.100.9:1000")
-	assert.Equal(t, "relayed", string(udpRoundTrip(t, c, append(dgramHeader(1, 0x12, client, dst), "relayed"...))))
+	assert.Equal(t, "relayed", string(udptest.RoundTrip(t, c, append(dgramHeader(1, 0x12, client, dst), "relayed"...))))
 	_, err := c.Write(dgramHeader(1, 0x12, client, dst)[:17])
 	require.NoError(t, err)
 	waitFor(t, 10*time.Second, func() bool { return eng.Stats().ProxyInvalid == 1 }, func() string { return "the bad header not counted" })
@@ -170,7 +171,7 @@ func TestUDPProxyListenerAndRate(t *testing.T) {
 		WithListener("udp://127.0.0.1:0", ListenProxyProtocol(ProxyRequired)), WithDatagramRateLimit(1, 1))
 	relayed := eng.Addrs()[1].(*net.UDPAddr)
 	c := udpDial(t, plain)
-	assert.Equal(t, "plain", string(udpRoundTrip(t, c, []byte("plain"))))
+	assert.Equal(t, "plain", string(udptest.RoundTrip(t, c, []byte("plain"))))
 
 	proxy, err := net.DialUDP("udp", nil, relayed)
 	require.NoError(t, err)
@@ -179,14 +180,14 @@ func TestUDPProxyListenerAndRate(t *testing.T) {
 		client := netip.AddrPortFrom(netip.AddrFrom4([4]byte{192, 0, 2, byte(i)}), 53)
 		return dgramHeader(1, 0x12, client, relayed.AddrPort())
 	}
-	assert.Equal(t, "hi", string(udpRoundTrip(t, proxy, append(header(1), "hi"...))))
+	assert.Equal(t, "hi", string(udptest.RoundTrip(t, proxy, append(header(1), "hi"...))))
 	_, err = proxy.Write(append(header(1), "more"...))
 	require.NoError(t, err)
 	waitFor(t, 10*time.Second, func() bool { return eng.Stats().DatagramsRateLimited == 1 }, func() string {
 		return "the first client's second datagram within its second was not limited"
 	})
 	for i := 2; i <= 3; i++ {
-		assert.Equal(t, "hi", string(udpRoundTrip(t, proxy, append(header(i), "hi"...))), "client %d has a rate of its own", i)
+		assert.Equal(t, "hi", string(udptest.RoundTrip(t, proxy, append(header(i), "hi"...))), "client %d has a rate of its own", i)
 	}
 	assert.Equal(t, uint64(1), eng.Stats().DatagramsRateLimited)
 }

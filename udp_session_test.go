@@ -16,6 +16,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/sluicenet/sluice/internal/udptest"
 )
 
 // udpSessions keeps a count of datagrams per session in its context and
@@ -94,11 +96,11 @@ func TestUDPSessionsKeepContextPerPeer(t *testing.T) {
 	h := newUDPSessions()
 	_, addr := serveAddr(t, "udp://127.0.0.1:0", h, WithNumEventLoop(1), WithDatagramSessions(time.Minute, 16))
 	a, b := udpDial(t, addr), udpDial(t, addr)
-	assert.Equal(t, "1:x", string(udpRoundTrip(t, a, []byte("x"))))
-	assert.Equal(t, "2:x", string(udpRoundTrip(t, a, []byte("x"))))
-	assert.Equal(t, "1:y", string(udpRoundTrip(t, b, []byte("y"))))
-	assert.Equal(t, "3:later", string(udpRoundTrip(t, a, []byte("later"))))
-	assert.Equal(t, "2:y", string(udpRoundTrip(t, b, []byte("y"))))
+	assert.Equal(t, "1:x", string(udptest.RoundTrip(t, a, []byte("x"))))
+	assert.Equal(t, "2:x", string(udptest.RoundTrip(t, a, []byte("x"))))
+	assert.Equal(t, "1:y", string(udptest.RoundTrip(t, b, []byte("y"))))
+	assert.Equal(t, "3:later", string(udptest.RoundTrip(t, a, []byte("later"))))
+	assert.Equal(t, "2:y", string(udptest.RoundTrip(t, b, []byte("y"))))
 	assert.Equal(t, int64(2), h.opens.Load())
 	h.mu.Lock()
 	assert.Contains(t, h.open, a.LocalAddr().String())
@@ -115,13 +117,13 @@ func TestUDPSessionOfAVanishedSenderCloses(t *testing.T) {
 	h := &udpSessionIdle{udpSessions: newUDPSessions()}
 	eng, addr := serveAddr(t, "udp://127.0.0.1:0", h, WithNumEventLoop(1), WithDatagramSessions(200*time.Millisecond, 16))
 	gone := udpDial(t, addr)
-	assert.Equal(t, "1:bye", string(udpRoundTrip(t, gone, []byte("bye"))))
+	assert.Equal(t, "1:bye", string(udptest.RoundTrip(t, gone, []byte("bye"))))
 	gone.Close()
 	stays := udpDial(t, addr)
 	start := time.Now()
 	var why string
 	for why == "" {
-		assert.True(t, strings.HasSuffix(string(udpRoundTrip(t, stays, []byte("ping"))), ":ping"))
+		assert.True(t, strings.HasSuffix(string(udptest.RoundTrip(t, stays, []byte("ping"))), ":ping"))
 		select {
 		case why = <-h.closing:
 		case <-time.After(20 * time.Millisecond):
@@ -133,7 +135,7 @@ func TestUDPSessionOfAVanishedSenderCloses(t *testing.T) {
 	assert.Equal(t, uint64(1), eng.Stats().IdleTimeouts)
 
 	// "forever" turns the idle timeout off for its session.
-	assert.True(t, strings.HasSuffix(string(udpRoundTrip(t, stays, []byte("forever"))), ":forever"))
+	assert.True(t, strings.HasSuffix(string(udptest.RoundTrip(t, stays, []byte("forever"))), ":forever"))
 	assert.True(t, holdsFor(500*time.Millisecond, func() bool { return h.openNow() == 1 }), "closed with no idle timeout")
 }
 
@@ -158,7 +160,7 @@ func TestUDPSessionsAreBounded(t *testing.T) {
 	first := make([]*net.UDPConn, most)
 	for i := range first {
 		first[i] = udpDial(t, addr)
-		assert.Equal(t, "1:hi", string(udpRoundTrip(t, first[i], []byte("hi"))))
+		assert.Equal(t, "1:hi", string(udptest.RoundTrip(t, first[i], []byte("hi"))))
 	}
 	// In rounds of 20, which the socket's buffer holds however slowly
 	// the loop reads.
@@ -180,14 +182,14 @@ func TestUDPSessionsAreBounded(t *testing.T) {
 	assert.Equal(t, most, h.most)
 	h.mu.Unlock()
 	for _, c := range first {
-		assert.Equal(t, "2:still", string(udpRoundTrip(t, c, []byte("still"))))
+		assert.Equal(t, "2:still", string(udptest.RoundTrip(t, c, []byte("still"))))
 	}
 
 	// A session the handler closes makes room.
-	assert.Equal(t, "3:close", string(udpRoundTrip(t, first[0], []byte("close"))))
+	assert.Equal(t, "3:close", string(udptest.RoundTrip(t, first[0], []byte("close"))))
 	assert.Equal(t, first[0].LocalAddr().String()+"|nil", <-h.closing)
 	late := udpDial(t, addr)
-	assert.Equal(t, "1:late", string(udpRoundTrip(t, late, []byte("late"))))
+	assert.Equal(t, "1:late", string(udptest.RoundTrip(t, late, []byte("late"))))
 	assert.Equal(t, uint64(1), eng.Stats().ClosedByHandler)
 }
 
@@ -212,12 +214,12 @@ func TestUDPSessionsPanicAndStop(t *testing.T) {
 	eng, addr := serveAddr(t, "udp://127.0.0.1:0", h, WithNumEventLoop(2), WithReusePort(true), WithDatagramSessions(time.Minute, 16))
 	a, b, c := udpDial(t, addr), udpDial(t, addr), udpDial(t, addr)
 	for _, p := range []*net.UDPConn{a, b, c} {
-		assert.Equal(t, "1:x", string(udpRoundTrip(t, p, []byte("x"))))
+		assert.Equal(t, "1:x", string(udptest.RoundTrip(t, p, []byte("x"))))
 	}
 	_, err := a.Write([]byte("panic"))
 	require.NoError(t, err)
 	assert.Equal(t, a.LocalAddr().String()+"|"+ErrHandlerPanic.Error(), <-h.closing)
-	assert.Equal(t, "1:again", string(udpRoundTrip(t, a, []byte("again"))), "a new session")
+	assert.Equal(t, "1:again", string(udptest.RoundTrip(t, a, []byte("again"))), "a new session")
 
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -240,9 +242,9 @@ func TestUDPSessionsBehindAProxy(t *testing.T) {
 	dst := eng.Addrs()[0].(*net.UDPAddr).AddrPort()
 	one := dgramHeader(1, 0x12, netip.MustParseAddrPort("192.0.2.1:1111"), dst)
 	two := dgramHeader(1, 0x12, netip.MustParseAddrPort("192.0.2.2:2222"), dst)
-	assert.Equal(t, "1:a", string(udpRoundTrip(t, proxy, append(one, "a"...))))
-	assert.Equal(t, "2:a", string(udpRoundTrip(t, proxy, append(one, "a"...))))
-	assert.Equal(t, "1:b", string(udpRoundTrip(t, proxy, append(two, "b"...))))
+	assert.Equal(t, "1:a", string(udptest.RoundTrip(t, proxy, append(one, "a"...))))
+	assert.Equal(t, "2:a", string(udptest.RoundTrip(t, proxy, append(one, "a"...))))
+	assert.Equal(t, "1:b", string(udptest.RoundTrip(t, proxy, append(two, "b"...))))
 	h.mu.Lock()
 	_, ok := h.open["192.0.2.2:2222"]
 	h.mu.Unlock()
@@ -255,7 +257,7 @@ func TestUDPSessionsBehindAProxy(t *testing.T) {
 func TestUDPNoSessionsByDefault(t *testing.T) {
 	h := &udpEcho{}
 	_, addr := serveAddr(t, "udp://127.0.0.1:0", h, WithNumEventLoop(1))
-	assert.Equal(t, "x", string(udpRoundTrip(t, udpDial(t, addr), []byte("x"))))
+	assert.Equal(t, "x", string(udptest.RoundTrip(t, udpDial(t, addr), []byte("x"))))
 	assert.Zero(t, h.opens.Load())
 }
 
@@ -275,7 +277,7 @@ func TestUDPSessionRefusedAndPushedTo(t *testing.T) {
 	assert.Zero(t, h.traffic.Load(), "the refused peer's datagram reached OnTraffic")
 
 	pushed := udpDial(t, addr)
-	assert.Equal(t, "1:push", string(udpRoundTrip(t, pushed, []byte("push"))))
+	assert.Equal(t, "1:push", string(udptest.RoundTrip(t, pushed, []byte("push"))))
 	// The server keeps sending to it, every 20 ms, until the session
 	// closes, which it does once the peer has been quiet for its time.
 	buf := make([]byte, 64)
@@ -336,7 +338,7 @@ func TestUDPSessionsCloseWithTheirSocket(t *testing.T) {
 	eng, addr := serveAddr(t, "udp://127.0.0.1:0", h, WithNumEventLoop(1), WithDatagramSessions(time.Minute, 16))
 	peers := []*net.UDPConn{udpDial(t, addr), udpDial(t, addr), udpDial(t, addr)}
 	for _, p := range peers {
-		assert.Equal(t, "1:x", string(udpRoundTrip(t, p, []byte("x"))))
+		assert.Equal(t, "1:x", string(udptest.RoundTrip(t, p, []byte("x"))))
 	}
 	fd := -1
 	for _, u := range eng.e.loops[0].packets.socks {

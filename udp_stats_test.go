@@ -15,6 +15,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"golang.org/x/sys/unix"
+
+	"github.com/sluicenet/sluice/internal/udptest"
 )
 
 // The bytes of datagrams count in BytesIn and BytesOut, as a stream's do.
@@ -23,9 +25,9 @@ func TestUDPBytesCounted(t *testing.T) {
 	c := udpDial(t, addr)
 	p := make([]byte, 100)
 	for range 3 {
-		require.Len(t, udpRoundTrip(t, c, p), 100)
+		require.Len(t, udptest.RoundTrip(t, c, p), 100)
 	}
-	// The answer may arrive before its bytes are counted; udpRoundTrip
+	// The answer may arrive before its bytes are counted; udptest.RoundTrip
 	// sends again when an answer is lost: a multiple of 100.
 	waitFor(t, 5*time.Second, func() bool {
 		st := eng.Stats()
@@ -94,7 +96,7 @@ func TestUDPListenerGoesOnPastAReceiveError(t *testing.T) {
 	waitFor(t, 5*time.Second, func() bool { return strings.Contains(log.String(), "connection refused") }, func() string {
 		return "no receive failed: " + log.String()
 	})
-	assert.Equal(t, "after", string(udpRoundTrip(t, c, []byte("after"))))
+	assert.Equal(t, "after", string(udptest.RoundTrip(t, c, []byte("after"))))
 }
 
 // udpRecvErr, on "arm", has its socket report ICMP errors and sends to a

@@ -20,6 +20,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/sluicenet/sluice/internal/udptest"
 )
 
 // udpEcho answers every datagram with its bytes, and records the loops
@@ -57,34 +59,7 @@ func (h *udpEcho) OnDatagramError(c Conn, err error) Action {
 func udpDial(t testing.TB, addr string) *net.UDPConn {
 	t.Helper()
 	network, address, _ := strings.Cut(addr, "://")
-	ra, err := net.ResolveUDPAddr(network, address)
-	require.NoError(t, err)
-	c, err := net.DialUDP(network, nil, ra)
-	require.NoError(t, err)
-	t.Cleanup(func() { c.Close() })
-	return c
-}
-
-// udpRoundTrip sends p on c and returns the datagram that comes back,
-// sending again when none comes within a second: loopback may drop a
-// datagram when a loaded machine leaves a socket's buffer full.
-func udpRoundTrip(t testing.TB, c *net.UDPConn, p []byte) []byte {
-	t.Helper()
-	buf := make([]byte, 1<<16)
-	for range 10 {
-		_, err := c.Write(p)
-		require.NoError(t, err)
-		c.SetReadDeadline(time.Now().Add(time.Second))
-		n, err := c.Read(buf)
-		var ne net.Error
-		if errors.As(err, &ne) && ne.Timeout() {
-			continue
-		}
-		require.NoError(t, err)
-		return buf[:n]
-	}
-	t.Fatalf("no answer to a datagram of %d bytes in 10 tries", len(p))
-	return nil
+	return udptest.Dial(t, network, address)
 }
 
 func TestUDPEchoManyPeers(t *testing.T) {
@@ -142,7 +117,7 @@ func TestUDPSizes(t *testing.T) {
 		for i := range p {
 			p[i] = byte(i*7 + n)
 		}
-		got := udpRoundTrip(t, c, p)
+		got := udptest.RoundTrip(t, c, p)
 		require.Equal(t, p, got, "a datagram of %d bytes", n)
 	}
 }
@@ -164,7 +139,7 @@ func TestUDPTruncatedDatagramIsReported(t *testing.T) {
 	}
 	assert.Equal(t, uint64(1), eng.Stats().DatagramsTruncated)
 	// OnTraffic saw none of it: the next answer is the next datagram's.
-	assert.Equal(t, []byte("small"), udpRoundTrip(t, c, []byte("small")))
+	assert.Equal(t, []byte("small"), udptest.RoundTrip(t, c, []byte("small")))
 }
 
 func TestUDPIPv6(t *testing.T) {
@@ -180,12 +155,12 @@ func TestUDPIPv6(t *testing.T) {
 			require.True(t, ok, "Addrs lists a %T", eng.Addrs()[0])
 			assert.True(t, ua.IP.Equal(net.IPv6loopback))
 			c := udpDial(t, addr)
-			assert.Equal(t, []byte("over IPv6"), udpRoundTrip(t, c, []byte("over IPv6")))
+			assert.Equal(t, []byte("over IPv6"), udptest.RoundTrip(t, c, []byte("over IPv6")))
 			// IPv6 carries 20 bytes more a datagram than IPv4.
 			require.NoError(t, c.SetWriteBuffer(1<<20))
 			require.NoError(t, c.SetReadBuffer(1<<20))
 			big := bytes.Repeat([]byte("6"), 65527)
-			assert.Equal(t, big, udpRoundTrip(t, c, big))
+			assert.Equal(t, big, udptest.RoundTrip(t, c, big))
 		})
 	}
 }
@@ -199,7 +174,7 @@ func TestUDPDualStackAnswersIPv4(t *testing.T) {
 	eng, _ := serveAddr(t, "udp://:0", &udpEcho{}, WithNumEventLoop(1))
 	port := eng.Addrs()[0].(*net.UDPAddr).Port
 	c := udpDial(t, fmt.Sprintf("udp4://127.0.0.1:%d", port))
-	assert.Equal(t, []byte("v4 to a dual-stack socket"), udpRoundTrip(t, c, []byte("v4 to a dual-stack socket")))
+	assert.Equal(t, []byte("v4 to a dual-stack socket"), udptest.RoundTrip(t, c, []byte("v4 to a dual-stack socket")))
 }
 
 func TestUDPReusePortSpreadsPeersOverLoops(t *testing.T) {
@@ -210,7 +185,7 @@ func TestUDPReusePortSpreadsPeersOverLoops(t *testing.T) {
 			require.Len(t, eng.Addrs(), 1)
 			for range 64 {
 				c := udpDial(t, addr)
-				assert.Equal(t, []byte("hi"), udpRoundTrip(t, c, []byte("hi")))
+				assert.Equal(t, []byte("hi"), udptest.RoundTrip(t, c, []byte("hi")))
 			}
 			n := 0
 			h.loops.Range(func(any, any) bool { n++; return true })
@@ -325,7 +300,7 @@ func TestUDPAsyncWriteTo(t *testing.T) {
 	h := &udpAsync{}
 	_, addr := serveAddr(t, "udp://127.0.0.1:0", h, WithNumEventLoop(1))
 	c := udpDial(t, addr)
-	assert.Equal(t, []byte("later: hello"), udpRoundTrip(t, c, []byte("hello")))
+	assert.Equal(t, []byte("later: hello"), udptest.RoundTrip(t, c, []byte("hello")))
 	assert.ErrorIs(t, <-h.asyncErr, ErrNeedAddress, "AsyncWrite of a socket that is not connected")
 	assert.NoError(t, <-h.sent, "AsyncWriteTo's callback")
 	assert.ErrorIs(t, <-h.sent, syscall.EMSGSIZE, "a datagram larger than UDP carries")
@@ -452,10 +427,10 @@ func TestUDPDatagramBoundaries(t *testing.T) {
 	c := udpDial(t, addr)
 	// The bytes one call leaves unread go with their datagram; a panic
 	// and the Close action leave the socket serving.
-	assert.Equal(t, []byte("a"), udpRoundTrip(t, c, []byte("abc")))
+	assert.Equal(t, []byte("a"), udptest.RoundTrip(t, c, []byte("abc")))
 	_, err := c.Write([]byte("boom"))
 	require.NoError(t, err)
-	assert.Equal(t, []byte("x"), udpRoundTrip(t, c, []byte("xyz")))
+	assert.Equal(t, []byte("x"), udptest.RoundTrip(t, c, []byte("xyz")))
 	// Outside OnTraffic a listener's socket has no sender to answer.
 	_, err = c.Write([]byte("outside"))
 	require.NoError(t, err)
@@ -469,7 +444,7 @@ func TestUDPBesideTCP(t *testing.T) {
 	ua, ok := eng.Addrs()[1].(*net.UDPAddr)
 	require.True(t, ok, "Addrs lists a %T", eng.Addrs()[1])
 	c := udpDial(t, "udp://"+ua.String())
-	assert.Equal(t, []byte("both"), udpRoundTrip(t, c, []byte("both")))
+	assert.Equal(t, []byte("both"), udptest.RoundTrip(t, c, []byte("both")))
 	assert.Equal(t, ua.String(), (<-h.listener).String(), "ListenerAddr of the UDP socket")
 	tc := dial(t, tcpAddr)
 	_, err := tc.Write([]byte("tcp too"))
@@ -504,7 +479,7 @@ func (h *udpListeners) OnTraffic(c Conn) Action {
 func TestUDPStopAcceptingClosesTheSockets(t *testing.T) {
 	eng, addr := serveAddr(t, "udp://127.0.0.1:0", &udpEcho{}, WithNumEventLoop(1))
 	c := udpDial(t, addr)
-	assert.Equal(t, []byte("up"), udpRoundTrip(t, c, []byte("up")))
+	assert.Equal(t, []byte("up"), udptest.RoundTrip(t, c, []byte("up")))
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	require.NoError(t, eng.StopAccepting(ctx))
@@ -673,7 +648,7 @@ func TestUDPDatagramRateLimit(t *testing.T) {
 		t.Skip("no 127.0.0.2 to send from:", err)
 	}
 	defer other.Close()
-	assert.Equal(t, []byte("another"), udpRoundTrip(t, other, []byte("another")))
+	assert.Equal(t, []byte("another"), udptest.RoundTrip(t, other, []byte("another")))
 }
 
 // udpCounted echoes and counts what OnTraffic got.
@@ -735,7 +710,7 @@ func TestUDPTruncationBoundary(t *testing.T) {
 	eng, addr := serveAddr(t, "udp://127.0.0.1:0", h, WithNumEventLoop(1), WithReadBufferCap(cap))
 	c := udpDial(t, addr)
 	exact := bytes.Repeat([]byte("e"), cap)
-	assert.Equal(t, exact, udpRoundTrip(t, c, exact), "a datagram of the read buffer's size")
+	assert.Equal(t, exact, udptest.RoundTrip(t, c, exact), "a datagram of the read buffer's size")
 	assert.Zero(t, eng.Stats().DatagramsTruncated)
 	over := append(bytes.Repeat([]byte("o"), cap), 'X')
 	_, err := c.Write(over)
@@ -1035,7 +1010,7 @@ func TestUDPListenerSocketHasNoOpenOrClose(t *testing.T) {
 	h := &udpOpenClose{}
 	eng, addr := serveAddr(t, "udp://127.0.0.1:0", h, WithNumEventLoop(2), WithReusePort(true))
 	c := udpDial(t, addr)
-	assert.Equal(t, []byte("hi"), udpRoundTrip(t, c, []byte("hi")))
+	assert.Equal(t, []byte("hi"), udptest.RoundTrip(t, c, []byte("hi")))
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	require.NoError(t, eng.StopAccepting(ctx))
@@ -1066,7 +1041,7 @@ func TestUDPLinkLocalPeer(t *testing.T) {
 	c, err := net.DialUDP("udp6", &net.UDPAddr{IP: ip, Zone: zone}, to)
 	require.NoError(t, err)
 	defer c.Close()
-	assert.Equal(t, []byte("on the link"), udpRoundTrip(t, c, []byte("on the link")))
+	assert.Equal(t, []byte("on the link"), udptest.RoundTrip(t, c, []byte("on the link")))
 	// RemoteAddr, as OnDatagramError shows it, names the zone.
 	_, err = c.Write(make([]byte, 1025))
 	require.NoError(t, err)
@@ -1111,7 +1086,7 @@ func TestUDPSendToTheOtherFamily(t *testing.T) {
 			t.Fatal("no answer: the loop is gone")
 		}
 	}
-	assert.Equal(t, []byte("still here"), udpRoundTrip(t, c, []byte("still here")))
+	assert.Equal(t, []byte("still here"), udptest.RoundTrip(t, c, []byte("still here")))
 }
 
 // udpOtherFamily, on its first datagram, sends to an IPv6 address with

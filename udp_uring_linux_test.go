@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/sluicenet/sluice/internal/udptest"
 	"github.com/sluicenet/sluice/poller"
 )
 
@@ -34,7 +35,7 @@ func TestRingPolledUDP(t *testing.T) {
 	c := udpDial(t, addr)
 	for _, n := range []int{1, 100, 1024} {
 		p := make([]byte, n)
-		assert.Equal(t, p, udpRoundTrip(t, c, p))
+		assert.Equal(t, p, udptest.RoundTrip(t, c, p))
 	}
 	_, err := c.Write(make([]byte, 1025))
 	assert.NoError(t, err)
@@ -66,7 +67,7 @@ func TestRingUDPBuffersExhausted(t *testing.T) {
 			h.n.Load(), burst+1, eng.Stats().RingBuffersExhausted)
 	})
 	require.NotZero(t, eng.Stats().RingBuffersExhausted, "the ring never ran out of UDP buffers: nothing was tested")
-	assert.Equal(t, []byte("after"), udpRoundTrip(t, c, []byte("after")), "the socket still receives")
+	assert.Equal(t, []byte("after"), udptest.RoundTrip(t, c, []byte("after")), "the socket still receives")
 }
 
 // udpGate counts datagrams, holding the loop in the first OnTraffic until

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/sluicenet/sluice/internal/udptest"
 	"github.com/sluicenet/sluice/poller"
 )
 
@@ -74,7 +75,7 @@ func (h *udpCloseAtOnce) OnClose(c Conn, err error) Action {
 func TestUDPWipeBuffersWritev(t *testing.T) {
 	eng, addr := serveAddr(t, "udp://127.0.0.1:0", udpWritevEcho{}, WithNumEventLoop(1), WithWipeBuffers(true))
 	c := udpDial(t, addr)
-	assert.Equal(t, "secret", string(udpRoundTrip(t, c, []byte("secret"))))
+	assert.Equal(t, "secret", string(udptest.RoundTrip(t, c, []byte("secret"))))
 	l := eng.e.loops[0]
 	left := make(chan []byte, 1)
 	require.NoError(t, Loop{l}.Execute(func() { left <- bytes.Clone(l.packets.gather[:cap(l.packets.gather)]) }))

@@ -12,12 +12,12 @@ import (
 	"strings"
 	"syscall"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/sluicenet/sluice/examples/internal/cmdtest"
+	"github.com/sluicenet/sluice/internal/udptest"
 	"github.com/sluicenet/sluice/internal/uring"
 )
 
@@ -109,40 +109,15 @@ func TestGoResolver(t *testing.T) {
 // on.
 func TestMalformedOverTheWire(t *testing.T) {
 	onEachPoller(t, func(t *testing.T, addr string) {
-		ra, err := net.ResolveUDPAddr("udp", addr)
-		require.NoError(t, err)
-		c, err := net.DialUDP("udp", nil, ra)
-		require.NoError(t, err)
-		defer c.Close()
-		_, err = c.Write([]byte("short"))
+		c := udptest.Dial(t, "udp", addr)
+		_, err := c.Write([]byte("short"))
 		require.NoError(t, err)
 		bad := buildQuery(0x5151, "www.example.com", typeA, classIN, 0, 0)
 		bad = bad[:len(bad)-1] // the class cut
-		a := readAnswer(t, roundTrip(t, c, bad))
+		a := readAnswer(t, udptest.RoundTrip(t, c, bad))
 		assert.Equal(t, uint16(0x5151), a.id, "the short message got an answer")
 		assert.Equal(t, rcodeFormErr, a.rcode)
-		a = readAnswer(t, roundTrip(t, c, buildQuery(0x5252, "www.example.com", typeA, classIN, 0, 0)))
+		a = readAnswer(t, udptest.RoundTrip(t, c, buildQuery(0x5252, "www.example.com", typeA, classIN, 0, 0)))
 		assert.Equal(t, []string{"192.0.2.1", "192.0.2.2"}, a.addrs)
 	})
-}
-
-// roundTrip sends m on c and returns the answer, sending again when
-// none comes within a second.
-func roundTrip(t *testing.T, c *net.UDPConn, m []byte) []byte {
-	t.Helper()
-	buf := make([]byte, 1<<16)
-	for deadline := time.Now().Add(cmdtest.Deadline); time.Now().Before(deadline); {
-		_, err := c.Write(m)
-		require.NoError(t, err)
-		c.SetReadDeadline(time.Now().Add(time.Second))
-		n, err := c.Read(buf)
-		var ne net.Error
-		if errors.As(err, &ne) && ne.Timeout() {
-			continue
-		}
-		require.NoError(t, err)
-		return buf[:n]
-	}
-	t.Fatal("no answer")
-	return nil
 }

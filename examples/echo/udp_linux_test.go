@@ -3,17 +3,14 @@
 package main
 
 import (
-	"errors"
 	"fmt"
-	"net"
 	"syscall"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/sluicenet/sluice/examples/internal/cmdtest"
+	"github.com/sluicenet/sluice/internal/udptest"
 	"github.com/sluicenet/sluice/internal/uring"
 )
 
@@ -32,14 +29,10 @@ func TestUDPEcho(t *testing.T) {
 					args = append(args, "-reuseport")
 				}
 				cmd, addr := startEcho(t, nil, args...)
-				ra, err := net.ResolveUDPAddr("udp", addr)
-				require.NoError(t, err)
 				for i := range 8 {
-					c, err := net.DialUDP("udp", nil, ra)
-					require.NoError(t, err)
+					c := udptest.Dial(t, "udp", addr)
 					p := fmt.Sprintf("datagram %d", i)
-					assert.Equal(t, p, string(udpRoundTrip(t, c, []byte(p))))
-					c.Close()
+					assert.Equal(t, p, string(udptest.RoundTrip(t, c, []byte(p))))
 				}
 				require.NoError(t, cmd.Process.Signal(syscall.SIGTERM))
 				lines, err := cmd.Exit(t)
@@ -48,26 +41,4 @@ func TestUDPEcho(t *testing.T) {
 			})
 		}
 	}
-}
-
-// udpRoundTrip sends p on c and returns the datagram that comes back,
-// sending again when none comes within a second: loopback may drop a
-// datagram on a loaded machine.
-func udpRoundTrip(t *testing.T, c *net.UDPConn, p []byte) []byte {
-	t.Helper()
-	buf := make([]byte, 1<<16)
-	for deadline := time.Now().Add(cmdtest.Deadline); time.Now().Before(deadline); {
-		_, err := c.Write(p)
-		require.NoError(t, err)
-		c.SetReadDeadline(time.Now().Add(time.Second))
-		n, err := c.Read(buf)
-		var ne net.Error
-		if errors.As(err, &ne) && ne.Timeout() {
-			continue
-		}
-		require.NoError(t, err)
-		return buf[:n]
-	}
-	t.Fatal("no answer")
-	return nil
 }
