@@ -153,6 +153,24 @@ func ExampleWithProxyProtocol() {
 	// you are 203.0.113.7:4242
 }
 
+// stdEcho is an echo server from the standard library, for one
+// connection.
+func stdEcho() net.Listener {
+	server, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		panic(err)
+	}
+	go func() {
+		c, err := server.Accept()
+		if err != nil {
+			return
+		}
+		io.Copy(c, c)
+		c.Close()
+	}()
+	return server
+}
+
 // client is the handler of an engine that listens on nothing and only
 // dials. Its first dial is refused: it hears so in OnDialFailed and dials
 // the second address from there.
@@ -204,20 +222,8 @@ func (cl *client) OnClose(c sluice.Conn, err error) sluice.Action {
 // connected, carrying the context Dial was given; a dial that fails comes
 // to OnDialFailed instead, and never to OnOpen or OnClose.
 func ExampleEngine_Dial() {
-	// Something to dial: an echo server from the standard library.
-	server, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		panic(err)
-	}
+	server := stdEcho() // something to dial
 	defer server.Close()
-	go func() {
-		c, err := server.Accept()
-		if err != nil {
-			return
-		}
-		io.Copy(c, c)
-		c.Close()
-	}()
 	// And an address where nothing listens.
 	nobody, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -317,20 +323,8 @@ func (p *pinger) OnTraffic(c sluice.Conn) sluice.Action {
 // dials needs no goroutine for Run and no channel filled in OnBoot. Wait
 // returns once the engine has stopped.
 func ExampleStart() {
-	// Something to dial: an echo server from the standard library.
-	server, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		panic(err)
-	}
+	server := stdEcho() // something to dial
 	defer server.Close()
-	go func() {
-		c, err := server.Accept()
-		if err != nil {
-			return
-		}
-		io.Copy(c, c)
-		c.Close()
-	}()
 
 	p := &pinger{answers: make(chan string, 1)}
 	eng, err := sluice.Start(p, "", sluice.WithNumEventLoop(1)) // no address: a client
