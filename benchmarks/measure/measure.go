@@ -85,7 +85,7 @@ func (r *Report) window(t Target, res *loadgen.Result, cpu0 time.Duration) error
 	r.P50 = micros(res.Latency.Quantile(0.50))
 	r.P99 = micros(res.Latency.Quantile(0.99))
 	r.P999 = micros(res.Latency.Quantile(0.999))
-	r.Lost, r.Late = res.Lost, res.Late
+	r.Lost, r.Late, r.Resumed = res.Lost, res.Late, res.Resumed
 	if res.RoundTrips > 0 {
 		r.CPUPerRT = micros(cpu1-cpu0) / float64(res.RoundTrips)
 	}
@@ -227,20 +227,7 @@ func measureSession(mode string, t Target, warm, run load) (Report, error) {
 // Accepts measures connection setup: t.Conns connections at a time, each
 // connecting, making one round trip and closing, for d after warm.
 func Accepts(t Target, warm, d time.Duration) (Report, error) {
-	r := newReport("accepts", t)
-	res, err := loadgen.Accepts(t.Config, warm)
-	if err != nil {
-		return r, err
-	}
-	r.add(&res)
-	cpu0, err := proc.CPUTime(t.PID)
-	if err != nil {
-		return r, err
-	}
-	if res, err = loadgen.Accepts(t.Config, d); err != nil {
-		return r, err
-	}
-	return r, r.window(t, &res, cpu0)
+	return measureSetups("accepts", t, loadgen.Accepts, warm, d)
 }
 
 // Handshakes measures TLS connection setup: t.Conns connections at a time,
@@ -248,8 +235,14 @@ func Accepts(t Target, warm, d time.Duration) (Report, error) {
 // and closing, for d after warm; resumed ones if t.TLS has a session
 // cache, which the warm-up fills.
 func Handshakes(t Target, warm, d time.Duration) (Report, error) {
-	r := newReport("handshakes", t)
-	res, err := loadgen.Handshakes(t.Config, warm)
+	return measureSetups("handshakes", t, loadgen.Handshakes, warm, d)
+}
+
+// measureSetups runs setup (loadgen.Accepts or loadgen.Handshakes) for
+// warm, then measures it for d.
+func measureSetups(mode string, t Target, setup func(loadgen.Config, time.Duration) (loadgen.Result, error), warm, d time.Duration) (Report, error) {
+	r := newReport(mode, t)
+	res, err := setup(t.Config, warm)
 	if err != nil {
 		return r, err
 	}
@@ -258,10 +251,9 @@ func Handshakes(t Target, warm, d time.Duration) (Report, error) {
 	if err != nil {
 		return r, err
 	}
-	if res, err = loadgen.Handshakes(t.Config, d); err != nil {
+	if res, err = setup(t.Config, d); err != nil {
 		return r, err
 	}
-	r.Resumed = res.Resumed
 	return r, r.window(t, &res, cpu0)
 }
 
