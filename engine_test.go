@@ -3,7 +3,6 @@
 package sluice
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -205,25 +204,6 @@ func TestEchoSmoke(t *testing.T) {
 
 func discardLogger() *slog.Logger {
 	return slog.New(slog.NewTextHandler(io.Discard, nil))
-}
-
-// syncBuffer is a bytes.Buffer safe for a writer on another goroutine: a
-// logger, or a child process's output.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 // needsKernelSockets skips a test that reaches under the engine to the

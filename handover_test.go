@@ -25,6 +25,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sluicenet/sluice/internal/socket"
+	"github.com/sluicenet/sluice/internal/syncbuf"
 )
 
 // namer greets each connection with its name, then echoes: a client
@@ -419,7 +420,7 @@ func TestListenFDsServes(t *testing.T) {
 	require.NoError(t, err)
 	out, err := cmd.StdoutPipe()
 	require.NoError(t, err)
-	var stderr syncBuffer
+	var stderr syncbuf.Buffer
 	cmd.Stderr = &stderr
 	require.NoError(t, cmd.Start())
 	tcp.Close()

@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/sluicenet/sluice/internal/syncbuf"
 	"github.com/sluicenet/sluice/proxyproto"
 )
 
@@ -74,7 +75,7 @@ func startHAProxy(t *testing.T, target string) []string {
 		addrs = append(addrs, ln.Addr().String())
 		cmd.ExtraFiles = append(cmd.ExtraFiles, f)
 	}
-	var out syncBuffer
+	var out syncbuf.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	require.NoError(t, cmd.Start())
 	for _, f := range cmd.ExtraFiles {

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"golang.org/x/sys/unix"
 
+	"github.com/sluicenet/sluice/internal/syncbuf"
 	"github.com/sluicenet/sluice/poller"
 )
 
@@ -18,7 +19,7 @@ import (
 // accept armed before the test lowers the limit never sees it.
 func TestAcceptPausesWhenOutOfDescriptors(t *testing.T) {
 	needsKernelSockets(t, "fills the process's descriptor table under the engine")
-	var logs syncBuffer
+	var logs syncbuf.Buffer
 	h := newOpener()
 	eng, addr := serve(t, h, WithNumEventLoop(1), WithPoller(poller.Epoll),
 		WithLogger(slog.New(slog.NewTextHandler(&logs, nil))))

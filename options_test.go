@@ -16,6 +16,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"golang.org/x/sys/unix"
+
+	"github.com/sluicenet/sluice/internal/syncbuf"
 )
 
 // observer records, for every connection it opens, the loop that owns it
@@ -282,7 +284,7 @@ func TestTicker(t *testing.T) {
 }
 
 func TestLoggerReceivesPanics(t *testing.T) {
-	var logs syncBuffer
+	var logs syncbuf.Buffer
 	_, addr := serve(t, panicker{}, WithNumEventLoop(1), WithLogger(slog.New(slog.NewTextHandler(&logs, nil))))
 	c := dial(t, addr)
 	c.Write([]byte("boom"))

@@ -16,6 +16,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/sluicenet/sluice/internal/syncbuf"
 )
 
 // refuser answers each connection refused with a line naming the reason,
@@ -243,7 +245,7 @@ func (panickyRefuser) OnRefuse(net.Addr, error) []byte { panic("no words") }
 // A panic in OnRefuse is logged and closes only the refused connection,
 // without an answer; the loop and its connections carry on.
 func TestRefusalPanics(t *testing.T) {
-	var logs syncBuffer
+	var logs syncbuf.Buffer
 	h := panickyRefuser{newLifetimes()}
 	eng := start(t, h, "tcp://127.0.0.1:0", WithNumEventLoop(1), WithMaxConnections(1),
 		WithLogger(slog.New(slog.NewTextHandler(&logs, nil))))

@@ -25,6 +25,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/sluicenet/sluice/internal/syncbuf"
 )
 
 // holdHandshakes makes every server handshake under cfg wait, after the
@@ -151,7 +153,7 @@ func TestTLSPanicInAConfigCallback(t *testing.T) {
 		return &cert, nil
 	}
 	h := &tlsFailures{lifetimes: newLifetimes(), errs: make(chan error, 4)}
-	var logged syncBuffer
+	var logged syncbuf.Buffer
 	eng, addr := serve(t, h, WithTLS(cfg), WithLogger(slog.New(slog.NewTextHandler(&logged, nil))))
 
 	bad := clientTLS(t, 0)

@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"golang.org/x/sys/unix"
 
+	"github.com/sluicenet/sluice/internal/syncbuf"
 	"github.com/sluicenet/sluice/internal/udptest"
 )
 
@@ -86,7 +87,7 @@ func TestUDPListenerGoesOnPastAReceiveError(t *testing.T) {
 	deadAddr := dead.LocalAddr()
 	dead.Close()
 	h := &udpRecvErr{to: deadAddr, sent: make(chan error, 1)}
-	var log syncBuffer
+	var log syncbuf.Buffer
 	logger := slog.New(slog.NewTextHandler(&log, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	_, addr := serveAddr(t, "udp://127.0.0.1:0", h, WithNumEventLoop(1), WithLogger(logger))
 	c := udpDial(t, addr)

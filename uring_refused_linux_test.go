@@ -18,6 +18,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"golang.org/x/sys/unix"
 
+	"github.com/sluicenet/sluice/internal/syncbuf"
 	"github.com/sluicenet/sluice/poller"
 )
 
@@ -75,7 +76,7 @@ func onRefusedRing(t *testing.T) {
 	require.ErrorIs(t, err, ErrPollerUnsupported)
 	assert.True(t, errors.Is(err, unix.EPERM), "the error says why: %v", err)
 
-	var log syncBuffer
+	var log syncbuf.Buffer
 	eng, addr := serve(t, echoHandler{}, WithPoller(poller.Auto), WithLogger(slog.New(slog.NewTextHandler(&log, nil))))
 	assert.Contains(t, log.String(), "using epoll", "Auto says which poller it took")
 	assert.Contains(t, log.String(), "operation not permitted", "and why")

@@ -119,7 +119,7 @@ func TestBackendDownAndBack(t *testing.T) {
 	s = tp.snapshot()
 	assert.False(t, s.Backends[0].Down, "the revived backend is up")
 	assert.Equal(t, uint64(1), s.Backends[0].Downs, "times marked down")
-	assert.True(t, tp.log.contains("is up"), "the proxy logs that the backend is back")
+	assert.True(t, tp.log.Contains("is up"), "the proxy logs that the backend is back")
 	tp.settled(t)
 }
 

@@ -11,7 +11,6 @@ import (
 	"math/rand/v2"
 	"net"
 	"os"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -20,6 +19,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sluicenet/sluice"
+	"github.com/sluicenet/sluice/internal/syncbuf"
 	"github.com/sluicenet/sluice/poller"
 )
 
@@ -78,7 +78,7 @@ func waitFor(t testing.TB, cond func() bool, describe func() string) {
 type testProxy struct {
 	*proxy
 	addrs []string // as net.Dial takes them: "host:port", or a unix path
-	log   *syncBuffer
+	log   *syncbuf.Buffer
 	stop  func() error // stops the proxy, as a signal does, and returns what run did; once
 }
 
@@ -93,7 +93,7 @@ func startProxy(t testing.TB, cfg config) *testProxy {
 	if cfg.loops == 0 {
 		cfg.loops = 2
 	}
-	tp := &testProxy{log: &syncBuffer{}}
+	tp := &testProxy{log: &syncbuf.Buffer{}}
 	cfg.out = tp.log
 	cfg.logf = func(format string, args ...any) { fmt.Fprintf(tp.log, format+"\n", args...) }
 	px, err := newProxy(cfg)
@@ -323,29 +323,6 @@ func firstDiff(a, b []byte) int {
 	}
 	return min(len(a), len(b))
 }
-
-// syncBuffer is a bytes.Buffer safe for writers on other goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-// Write appends p.
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-// String returns what was written.
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
-// contains reports whether the buffer holds s.
-func (s *syncBuffer) contains(sub string) bool { return strings.Contains(s.String(), sub) }
 
 // openFDs counts the process's open descriptors.
 func openFDs(t testing.TB) int {

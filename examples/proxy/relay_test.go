@@ -264,7 +264,7 @@ func TestBackendKilled(t *testing.T) {
 		assert.True(t, s.Backends[0].Down, "the doomed backend is down")
 		assert.Equal(t, uint64(clients/2), s.Backends[0].Errors, "pairs its resets ended")
 		assert.Equal(t, uint64(clients/2+6), s.Backends[1].Connected)
-		assert.True(t, tp.log.contains("is down"), "the proxy logs that the backend is down")
+		assert.True(t, tp.log.Contains("is down"), "the proxy logs that the backend is down")
 		tp.settled(t)
 	})
 }
