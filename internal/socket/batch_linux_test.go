@@ -20,7 +20,7 @@ func TestSendBatch(t *testing.T) {
 	require.NoError(t, err)
 	t.Cleanup(func() { r.Close() })
 	to := r.LocalAddr().(*net.UDPAddr).AddrPort()
-	fd, err := newPacketSocket(unix.AF_INET)
+	fd, err := newSocket(unix.AF_INET, unix.SOCK_DGRAM)
 	require.NoError(t, err)
 	t.Cleanup(func() { Close(fd) })
 

@@ -45,7 +45,7 @@ func sockaddrOf(ap netip.AddrPort) (int, unix.Sockaddr) {
 }
 
 // Open makes a non-blocking, close-on-exec stream socket to connect to ep.
-func Open(ep Endpoint) (int, error) { return newSocket(ep.family) }
+func Open(ep Endpoint) (int, error) { return newSocket(ep.family, unix.SOCK_STREAM) }
 
 // Bind binds fd to the local address ap, as a dialing socket does before
 // it connects to pick its source address or port.

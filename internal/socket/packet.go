@@ -28,7 +28,7 @@ func ListenPacket(network, addr string, o Options) (int, *net.UDPAddr, bool, err
 	if err != nil {
 		return -1, nil, false, err
 	}
-	fd, err := newPacketSocket(family)
+	fd, err := newSocket(family, unix.SOCK_DGRAM)
 	if err != nil {
 		return -1, nil, false, err
 	}
@@ -59,18 +59,8 @@ func streamOf(network string) (string, bool) {
 }
 
 func bindPacket(fd, family int, v6only bool, sa unix.Sockaddr, o Options) error {
-	if err := setInt(fd, unix.SOL_SOCKET, unix.SO_REUSEADDR, 1, "SO_REUSEADDR"); err != nil {
+	if err := shareAddr(fd, family, v6only, o); err != nil {
 		return err
-	}
-	if o.ReusePort {
-		if err := setInt(fd, unix.SOL_SOCKET, unix.SO_REUSEPORT, 1, "SO_REUSEPORT"); err != nil {
-			return err
-		}
-	}
-	if family == unix.AF_INET6 {
-		if err := setInt(fd, unix.IPPROTO_IPV6, unix.IPV6_V6ONLY, boolInt(v6only), "IPV6_V6ONLY"); err != nil {
-			return err
-		}
 	}
 	if err := setBuffers(fd, o); err != nil {
 		return err
@@ -84,7 +74,7 @@ func bindPacket(fd, family int, v6only bool, sa unix.Sockaddr, o Options) error 
 // sends nothing, so it ends at once.
 func DialPacket(remote, local netip.AddrPort, device string, o Options) (int, error) {
 	family, sa := sockaddrOf(remote)
-	fd, err := newPacketSocket(family)
+	fd, err := newSocket(family, unix.SOCK_DGRAM)
 	if err != nil {
 		return -1, err
 	}

@@ -4,28 +4,9 @@ package socket
 
 import (
 	"net/netip"
-	"os"
-	"syscall"
 
 	"golang.org/x/sys/unix"
 )
-
-func newPacketSocket(family int) (int, error) {
-	syscall.ForkLock.RLock()
-	fd, err := unix.Socket(family, unix.SOCK_DGRAM, 0)
-	if err == nil {
-		unix.CloseOnExec(fd)
-	}
-	syscall.ForkLock.RUnlock()
-	if err != nil {
-		return -1, os.NewSyscallError("socket", err)
-	}
-	if err := unix.SetNonblock(fd, true); err != nil {
-		unix.Close(fd)
-		return -1, os.NewSyscallError("fcntl", err)
-	}
-	return fd, nil
-}
 
 // RecvFrom receives one datagram into p. n is how much of it p holds, from
 // its sender, and truncated whether it was larger than p (recvmsg's

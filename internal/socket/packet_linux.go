@@ -4,7 +4,6 @@ package socket
 
 import (
 	"net/netip"
-	"os"
 	"syscall"
 	"unsafe"
 
@@ -12,11 +11,6 @@ import (
 
 	"github.com/sluicenet/sluice/internal/syscount"
 )
-
-func newPacketSocket(family int) (int, error) {
-	fd, err := unix.Socket(family, unix.SOCK_DGRAM|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, 0)
-	return fd, os.NewSyscallError("socket", err)
-}
 
 // SendTo sends p as one datagram to to, or, on a connected socket with to
 // not valid, to its peer. v6 says the socket is IPv6, which reaches an

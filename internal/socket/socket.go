@@ -56,7 +56,7 @@ func Listen(network, addr string, o Options) (int, net.Addr, error) {
 	if err != nil {
 		return -1, nil, err
 	}
-	fd, err := newSocket(family)
+	fd, err := newSocket(family, unix.SOCK_STREAM)
 	if err != nil {
 		return -1, nil, err
 	}
@@ -74,19 +74,8 @@ func Listen(network, addr string, o Options) (int, net.Addr, error) {
 
 func listen(fd, family int, v6only bool, sa unix.Sockaddr, o Options) error {
 	if family != unix.AF_UNIX {
-		if err := setInt(fd, unix.SOL_SOCKET, unix.SO_REUSEADDR, 1, "SO_REUSEADDR"); err != nil {
+		if err := shareAddr(fd, family, v6only, o); err != nil {
 			return err
-		}
-		if o.ReusePort {
-			if err := setInt(fd, unix.SOL_SOCKET, unix.SO_REUSEPORT, 1, "SO_REUSEPORT"); err != nil {
-				return err
-			}
-		}
-		if family == unix.AF_INET6 {
-			// Under "tcp" an IPv6 listener takes IPv4 too, as net.Listen's does.
-			if err := setInt(fd, unix.IPPROTO_IPV6, unix.IPV6_V6ONLY, boolInt(v6only), "IPV6_V6ONLY"); err != nil {
-				return err
-			}
 		}
 	}
 	if err := setBuffers(fd, o); err != nil {
@@ -97,6 +86,25 @@ func listen(fd, family int, v6only bool, sa unix.Sockaddr, o Options) error {
 	}
 	if err := unix.Listen(fd, listenBacklog()); err != nil {
 		return os.NewSyscallError("listen", err)
+	}
+	return nil
+}
+
+// shareAddr sets the options of a socket about to bind an IP address:
+// SO_REUSEADDR, SO_REUSEPORT when o asks for it, and for IPv6 whether it
+// takes only IPv6 (under "tcp" or "udp" an IPv6 socket takes IPv4 too, as
+// the standard library's do).
+func shareAddr(fd, family int, v6only bool, o Options) error {
+	if err := setInt(fd, unix.SOL_SOCKET, unix.SO_REUSEADDR, 1, "SO_REUSEADDR"); err != nil {
+		return err
+	}
+	if o.ReusePort {
+		if err := setInt(fd, unix.SOL_SOCKET, unix.SO_REUSEPORT, 1, "SO_REUSEPORT"); err != nil {
+			return err
+		}
+	}
+	if family == unix.AF_INET6 {
+		return setInt(fd, unix.IPPROTO_IPV6, unix.IPV6_V6ONLY, boolInt(v6only), "IPV6_V6ONLY")
 	}
 	return nil
 }
@@ -177,7 +185,7 @@ func sockaddr(network, addr string) (int, unix.Sockaddr, error) {
 }
 
 func ipv6Available() bool {
-	fd, err := newSocket(unix.AF_INET6)
+	fd, err := newSocket(unix.AF_INET6, unix.SOCK_STREAM)
 	if err != nil {
 		return false
 	}

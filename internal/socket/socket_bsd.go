@@ -40,9 +40,11 @@ func Accept(fd int) (int, netip.AddrPort, error) {
 	return nfd, AddrPort(sa), nil
 }
 
-func newSocket(family int) (int, error) {
+// newSocket opens a non-blocking, close-on-exec socket of family and typ
+// (unix.SOCK_STREAM or unix.SOCK_DGRAM).
+func newSocket(family, typ int) (int, error) {
 	syscall.ForkLock.RLock()
-	fd, err := unix.Socket(family, unix.SOCK_STREAM, 0)
+	fd, err := unix.Socket(family, typ, 0)
 	if err == nil {
 		unix.CloseOnExec(fd)
 	}

@@ -83,8 +83,10 @@ func rawAddrPort(rsa *unix.RawSockaddrAny) netip.AddrPort {
 // tcpKeepIdle is the option for the idle time before keep-alive probes.
 const tcpKeepIdle = unix.TCP_KEEPIDLE
 
-func newSocket(family int) (int, error) {
-	fd, err := unix.Socket(family, unix.SOCK_STREAM|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, 0)
+// newSocket opens a non-blocking, close-on-exec socket of family and typ
+// (unix.SOCK_STREAM or unix.SOCK_DGRAM).
+func newSocket(family, typ int) (int, error) {
+	fd, err := unix.Socket(family, typ|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, 0)
 	return fd, os.NewSyscallError("socket", err)
 }
 
