@@ -68,12 +68,25 @@ func (h *observer) open(t *testing.T, addr string, n int) map[int]int {
 	t.Helper()
 	for range n {
 		dial(t, addr)
+		h.awaitOpens(t, 1)
+	}
+	return h.perLoop()
+}
+
+// awaitOpens waits for the engine to open n more connections.
+func (h *observer) awaitOpens(t *testing.T, n int) {
+	t.Helper()
+	for range n {
 		select {
 		case <-h.opened:
 		case <-time.After(5 * time.Second):
 			t.Fatal("connection not opened")
 		}
 	}
+}
+
+// perLoop counts the connections opened, by the loop they landed on.
+func (h *observer) perLoop() map[int]int {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	perLoop := map[int]int{}
@@ -322,19 +335,8 @@ func TestLeastConnectionsSpreadsABurst(t *testing.T) {
 		wg.Go(func() { dial(t, addr) })
 	}
 	wg.Wait()
-	for range n {
-		select {
-		case <-h.opened:
-		case <-time.After(5 * time.Second):
-			t.Fatal("connection not opened")
-		}
-	}
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	perLoop := map[int]int{}
-	for _, l := range h.loops {
-		perLoop[l]++
-	}
+	h.awaitOpens(t, n)
+	perLoop := h.perLoop()
 	// A connection moving from handed to opened can count twice for a
 	// moment, so a pick then may miss by one.
 	for l := range 4 {
