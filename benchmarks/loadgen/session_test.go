@@ -88,24 +88,37 @@ func TestAccepts(t *testing.T) {
 	assert.Positive(t, res.RoundTrips)
 }
 
+// A brokenEcho is a server's wrong answer, and the count of Errors it
+// shows in.
+type brokenEcho struct {
+	name  string
+	reply echotest.Reply
+	want  func(Errors) int64
+}
+
+// brokenEchoes are the wrong answers a stream counts, plain or TLS.
+var brokenEchoes = []brokenEcho{
+	{"flipped byte", func(c net.Conn, in []byte) error {
+		in[len(in)-1] ^= 1
+		return echotest.Echo(c, in)
+	}, func(e Errors) int64 { return e.Mismatch }},
+	{"closed", func(net.Conn, []byte) error { return io.EOF }, func(e Errors) int64 { return e.Closed }},
+	{"stalled", func(net.Conn, []byte) error { return nil }, func(e Errors) int64 { return e.Timeout }},
+}
+
+// shortDrain has a run wait d, not seconds, for the round trips in flight
+// when it stops, for the test.
+func shortDrain(t *testing.T, d time.Duration) {
+	old := drainTimeout
+	drainTimeout = d
+	t.Cleanup(func() { drainTimeout = old })
+}
+
 func TestErrorsAreCounted(t *testing.T) {
-	drainTimeout = 100 * time.Millisecond
-	t.Cleanup(func() { drainTimeout = 5 * time.Second })
-	for _, tc := range []struct {
-		name  string
-		reply echotest.Reply
-		want  func(Errors) int64
-	}{
-		{"flipped byte", func(c net.Conn, in []byte) error {
-			in[len(in)-1] ^= 1
-			return echotest.Echo(c, in)
-		}, func(e Errors) int64 { return e.Mismatch }},
-		{"extra byte", func(c net.Conn, in []byte) error {
-			return echotest.Echo(c, append(in, 0))
-		}, func(e Errors) int64 { return e.Mismatch }},
-		{"closed", func(net.Conn, []byte) error { return io.EOF }, func(e Errors) int64 { return e.Closed }},
-		{"stalled", func(net.Conn, []byte) error { return nil }, func(e Errors) int64 { return e.Timeout }},
-	} {
+	shortDrain(t, 100*time.Millisecond)
+	for _, tc := range append(brokenEchoes, brokenEcho{"extra byte", func(c net.Conn, in []byte) error {
+		return echotest.Echo(c, append(in, 0))
+	}, func(e Errors) int64 { return e.Mismatch }}) {
 		t.Run(tc.name, func(t *testing.T) {
 			s := dialTest(t, echotest.Listen(t, tc.reply), 3, 64, 1)
 			res := s.Exchange(3)

@@ -2,8 +2,6 @@ package loadgen
 
 import (
 	"crypto/tls"
-	"io"
-	"net"
 	"net/netip"
 	"testing"
 	"time"
@@ -65,20 +63,8 @@ func TestTLSLargeMessages(t *testing.T) {
 }
 
 func TestTLSErrorsAreCounted(t *testing.T) {
-	drainTimeout = 200 * time.Millisecond
-	t.Cleanup(func() { drainTimeout = 5 * time.Second })
-	for _, tc := range []struct {
-		name  string
-		reply echotest.Reply
-		want  func(Errors) int64
-	}{
-		{"flipped byte", func(c net.Conn, in []byte) error {
-			in[len(in)-1] ^= 1
-			return echotest.Echo(c, in)
-		}, func(e Errors) int64 { return e.Mismatch }},
-		{"closed", func(net.Conn, []byte) error { return io.EOF }, func(e Errors) int64 { return e.Closed }},
-		{"stalled", func(net.Conn, []byte) error { return nil }, func(e Errors) int64 { return e.Timeout }},
-	} {
+	shortDrain(t, 200*time.Millisecond)
+	for _, tc := range brokenEchoes {
 		t.Run(tc.name, func(t *testing.T) {
 			addr, cfg := serveTLS(t, tc.reply, false)
 			s := dialTLS(t, addr, cfg, 3, 64)
