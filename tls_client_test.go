@@ -466,11 +466,7 @@ func TestTLSDialUnixSocket(t *testing.T) {
 // counts against WithTLSMaxHandshakes until the callback returns; then
 // its goroutine ends.
 func TestTLSCallbackOutlivesItsConnection(t *testing.T) {
-	release := make(chan struct{})
-	cfg := serverTLS(t)
-	cert := cfg.Certificates[0]
-	cfg.Certificates = nil
-	cfg.GetCertificate = func(*tls.ClientHelloInfo) (*tls.Certificate, error) { <-release; return &cert, nil }
+	cfg, release := heldServerTLS(t)
 	h := &tlsFailures{lifetimes: newLifetimes(), errs: make(chan error, 4)}
 	eng, addr := serve(t, h, WithTLS(cfg), WithTLSHandshakeTimeout(200*time.Millisecond), WithNumEventLoop(1))
 	released := false

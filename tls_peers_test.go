@@ -664,11 +664,7 @@ func clientHello(t testing.TB) []byte {
 // the socket without bound into the handshake's buffer: the client's
 // writes stop, and the server holds at most a few records' worth for it.
 func TestTLSHandshakeHoldsLittle(t *testing.T) {
-	release := make(chan struct{})
-	cfg := serverTLS(t)
-	cert := cfg.Certificates[0]
-	cfg.Certificates = nil
-	cfg.GetCertificate = func(*tls.ClientHelloInfo) (*tls.Certificate, error) { <-release; return &cert, nil }
+	cfg, release := heldServerTLS(t)
 	h := &tlsFailures{lifetimes: newLifetimes(), errs: make(chan error, 4)}
 	eng, addr := serve(t, h, WithTLS(cfg), WithNumEventLoop(1))
 	t.Cleanup(func() { close(release) })

@@ -90,6 +90,18 @@ func serverTLS(t testing.TB) *tls.Config {
 	return &tls.Config{Certificates: []tls.Certificate{p.server}, NextProtos: []string{"h2", "sluice"}}
 }
 
+// heldServerTLS is serverTLS with a GetCertificate that waits until release
+// is closed, as one that fetches a certificate does: the handshake stops
+// before its answer.
+func heldServerTLS(t testing.TB) (cfg *tls.Config, release chan struct{}) {
+	release = make(chan struct{})
+	cfg = serverTLS(t)
+	cert := cfg.Certificates[0]
+	cfg.Certificates = nil
+	cfg.GetCertificate = func(*tls.ClientHelloInfo) (*tls.Certificate, error) { <-release; return &cert, nil }
+	return cfg, release
+}
+
 // clientTLS is a client configuration that trusts the test CA, for the
 // given version (zero: any).
 func clientTLS(t testing.TB, version uint16) *tls.Config {
