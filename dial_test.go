@@ -919,6 +919,24 @@ func readSockOpts(t testing.TB, fd int) sockOpts {
 	}
 }
 
+// sockOptsOnOpen has h read each connection's socket options as it
+// opens; the function it returns gives those of a trip that has opened.
+func sockOptsOnOpen(t *testing.T, h *tripper) func(*trip) sockOpts {
+	var mu sync.Mutex
+	seen := map[*trip]sockOpts{}
+	h.onOpen = func(c Conn, tr *trip) {
+		o := readSockOpts(t, c.Fd())
+		mu.Lock()
+		seen[tr] = o
+		mu.Unlock()
+	}
+	return func(tr *trip) sockOpts {
+		mu.Lock()
+		defer mu.Unlock()
+		return seen[tr]
+	}
+}
+
 // bufferAfterSet returns what a buffer option reads back as on a fresh
 // TCP socket after it is set to n: the kernel doubles it, within bounds
 // of its own, so the expectation comes from the kernel.
@@ -977,14 +995,7 @@ func TestDialOptions(t *testing.T) {
 		srv.onOpen = func(c Conn) { remotes <- c.RemoteAddr().(*net.TCPAddr).AddrPort().Addr().String() }
 		_, addr := serve(t, srv, p, WithNumEventLoop(1))
 		h := &tripper{}
-		var mu sync.Mutex
-		seen := map[*trip]sockOpts{}
-		h.onOpen = func(c Conn, tr *trip) {
-			o := readSockOpts(t, c.Fd())
-			mu.Lock()
-			seen[tr] = o
-			mu.Unlock()
-		}
+		optsOf := sockOptsOnOpen(t, h)
 		eng := runClient(t, h, p, WithNumEventLoop(1), WithTCPKeepAlive(time.Minute))
 		var delivered []int
 		for _, tt := range tests {
@@ -993,9 +1004,7 @@ func TestDialOptions(t *testing.T) {
 			tr.wait(t)
 			require.True(t, tr.opened, "%s: the dial failed: %v", tt.name, tr.err)
 			assert.Equal(t, "127.0.0.1", <-remotes)
-			mu.Lock()
-			o := seen[tr]
-			mu.Unlock()
+			o := optsOf(tr)
 			t.Run(tt.name, func(t *testing.T) { tt.check(t, o) })
 			delivered = append(delivered, o.NoDelay, o.KeepAlive, o.KeepIdle, o.KeepIntvl, o.KeepCnt)
 		}
@@ -1095,14 +1104,7 @@ func TestEnrollKeepAlive(t *testing.T) {
 	onEachPoller(t, func(t *testing.T, p Option) outcome {
 		_, addr := serve(t, echoHandler{}, p, WithNumEventLoop(1))
 		h := &tripper{}
-		var mu sync.Mutex
-		seen := map[*trip]sockOpts{}
-		h.onOpen = func(c Conn, tr *trip) {
-			o := readSockOpts(t, c.Fd())
-			mu.Lock()
-			seen[tr] = o
-			mu.Unlock()
-		}
+		optsOf := sockOptsOnOpen(t, h)
 		// The engine's own keep-alive differs from every row's, so that
 		// a row passes only if the enrolled socket's own, or the
 		// DialKeepAlive's, wins.
@@ -1124,9 +1126,7 @@ func TestEnrollKeepAlive(t *testing.T) {
 			require.NoError(t, eng.Enroll(nc, tr, tt.opts...))
 			tr.wait(t)
 			require.True(t, tr.opened, "%s: the enrollment failed: %v", tt.name, tr.err)
-			mu.Lock()
-			got := keepAlive(seen[tr])
-			mu.Unlock()
+			got := keepAlive(optsOf(tr))
 			assert.Equal(t, want, got, tt.name)
 			delivered = append(delivered, got.KeepAlive, got.KeepIdle)
 		}
