@@ -126,15 +126,25 @@ func (ld *load) roundTrip(c net.Conn, id uint64, n int) error {
 	return nil
 }
 
-// busy runs one busy connection: request after request for busyFor.
-func (ld *load) busy(id uint64) {
+// dial connects to the server, whose reads and writes then have
+// cmdtest.Deadline; it counts a failure as refused and reports false.
+func (ld *load) dial() (net.Conn, bool) {
 	c, err := net.DialTimeout("tcp", ld.addr, cmdtest.Deadline)
 	if err != nil {
 		ld.fail(&ld.refused, err)
+		return nil, false
+	}
+	c.SetDeadline(time.Now().Add(cmdtest.Deadline))
+	return c, true
+}
+
+// busy runs one busy connection: request after request for busyFor.
+func (ld *load) busy(id uint64) {
+	c, ok := ld.dial()
+	if !ok {
 		return
 	}
 	defer c.Close()
-	c.SetDeadline(time.Now().Add(cmdtest.Deadline))
 	end := time.Now().Add(busyFor)
 	for n := 0; time.Now().Before(end) && !ld.stopped(); n++ {
 		if err := ld.roundTrip(c, id, n); err != nil {
@@ -148,13 +158,11 @@ func (ld *load) busy(id uint64) {
 // short runs one short connection: one request.
 func (ld *load) short(id uint64) {
 	start := time.Now()
-	c, err := net.DialTimeout("tcp", ld.addr, cmdtest.Deadline)
-	if err != nil {
-		ld.fail(&ld.refused, err)
+	c, ok := ld.dial()
+	if !ok {
 		return
 	}
 	defer c.Close()
-	c.SetDeadline(time.Now().Add(cmdtest.Deadline))
 	if err := ld.roundTrip(c, id, 0); err != nil {
 		ld.fail(&ld.failed, err)
 		return
