@@ -172,7 +172,8 @@ type dgramRun struct {
 func (w *dgramWorker) run(p plan) {
 	preciseTimers()
 	w.res = Result{}
-	s := dgramRun{plan: p, t0: now()}
+	t0 := now()
+	s := dgramRun{plan: p.start(t0), t0: t0}
 	s.last, s.checkBy = s.t0, s.t0+int64(LossTimeout)/4
 	for i := range w.peers {
 		if s.gap == 0 && s.canStart(s.t0) {
@@ -211,10 +212,11 @@ func (s *dgramRun) timeout(t int64) int64 {
 	return max(next-t, 0)
 }
 
-// sendDue sends the paced datagrams whose slots have come by t.
+// sendDue sends the paced datagrams whose slots have come by t, every one
+// due before the run's end even if t is past it.
 func (w *dgramWorker) sendDue(s *dgramRun, t int64) {
 	n := int64(len(w.peers))
-	for ; s.t0+s.slot*s.gap <= t && s.canStart(t); s.slot++ {
+	for ; s.t0+s.slot*s.gap <= t && s.canStart(s.t0+s.slot*s.gap); s.slot++ {
 		w.send(s, int(s.slot%n), s.t0+s.slot*s.gap)
 	}
 }

@@ -11,6 +11,7 @@ type plan struct {
 	until int64 // stop starting round trips at this time (on now's clock); 0 for never
 	quota int64 // round trips to start in all; negative for no limit
 	gap   int64 // open loop: nanoseconds between this worker's intended sends; 0 for closed loop
+	span  int64 // open loop: how long the schedule runs from the worker's start (sets until)
 }
 
 // allows reports whether a run of p that has started started round trips
@@ -34,12 +35,23 @@ func exactly(n int64, parts int) func(i int) plan {
 	}
 }
 
-// pacedAt plans the open loop for d from now at rate round trips a second
-// in all, over parts workers: each sends every parts/rate seconds.
+// pacedAt plans the open loop for d at rate round trips a second in all,
+// over parts workers: each sends every parts/rate seconds for d from when
+// it starts. The schedule, not the clock, says what is sent: a worker that
+// starts late or is held up still sends every message due within d (late,
+// its latency counted from when it was due), so a run sends rate*d in all
+// however busy the machine.
 func pacedAt(rate int, d time.Duration, parts int) func(i int) plan {
-	until := now() + int64(d)
 	gap := max(int64(time.Second)*int64(parts)/int64(max(rate, 1)), 1)
-	return func(int) plan { return plan{until: until, quota: -1, gap: gap} }
+	return func(int) plan { return plan{span: int64(d), quota: -1, gap: gap} }
+}
+
+// start fixes a plan's schedule to a run that starts at t0.
+func (p plan) start(t0 int64) plan {
+	if p.span > 0 {
+		p.until = t0 + p.span
+	}
+	return p
 }
 
 // runState is one run in progress on a worker.
@@ -66,7 +78,8 @@ func (s *runState) intended(i int, k int64, n int) int64 {
 func (w *worker) run(p plan) {
 	preciseTimers()
 	w.res = Result{}
-	s := runState{plan: p, t0: now()}
+	t0 := now()
+	s := runState{plan: p.start(t0), t0: t0}
 	for i := range w.conns {
 		if w.conns[i].dead {
 			continue
@@ -118,11 +131,12 @@ func (s *runState) timeout(t, drainBy int64) int64 {
 	return max(next-t, 0)
 }
 
-// sendDue starts the open-loop sends whose slots have come by time t. A
-// connection still waiting for its last echo sends when that echo arrives.
+// sendDue starts the open-loop sends whose slots have come by time t, every
+// one due before the run's end even if t is past it. A connection still
+// waiting for its last echo sends when that echo arrives.
 func (w *worker) sendDue(s *runState, t int64) {
 	n := len(w.conns)
-	for ; s.t0+s.slot*s.gap <= t && s.canStart(t); s.slot++ {
+	for ; s.t0+s.slot*s.gap <= t && s.canStart(s.t0+s.slot*s.gap); s.slot++ {
 		i := int(s.slot % int64(n))
 		c := &w.conns[i]
 		if !c.dead && !c.busy && c.turn <= s.slot/int64(n) {
@@ -176,16 +190,16 @@ func (w *worker) handle(s *runState, i int, events uint32) {
 }
 
 // again starts connection i's next round trip after an echo came back at t:
-// at once in the closed loop, when it is due in the open loop.
+// at once in the closed loop, and in the open loop if it came due (within
+// the run) while the connection waited.
 func (w *worker) again(s *runState, i int, t int64) {
-	if !s.canStart(t) {
-		return
-	}
 	if s.gap == 0 {
-		w.begin(s, i, t)
+		if s.canStart(t) {
+			w.begin(s, i, t)
+		}
 		return
 	}
-	if due := s.intended(i, w.conns[i].turn, len(w.conns)); due <= t {
+	if due := s.intended(i, w.conns[i].turn, len(w.conns)); due <= t && s.canStart(due) {
 		w.begin(s, i, due)
 	}
 }

@@ -119,7 +119,8 @@ func (s *Session) Exchange(n int64) Result { return s.runPlans(exactly(n, len(s.
 // connections taking turns at even intervals, whether or not earlier echoes
 // are back. A connection keeps one message in flight: one that is due while
 // it waits goes out when the echo arrives, and its latency still counts from
-// when it was due.
+// when it was due. Every message due within d is sent, rate*d in all, even
+// when the generator itself falls behind the schedule.
 func (s *Session) Pace(rate int, d time.Duration) Result {
 	return s.runPlans(pacedAt(rate, d, len(s.workers)))
 }

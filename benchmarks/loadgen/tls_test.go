@@ -46,7 +46,8 @@ func TestTLSLoads(t *testing.T) {
 
 	res = s.Pace(2000, 100*time.Millisecond)
 	assert.Zero(t, res.Errors.Total(), "%+v", res.Errors)
-	assert.InDelta(t, 200, res.RoundTrips, 20)
+	assert.Equal(t, int64(200), res.RoundTrips, "the schedule's 2,000/s for 100 ms")
+	assert.Greater(t, res.Elapsed, 199*500*time.Microsecond, "not sooner than the last is due")
 }
 
 func TestTLSLargeMessages(t *testing.T) {
