@@ -6,9 +6,11 @@ import (
 	"syscall"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"golang.org/x/sys/unix"
 
 	"github.com/sluicenet/sluice/benchmarks/internal/echotest"
 	"github.com/sluicenet/sluice/benchmarks/loadgen"
@@ -50,8 +52,9 @@ func TestModes(t *testing.T) {
 
 // udpTarget starts a UDP echo server in this process and aims peers UDP
 // peers at it, with this process as the server whose cost is read; every
-// drop-th datagram it receives (none when 0) it drops.
-func udpTarget(t *testing.T, peers, drop int) Target {
+// drop-th datagram it receives (none when 0) it drops. drops reads how many
+// datagrams the kernel dropped on the server's socket so far.
+func udpTarget(t *testing.T, peers, drop int) (tg Target, drops func() int64) {
 	t.Helper()
 	pc, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
 	require.NoError(t, err)
@@ -69,7 +72,29 @@ func udpTarget(t *testing.T, peers, drop int) Target {
 		}
 	}()
 	addr := pc.LocalAddr().(*net.UDPAddr).AddrPort()
-	return Target{Config: loadgen.Config{Addr: addr, Conns: peers, Size: 64, Workers: 1}, PID: os.Getpid(), UDP: true}
+	tg = Target{Config: loadgen.Config{Addr: addr, Conns: peers, Size: 64, Workers: 1}, PID: os.Getpid(), UDP: true}
+	return tg, func() int64 { return socketDrops(t, pc) }
+}
+
+// skMeminfoDrops is SK_MEMINFO_DROPS, the index in SO_MEMINFO's array of
+// the datagrams a socket dropped for want of room in its receive buffer
+// (linux/sock_diag.h).
+const skMeminfoDrops = 8
+
+// socketDrops reads the kernel's count of datagrams dropped on c.
+func socketDrops(t *testing.T, c syscall.Conn) int64 {
+	t.Helper()
+	raw, err := c.SyscallConn()
+	require.NoError(t, err)
+	var info [skMeminfoDrops + 1]uint32
+	var errno syscall.Errno
+	require.NoError(t, raw.Control(func(fd uintptr) {
+		size := unsafe.Sizeof(info)
+		_, _, errno = syscall.Syscall6(syscall.SYS_GETSOCKOPT, fd, syscall.SOL_SOCKET, unix.SO_MEMINFO,
+			uintptr(unsafe.Pointer(&info)), uintptr(unsafe.Pointer(&size)), 0)
+	}))
+	require.Zero(t, errno, "SO_MEMINFO: %v", errno)
+	return int64(info[skMeminfoDrops])
 }
 
 func TestUDPModes(t *testing.T) {
@@ -83,15 +108,22 @@ func TestUDPModes(t *testing.T) {
 		{"loss", func(tg Target) (Report, error) { return Loss(tg, 0.5, warm, d) }},
 	} {
 		t.Run(tc.mode, func(t *testing.T) {
-			r, err := tc.run(udpTarget(t, 10, 0))
+			tg, socketDrops := udpTarget(t, 10, 0)
+			r, err := tc.run(tg)
 			require.NoError(t, err)
 			assert.Equal(t, tc.mode, r.Mode)
 			assert.Zero(t, r.Errors.Total())
-			// Loopback UDP may drop a datagram when a busy machine
-			// stalls the echo past its socket's buffer (seen once in
-			// 4,000 under the race detector); a server that drops a
-			// quarter reads 0.25 (TestUDPLossCounted).
-			assert.Less(t, r.LossRate(), 0.01)
+			// Loopback UDP drops datagrams when a busy machine stalls
+			// the echo server past its socket's buffer (a fifth of
+			// them, seen with two busy loops beside the race
+			// detector): the kernel counts those on the socket, and
+			// they are loss the report rightly shows. What the kernel
+			// does not explain (an echo that came back late aside) is
+			// loss the load generator made up: a server that drops a
+			// quarter reads 0.25 (TestUDPLoss).
+			drops := socketDrops()
+			unexplained := float64(r.Lost-r.Late-drops) / float64(max(r.RoundTrips+r.Lost, 1))
+			assert.Less(t, unexplained, 0.01, "%d lost, %d late, %d dropped by the kernel, %d echoed", r.Lost, r.Late, drops, r.RoundTrips)
 			assert.Positive(t, r.RoundTrips)
 			assert.Positive(t, r.Rate)
 			assert.Positive(t, r.CPUPerRT)
@@ -104,7 +136,8 @@ func TestUDPLoss(t *testing.T) {
 	old := loadgen.LossTimeout
 	loadgen.LossTimeout = 20 * time.Millisecond
 	t.Cleanup(func() { loadgen.LossTimeout = old })
-	r, err := Paced(udpTarget(t, 10, 4), 2000, 20*time.Millisecond, 200*time.Millisecond)
+	tg, _ := udpTarget(t, 10, 4)
+	r, err := Paced(tg, 2000, 20*time.Millisecond, 200*time.Millisecond)
 	require.NoError(t, err)
 	assert.Zero(t, r.Errors.Total())
 	assert.InDelta(t, 0.25, r.LossRate(), 0.05, "a quarter dropped: %d lost, %d echoed", r.Lost, r.RoundTrips)
@@ -161,7 +194,8 @@ func TestUDPSyscalls(t *testing.T) {
 	if err := syscount.Available(); err != nil {
 		t.Skip(err)
 	}
-	r, err := Syscalls(udpTarget(t, 4, 0), 50*time.Millisecond, 2000)
+	tg, _ := udpTarget(t, 4, 0)
+	r, err := Syscalls(tg, 50*time.Millisecond, 2000)
 	require.NoError(t, err)
 	assert.Equal(t, int64(2000), r.RoundTrips)
 	// Both ends here again: a send and a receive each side, at least.
