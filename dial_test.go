@@ -11,7 +11,6 @@ import (
 	"net"
 	"net/netip"
 	"os"
-	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -162,8 +161,7 @@ func (h *tripper) OnDialFailed(addr string, ctx any, err error) {
 func runEngine(t testing.TB, addr string, h EventHandler, opts ...Option) (Engine, func() error) {
 	t.Helper()
 	opts = append([]Option{WithPoller(testPoller)}, opts...)
-	runtimePollerOnce.Do(openRuntimePoller)
-	goroutines, fds := runtime.NumGoroutine(), openFDs(t)
+	leaks := leakCheck(t)
 	b := &booter{EventHandler: h, booted: make(chan Engine, 1)}
 	ran := make(chan struct{})
 	var runErr error
@@ -191,12 +189,7 @@ func runEngine(t testing.TB, addr string, h EventHandler, opts ...Option) (Engin
 		require.NoError(t, eng.Stop(ctx))
 		require.NoError(t, wait())
 		require.Zero(t, eng.Stats().InboundHeld, "inbound bytes held once every connection closed")
-		waitFor(t, 5*time.Second, func() bool {
-			return runtime.NumGoroutine() <= goroutines && openFDs(t) <= fds
-		}, func() string {
-			return fmt.Sprintf("leak: goroutines %d -> %d, descriptors %d -> %d",
-				goroutines, runtime.NumGoroutine(), fds, openFDs(t))
-		})
+		leaks()
 	})
 	return eng, wait
 }

@@ -5,12 +5,15 @@ package sluice
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"fmt"
 	"io"
 	"log/slog"
 	"net"
 	"os"
 	"runtime"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -110,7 +113,7 @@ func serveAddr(t testing.TB, addr string, h EventHandler, opts ...Option) (Engin
 
 // leakCheck counts the goroutines and descriptors open now, and returns a
 // function that waits for the counts to fall back to these, failing the
-// test if they do not.
+// test if they do not, with the descriptors opened since named.
 func leakCheck(t testing.TB) func() {
 	t.Helper()
 	runtimePollerOnce.Do(openRuntimePoller)
@@ -118,10 +121,11 @@ func leakCheck(t testing.TB) func() {
 	return func() {
 		t.Helper()
 		waitFor(t, 5*time.Second, func() bool {
-			return runtime.NumGoroutine() <= goroutines && openFDs(t) <= fds
+			return runtime.NumGoroutine() <= goroutines && len(openFDs(t)) <= len(fds)
 		}, func() string {
-			return fmt.Sprintf("leak: goroutines %d -> %d, descriptors %d -> %d",
-				goroutines, runtime.NumGoroutine(), fds, openFDs(t))
+			now := openFDs(t)
+			return fmt.Sprintf("leak: goroutines %d -> %d, descriptors %d -> %d, opened since: %s",
+				goroutines, runtime.NumGoroutine(), len(fds), len(now), newFDs(fds, now))
 		})
 	}
 }
@@ -165,12 +169,72 @@ func holdsFor(d time.Duration, cond func() bool) bool {
 	return cond()
 }
 
-func openFDs(t testing.TB) int {
+// openFDs returns the process's open descriptors, each with what it
+// refers to (readlink of /proc/self/fd/N).
+func openFDs(t testing.TB) map[string]string {
 	entries, err := os.ReadDir("/proc/self/fd")
 	if err != nil {
 		t.Skip("no /proc/self/fd")
 	}
-	return len(entries)
+	fds := make(map[string]string, len(entries))
+	for _, e := range entries {
+		// The descriptor ReadDir itself had open is gone by now.
+		if target, err := os.Readlink("/proc/self/fd/" + e.Name()); err == nil {
+			fds[e.Name()] = target
+		}
+	}
+	return fds
+}
+
+// newFDs names the descriptors in now that were not in before, a socket
+// with its addresses and state where /proc/self/net knows it, so that a
+// leak says which descriptor outlived its test.
+func newFDs(before, now map[string]string) string {
+	var named []string
+	for fd, target := range now {
+		if before[fd] == target {
+			continue
+		}
+		if inode, ok := strings.CutPrefix(target, "socket:["); ok {
+			target += " " + socketOf(strings.TrimSuffix(inode, "]"))
+		}
+		named = append(named, fd+" "+target)
+	}
+	slices.Sort(named)
+	return strings.Join(named, "; ")
+}
+
+// socketOf describes the socket with the inode given as /proc/self/net
+// lists it: its table, local and remote addresses and state (hexadecimal,
+// as the kernel writes it: 01 established, 0A listening).
+func socketOf(inode string) string {
+	for _, table := range []string{"tcp", "tcp6", "udp", "udp6", "unix"} {
+		b, _ := os.ReadFile("/proc/self/net/" + table)
+		for line := range strings.Lines(string(b)) {
+			f := strings.Fields(line)
+			switch {
+			case table == "unix" && len(f) >= 7 && f[6] == inode:
+				return "(unix " + strings.Join(f[7:], " ") + ")"
+			case table != "unix" && len(f) >= 10 && f[9] == inode:
+				return fmt.Sprintf("(%s %s -> %s state %s)", table, procAddr(f[1]), procAddr(f[2]), f[3])
+			}
+		}
+	}
+	return "(not in /proc/self/net)"
+}
+
+// procAddr turns an address as /proc/net/tcp writes it, the IPv4 address
+// in host order then the port, both in hexadecimal, into the usual form;
+// an IPv6 address it leaves as it is.
+func procAddr(s string) string {
+	host, port, _ := strings.Cut(s, ":")
+	p, _ := strconv.ParseUint(port, 16, 16)
+	a, err := strconv.ParseUint(host, 16, 32)
+	if len(host) != 8 || err != nil {
+		return s
+	}
+	ip := binary.NativeEndian.AppendUint32(nil, uint32(a))
+	return net.JoinHostPort(net.IP(ip).String(), strconv.FormatUint(p, 10))
 }
 
 // dial connects to an address as serve returns it.
