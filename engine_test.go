@@ -5,7 +5,6 @@ package sluice
 import (
 	"bytes"
 	"context"
-	"encoding/binary"
 	"fmt"
 	"io"
 	"log/slog"
@@ -16,6 +15,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -196,7 +196,7 @@ func newFDs(before, now map[string]string) string {
 			continue
 		}
 		if inode, ok := strings.CutPrefix(target, "socket:["); ok {
-			target += " " + socketOf(strings.TrimSuffix(inode, "]"))
+			target += " " + socketOf(fd, strings.TrimSuffix(inode, "]"))
 		}
 		named = append(named, fd+" "+target)
 	}
@@ -204,37 +204,46 @@ func newFDs(before, now map[string]string) string {
 	return strings.Join(named, "; ")
 }
 
-// socketOf describes the socket with the inode given as /proc/self/net
-// lists it: its table, local and remote addresses and state (hexadecimal,
-// as the kernel writes it: 01 established, 0A listening).
-func socketOf(inode string) string {
+// socketOf describes socket fd: its local and remote addresses, as the
+// socket itself says them, and its state as /proc/self/net lists it under
+// its inode (hexadecimal, as the kernel writes it: 01 established, 08
+// close-wait, 0A listening), where a closed socket is not listed.
+func socketOf(fd, inode string) string {
+	n, _ := strconv.Atoi(fd)
+	local, remote := "?", "?"
+	if sa, err := syscall.Getsockname(n); err == nil {
+		local = sockaddrString(sa)
+	}
+	if sa, err := syscall.Getpeername(n); err == nil {
+		remote = sockaddrString(sa)
+	} else {
+		remote = err.Error()
+	}
+	state := "closed"
 	for _, table := range []string{"tcp", "tcp6", "udp", "udp6", "unix"} {
 		b, _ := os.ReadFile("/proc/self/net/" + table)
 		for line := range strings.Lines(string(b)) {
-			f := strings.Fields(line)
-			switch {
+			switch f := strings.Fields(line); {
 			case table == "unix" && len(f) >= 7 && f[6] == inode:
-				return "(unix " + strings.Join(f[7:], " ") + ")"
+				state = "unix state " + f[5]
 			case table != "unix" && len(f) >= 10 && f[9] == inode:
-				return fmt.Sprintf("(%s %s -> %s state %s)", table, procAddr(f[1]), procAddr(f[2]), f[3])
+				state = table + " state " + f[3]
 			}
 		}
 	}
-	return "(not in /proc/self/net)"
+	return fmt.Sprintf("(%s -> %s, %s)", local, remote, state)
 }
 
-// procAddr turns an address as /proc/net/tcp writes it, the IPv4 address
-// in host order then the port, both in hexadecimal, into the usual form;
-// an IPv6 address it leaves as it is.
-func procAddr(s string) string {
-	host, port, _ := strings.Cut(s, ":")
-	p, _ := strconv.ParseUint(port, 16, 16)
-	a, err := strconv.ParseUint(host, 16, 32)
-	if len(host) != 8 || err != nil {
-		return s
+func sockaddrString(sa syscall.Sockaddr) string {
+	switch sa := sa.(type) {
+	case *syscall.SockaddrInet4:
+		return net.JoinHostPort(net.IP(sa.Addr[:]).String(), strconv.Itoa(sa.Port))
+	case *syscall.SockaddrInet6:
+		return net.JoinHostPort(net.IP(sa.Addr[:]).String(), strconv.Itoa(sa.Port))
+	case *syscall.SockaddrUnix:
+		return "unix:" + sa.Name
 	}
-	ip := binary.NativeEndian.AppendUint32(nil, uint32(a))
-	return net.JoinHostPort(net.IP(ip).String(), strconv.FormatUint(p, 10))
+	return fmt.Sprintf("%T", sa)
 }
 
 // dial connects to an address as serve returns it.
