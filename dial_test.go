@@ -307,12 +307,17 @@ func echoListener(t testing.TB, network, address string) string {
 // serveEach accepts from ln until the test ends and runs serve on each
 // connection in a goroutine of its own. Cleanup closes the listener and
 // every connection it accepted, and waits for the goroutines, so the leak
-// check finds nothing left.
+// check finds nothing left. A connection the kernel accepted before the
+// listener closed may come out of Accept only after cleanup closed the
+// others (a starved accepting goroutine, under load): it is closed then,
+// not served, or it would stay open, its peer gone, until the garbage
+// collector got to it.
 func serveEach(t testing.TB, ln net.Listener, serve func(net.Conn)) {
 	var (
-		wg    sync.WaitGroup
-		mu    sync.Mutex
-		conns []net.Conn
+		wg     sync.WaitGroup
+		mu     sync.Mutex
+		conns  []net.Conn
+		closed bool
 	)
 	wg.Go(func() {
 		for {
@@ -321,6 +326,11 @@ func serveEach(t testing.TB, ln net.Listener, serve func(net.Conn)) {
 				return
 			}
 			mu.Lock()
+			if closed {
+				mu.Unlock()
+				c.Close()
+				continue
+			}
 			conns = append(conns, c)
 			mu.Unlock()
 			wg.Go(func() { serve(c) })
@@ -329,6 +339,7 @@ func serveEach(t testing.TB, ln net.Listener, serve func(net.Conn)) {
 	t.Cleanup(func() {
 		ln.Close()
 		mu.Lock()
+		closed = true
 		for _, c := range conns {
 			c.Close()
 		}
