@@ -3,10 +3,15 @@
 package sluice
 
 import (
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"golang.org/x/sys/unix"
 
 	"github.com/sluicenet/sluice/internal/syscount"
 	"github.com/sluicenet/sluice/poller"
@@ -23,9 +28,35 @@ func gathering(t testing.TB, eng Engine) bool {
 	return on
 }
 
-// ringIdleWait is how long a test waits for an io_uring loop's idle timer
-// to have fired once after a receive.
-const ringIdleWait = ringIdleRelease + ringIdleRelease/2
+// loopThread returns the thread of eng's first loop, an io_uring one,
+// which keeps it for good.
+func loopThread(t testing.TB, eng Engine) int {
+	var tid int
+	onLoopOf(t, eng, 0, func() { tid = unix.Gettid() })
+	return tid
+}
+
+// awaitGatheringWait waits until the loop on thread tid is in a gathering
+// wait: blocked in an io_uring_enter that asks for gatherMost
+// completions, as /proc/self/task/TID/syscall shows it.
+func awaitGatheringWait(t testing.TB, tid int) {
+	t.Helper()
+	var seen string
+	waitFor(t, 10*time.Second, func() bool {
+		b, _ := os.ReadFile(fmt.Sprintf("/proc/self/task/%d/syscall", tid))
+		seen = string(b)
+		f := strings.Fields(seen)
+		return len(f) > 3 && f[0] == strconv.Itoa(unix.SYS_IO_URING_ENTER) && f[3] == fmt.Sprintf("%#x", gatherMost)
+	}, func() string { return "the loop is not in a gathering wait: its thread is in " + seen })
+}
+
+// ringIdle reports whether eng's first loop, if an io_uring one, has given
+// its idle buffers back, with no idle timer armed, whose firing would end
+// a wait early; any other loop is idle so. It runs on the loop.
+func ringIdle(eng Engine) bool {
+	rg, ok := eng.e.loops[0].drv.(*ringDriver)
+	return !ok || (rg.idleAt == 0 && !rg.idleTimer)
+}
 
 // spreadEnters counts the io_uring_enter calls (and any other system call
 // of the hot path) per round trip of an io_uring loop WithGatherWait(d)
@@ -90,7 +121,7 @@ func TestGatherWaitIdleLoopSleeps(t *testing.T) {
 	c := dialRaw(t, addr)
 	c.readTimeout(t, 10*time.Second)
 	c.roundTrip(t)
-	time.Sleep(ringIdleWait) // past the ring's idle timer, which wakes the loop
+	quietLoop(t, eng) // past the ring's idle timer, which wakes the loop
 	before := syscount.Load()
 	time.Sleep(200 * time.Millisecond)
 	idle := syscount.Load() - before

@@ -11,6 +11,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -398,4 +399,103 @@ func slowReaderEcho(addr string, size int, seed byte) error {
 		return errors.New("the echo differs")
 	}
 	return nil
+}
+
+// sizedReplies answers each byte of a request, one per call, with a reply
+// of that byte repeated as many times as sizes says.
+type sizedReplies struct {
+	BuiltinEventEngine
+	sizes map[byte]int
+}
+
+func (h *sizedReplies) OnTraffic(c Conn) Action {
+	if b, _ := c.Next(1); len(b) == 1 {
+		c.Write(bytes.Repeat(b, h.sizes[b[0]]))
+	}
+	return None
+}
+
+// A reply past the high-water mark goes in a send that arms a poll for
+// writable behind it; if the send goes whole but leaves the socket more
+// than two thirds full, the poll stays armed. When it completes in the
+// turn whose callbacks hand the connection's next reply to the ring (a
+// send, submitted only as the next wait begins) and queue another behind
+// that, the queued reply must wait for the send, not be written ahead of
+// it. The loop is held in a task while the next request comes and the
+// client then reads the first reply, which makes the socket writable, so
+// that the receive and the poll complete in that order in one turn, every
+// time rather than by chance under load.
+func TestRingQueuedOutputWaitsForTheSendInFlight(t *testing.T) {
+	skipWithoutRing(t)
+	// The kernel doubles SO_SNDBUF: 128 KiB, of which the first reply,
+	// with the client's small receive buffer taking little of it, keeps
+	// over two thirds (the socket is writable again below that).
+	const sndbuf, first, second, third = 64 << 10, 80 << 10, 8 << 10, 100
+	h := &sizedReplies{sizes: map[byte]int{'a': first, 'b': second, 'c': third}}
+	eng, addr := serve(t, h, WithNumEventLoop(1), WithPoller(poller.IOUring),
+		WithSocketSendBuffer(sndbuf), WithWriteBufferCap(4<<10))
+	d := net.Dialer{Timeout: 5 * time.Second, Control: func(_, _ string, rc syscall.RawConn) error {
+		return rc.Control(func(fd uintptr) { unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_RCVBUF, 4<<10) })
+	}}
+	c, err := d.Dial("tcp", strings.TrimPrefix(addr, "tcp://"))
+	require.NoError(t, err)
+	t.Cleanup(func() { c.Close() })
+	c.SetDeadline(time.Now().Add(10 * time.Second))
+
+	_, err = c.Write([]byte("a"))
+	require.NoError(t, err)
+	// The first reply's send has settled, having gone whole, and the poll
+	// armed behind it waits on a socket that is not writable.
+	fd := -1
+	waitFor(t, 5*time.Second, func() bool {
+		onLoopOf(t, eng, 0, func() {
+			for _, sc := range eng.e.loops[0].conns {
+				if sc != nil && sc.out == nil && sc.ds.armed&(armedWrite|armedSend) == armedWrite {
+					fd = sc.fd
+				}
+			}
+		})
+		return fd >= 0
+	}, func() string {
+		var st string
+		onLoopOf(t, eng, 0, func() {
+			for _, sc := range eng.e.loops[0].conns {
+				if sc != nil {
+					q, _ := unix.IoctlGetInt(sc.fd, unix.SIOCOUTQ)
+					sb, _ := unix.GetsockoptInt(sc.fd, unix.SOL_SOCKET, unix.SO_SNDBUF)
+					st += fmt.Sprintf("out %d armed %b events %v outq %d sndbuf %d; ", sc.pending(), sc.ds.armed, sc.events, q, sb)
+				}
+			}
+		})
+		return "no connection has sent its first reply whole and waits to hear it may send more: " + st
+	})
+	pfd := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLOUT}}
+	n, err := unix.Poll(pfd, 0)
+	require.NoError(t, err)
+	require.Zero(t, n, "the socket is writable after the first reply: the poll behind it completed at once")
+
+	held, release := make(chan struct{}), make(chan struct{})
+	let := sync.OnceFunc(func() { close(release) })
+	t.Cleanup(let)
+	require.NoError(t, eng.Loop(0).Execute(func() { close(held); <-release }))
+	<-held
+	_, err = c.Write([]byte("bc"))
+	require.NoError(t, err)
+	got := make([]byte, first)
+	_, err = io.ReadFull(c, got)
+	require.NoError(t, err)
+	require.Equal(t, bytes.Repeat([]byte("a"), first), got)
+	// The socket is writable once the client has read the reply, and the
+	// poll completed with it (the kernel wakes both waiters together).
+	n, err = unix.Poll(pfd, 5000)
+	require.NoError(t, err)
+	require.Equal(t, 1, n, "the socket did not become writable")
+	let()
+
+	got = make([]byte, second+third)
+	_, err = io.ReadFull(c, got)
+	require.NoError(t, err)
+	want := append(bytes.Repeat([]byte("b"), second), bytes.Repeat([]byte("c"), third)...)
+	require.True(t, bytes.Equal(want, got), "the replies came out of order: the third begins at byte %d, not %d",
+		bytes.IndexByte(got, 'c'), second)
 }
