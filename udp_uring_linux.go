@@ -128,8 +128,11 @@ func (rg *ringDriver) ringPacketsReady(fd int, gen uint32, e uring.CQE) {
 	id, hasBuf := e.Buffer()
 	u := l.packets.at(fd)
 	if u == nil || u.ds.gen&genMask != gen {
-		if hasBuf {
-			rg.pk.bufs.Recycle(id) // for a socket since closed
+		if hasBuf { // a datagram for a socket since closed: dropped unseen
+			if l.eng.opts.wipe {
+				clear(rg.pk.bufs.Buf(id))
+			}
+			rg.pk.bufs.Recycle(id)
 		}
 		return
 	}
