@@ -118,7 +118,9 @@ type DatagramErrorHandler interface {
 	//     give all of it.
 	//   - ErrTooManySessions: from a peer with no session when its loop
 	//     holds as many as WithDatagramSessions allows
-	//     (Stats.SessionsRefused); c's RemoteAddr is that peer.
+	//     (Stats.SessionsRefused); c's RemoteAddr is that peer (behind a
+	//     proxy, the client its header names), ProxyHeader the datagram's
+	//     header if it has one, and Next and Peek give what follows it.
 	//
 	// c is the socket's Conn, or a truncated datagram's session's.
 	OnDatagramError(c Conn, err error) Action
