@@ -51,8 +51,8 @@ var errPacketUnsupported = fmt.Errorf("sluice: not for a UDP socket: %w", errors
 // counted in Stats.DatagramsSendFailed, as is every send the kernel
 // refuses at once, which Write returns. A datagram larger than its
 // address family carries (65,507 bytes over IPv4, 65,527 over IPv6) is
-// refused with EMSGSIZE everywhere, and counted too. What the handler leaves unread is
-// dropped with the datagram. No OnOpen or OnClose runs for a
+// refused with EMSGSIZE everywhere, and counted too. What the handler
+// leaves unread is dropped with the datagram. No OnOpen or OnClose runs for a
 // listener's socket, which is the engine's until it stops. The Conn is the
 // socket's, the same for every datagram: RemoteAddr, Next and Write speak
 // of the datagram in hand only inside OnTraffic. From elsewhere, or later,
