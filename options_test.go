@@ -343,3 +343,53 @@ func TestLeastConnectionsSpreadsABurst(t *testing.T) {
 		assert.InDelta(t, 10, perLoop[l], 1, "loop %d of %v: connections still being handed over count too", l, perLoop)
 	}
 }
+
+// WithSocketRecvBuffer and WithSocketSendBuffer reach UDP sockets too: each
+// loop's listener socket (WithReusePort) and a dialed one, as the kernel
+// reports them. A UDP listener's receive buffer is what holds datagrams
+// while its loop is busy or stalled; past it the kernel drops them.
+func TestSocketBuffersOfUDPSockets(t *testing.T) {
+	needsKernelSockets(t, "reads the options back with getsockopt")
+	h := &udpBufferSizes{sizes: make(chan [2]int, 4)}
+	eng, addr := serveAddr(t, "udp4://127.0.0.1:0", h, WithNumEventLoop(2), WithReusePort(true),
+		WithSocketRecvBuffer(200000), WithSocketSendBuffer(150000))
+	var fds []int
+	done := make(chan struct{})
+	for _, l := range eng.e.loops {
+		require.NoError(t, Loop{l}.Execute(func() {
+			for _, u := range l.packets.socks {
+				if u != nil {
+					fds = append(fds, u.fd)
+				}
+			}
+			done <- struct{}{}
+		}))
+		<-done
+	}
+	require.Len(t, fds, 2, "one socket per loop")
+	peer := udpDial(t, addr)
+	require.NoError(t, eng.Dial("udp://"+peer.LocalAddr().String(), nil))
+	dialed := <-h.sizes
+	// Linux doubles what it is asked for, to leave room for its bookkeeping.
+	for _, fd := range fds {
+		rcv, err := unix.GetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_RCVBUF)
+		require.NoError(t, err)
+		snd, err := unix.GetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_SNDBUF)
+		require.NoError(t, err)
+		assert.Equal(t, [2]int{400000, 300000}, [2]int{rcv, snd}, "a listener's socket")
+	}
+	assert.Equal(t, [2]int{400000, 300000}, dialed, "a dialed socket")
+}
+
+// udpBufferSizes tells the buffer sizes of each socket it opens.
+type udpBufferSizes struct {
+	BuiltinEventEngine
+	sizes chan [2]int
+}
+
+func (h *udpBufferSizes) OnOpen(c Conn) ([]byte, Action) {
+	rcv, _ := unix.GetsockoptInt(c.Fd(), unix.SOL_SOCKET, unix.SO_RCVBUF)
+	snd, _ := unix.GetsockoptInt(c.Fd(), unix.SOL_SOCKET, unix.SO_SNDBUF)
+	h.sizes <- [2]int{rcv, snd}
+	return nil, Close
+}

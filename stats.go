@@ -118,10 +118,15 @@ type Stats struct {
 	// session and their loop held as many as WithDatagramSessions allows
 	// (ErrTooManySessions).
 	SessionsRefused uint64
-	// DatagramsSendFailed counts datagrams the kernel refused to send
-	// from a UDP socket: at once, an error Write, Writev or AsyncWriteTo's
-	// callback is told, or in a batch sent after Write returned
-	// (PacketConn), a failure otherwise dropped.
+	// DatagramsSendFailed counts datagrams a UDP socket failed to send,
+	// each once: those the kernel refused at once, an error Write, Writev
+	// or AsyncWriteTo's callback is told; those it refused in a batch sent
+	// after Write returned (PacketConn), a failure otherwise dropped, even
+	// when the socket closed meanwhile; and those refused before reaching
+	// it since no network carries them (EMSGSIZE, or EAFNOSUPPORT for an
+	// IPv6 address on an IPv4 socket). A Write on a closed socket, or
+	// without an address (ErrConnClosed, ErrNeedAddress), tried nothing
+	// and is not counted. None of them counts in BytesOut.
 	DatagramsSendFailed uint64
 }
 

@@ -51,8 +51,8 @@ var errPacketUnsupported = fmt.Errorf("sluice: not for a UDP socket: %w", errors
 // counted in Stats.DatagramsSendFailed, as is every send the kernel
 // refuses at once, which Write returns. A datagram larger than its
 // address family carries (65,507 bytes over IPv4, 65,527 over IPv6) is
-// refused with EMSGSIZE everywhere. What the handler leaves unread is
-// dropped with the datagram. No OnOpen or OnClose runs for a
+// refused with EMSGSIZE everywhere, and counted too. What the handler
+// leaves unread is dropped with the datagram. No OnOpen or OnClose runs for a
 // listener's socket, which is the engine's until it stops. The Conn is the
 // socket's, the same for every datagram: RemoteAddr, Next and Write speak
 // of the datagram in hand only inside OnTraffic. From elsewhere, or later,
@@ -118,7 +118,9 @@ type DatagramErrorHandler interface {
 	//     give all of it.
 	//   - ErrTooManySessions: from a peer with no session when its loop
 	//     holds as many as WithDatagramSessions allows
-	//     (Stats.SessionsRefused); c's RemoteAddr is that peer.
+	//     (Stats.SessionsRefused); c's RemoteAddr is that peer (behind a
+	//     proxy, the client its header names), ProxyHeader the datagram's
+	//     header if it has one, and Next and Peek give what follows it.
 	//
 	// c is the socket's Conn, or a truncated datagram's session's.
 	OnDatagramError(c Conn, err error) Action
@@ -501,19 +503,18 @@ func (l *eventloop) sendPacket(u *udpConn, p []byte, to netip.AddrPort, now bool
 	if u.connected {
 		dst, to = u.peer, netip.AddrPort{}
 	}
-	if len(p) > maxDatagram || len(p) > maxDatagram4 && dst.Addr().Unmap().Is4() {
-		return 0, os.NewSyscallError("sendto", syscall.EMSGSIZE)
-	}
-	if !u.connected && !u.v6 && !to.Addr().Unmap().Is4() {
-		return 0, os.NewSyscallError("sendto", syscall.EAFNOSUPPORT) // an IPv4 socket
-	}
 	var (
 		n   int
 		err error
 	)
-	if now {
+	switch {
+	case len(p) > maxDatagram || len(p) > maxDatagram4 && dst.Addr().Unmap().Is4():
+		err = syscall.EMSGSIZE
+	case !u.connected && !u.v6 && !to.Addr().Unmap().Is4():
+		err = syscall.EAFNOSUPPORT // an IPv4 socket
+	case now:
 		n, err = socket.SendTo(u.fd, p, to, u.v6)
-	} else {
+	default:
 		n, err = l.drv.sendDatagram(u, p, to)
 	}
 	if err != nil {
@@ -537,13 +538,19 @@ const (
 // sendFailed counts a datagram u failed to send, and closes u, connected,
 // when err says its peer is unreachable (ECONNREFUSED after an ICMP port
 // unreachable) or its socket failed; a full socket buffer or a datagram
-// too large closes nothing.
+// too large closes nothing. Every datagram that never left comes here
+// once, or to lostSend once its socket has closed.
 func (l *eventloop) sendFailed(u *udpConn, err error) {
-	l.counts.add(countDatagramsSendFailed)
+	l.lostSend(err)
 	if u.connected && !errors.Is(err, syscall.EAGAIN) && !errors.Is(err, syscall.ENOBUFS) && !errors.Is(err, syscall.EMSGSIZE) {
 		l.closePacket(u, err)
 		return
 	}
+}
+
+// lostSend counts a datagram that failed to send with err, and logs it.
+func (l *eventloop) lostSend(err error) {
+	l.counts.add(countDatagramsSendFailed)
 	l.eng.opts.logger.Debug("sluice: sending a datagram failed", "err", err)
 }
 
@@ -762,8 +769,12 @@ func (u *udpConn) Writev(bs [][]byte) (int, error) {
 
 // sendv sends bs, gathered, as one datagram to to, as sendPacket does.
 func (u *udpConn) sendv(bs [][]byte, to netip.AddrPort, now bool) (int, error) {
-	if size(bs) > maxDatagram {
-		return 0, os.NewSyscallError("sendto", syscall.EMSGSIZE) // before the loop keeps a buffer its size
+	if size(bs) > maxDatagram { // before the loop keeps a buffer its size
+		err := os.NewSyscallError("sendto", syscall.EMSGSIZE)
+		if u.state != stateClosed {
+			u.loop.sendFailed(u, err)
+		}
+		return 0, err
 	}
 	ps := &u.loop.packets
 	ps.gather = ps.gather[:0]

@@ -96,7 +96,9 @@ func (l *eventloop) session(u *udpConn, p []byte, from, client netip.AddrPort, h
 		return s
 	}
 	if len(ss.byPeer) >= l.eng.opts.sessionMax {
+		u.header, u.hasHeader = h, hasHeader
 		l.dropDatagram(u, p, from, client, countSessionsRefused, ErrTooManySessions)
+		u.header, u.hasHeader = proxyproto.Header{}, false // it views the datagram
 		return nil
 	}
 	s := &udpConn{fd: u.fd, ds: u.ds, loop: l, v6: u.v6, addr: u.addr, origin: Accepted,

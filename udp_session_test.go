@@ -408,3 +408,48 @@ func (h *udpSessionRefuseAll) OnClose(c Conn, err error) Action {
 	h.closed <- c
 	return None
 }
+
+// Behind a proxy, a datagram refused for want of room for its client's
+// session is told to OnDatagramError as the other paths tell theirs: its
+// RemoteAddr is the client the header named, ProxyHeader is that header
+// (during the callback only), and Peek gives what follows it.
+func TestUDPRefusedSessionToldWithItsHeader(t *testing.T) {
+	h := &udpRefusedReport{udpSessions: newUDPSessions(), told: make(chan string, 1)}
+	eng, addr := serveAddr(t, "udp://127.0.0.1:0", h, WithNumEventLoop(1),
+		WithDatagramSessions(time.Minute, 1), WithProxyProtocol(ProxyRequired, 0))
+	proxy := udpDial(t, addr)
+	dst := eng.Addrs()[0].(*net.UDPAddr).AddrPort()
+	one := dgramHeader(1, 0x12, netip.MustParseAddrPort("192.0.2.1:1111"), dst)
+	two := dgramHeader(1, 0x12, netip.MustParseAddrPort("192.0.2.2:2222"), dst)
+	assert.Equal(t, "1:a", string(udptest.RoundTrip(t, proxy, append(one, "a"...))))
+	_, err := proxy.Write(append(two, "b"...))
+	require.NoError(t, err)
+	select {
+	case got := <-h.told:
+		assert.Equal(t, ErrTooManySessions.Error()+" from 192.0.2.2:2222, header from 192.0.2.2:2222: b", got)
+	case <-time.After(10 * time.Second):
+		t.Fatal("OnDatagramError did not run")
+	}
+	has := make(chan bool, 1)
+	require.NoError(t, h.sock.Loop().Execute(func() { _, ok := h.sock.ProxyHeader(); has <- ok }))
+	assert.False(t, <-has, "the socket's Conn keeps the refused datagram's header")
+	assert.Equal(t, uint64(1), eng.Stats().SessionsRefused)
+}
+
+// udpRefusedReport tells what OnDatagramError saw of a refused session.
+type udpRefusedReport struct {
+	*udpSessions
+	told chan string
+	sock Conn
+}
+
+func (h *udpRefusedReport) OnDatagramError(c Conn, err error) Action {
+	h.sock = c
+	from := "none"
+	if hdr, ok := c.ProxyHeader(); ok {
+		from = hdr.Source.String()
+	}
+	b, _ := c.Peek(-1)
+	h.told <- fmt.Sprintf("%v from %v, header from %s: %s", err, c.RemoteAddr(), from, b)
+	return None
+}

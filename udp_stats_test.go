@@ -4,9 +4,11 @@ package sluice
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net"
+	"net/netip"
 	"strings"
 	"syscall"
 	"testing"
@@ -163,4 +165,130 @@ func TestUDPAnswerRefusedInABatch(t *testing.T) {
 	st := eng.Stats()
 	assert.Equal(t, uint64(5), st.BytesIn)
 	assert.Equal(t, uint64(2), st.BytesOut, "the refused answer's bytes")
+}
+
+// Every datagram a UDP socket fails to send counts once in
+// DatagramsSendFailed, on every poller, whoever refused it: Sluice on the
+// kernel's behalf (Write and Writev larger than IPv4 carries, an IPv6
+// address for an IPv4 socket), the kernel at once or in the ring's turn
+// (a posted datagram to port 0: EINVAL), or the kernel when a batch of
+// answers goes out (each to a sender of port 0). None counts in BytesOut.
+func TestUDPEveryFailedSendCounted(t *testing.T) {
+	onEachPoller(t, func(t *testing.T, p Option) outcome {
+		raw, err := unix.Socket(unix.AF_INET, unix.SOCK_RAW|unix.SOCK_CLOEXEC, unix.IPPROTO_UDP)
+		if err != nil {
+			t.Skipf("a raw socket, to send from port 0: %v", err)
+		}
+		defer unix.Close(raw)
+		h := &udpRefusals{errs: make(chan string, 8)}
+		eng, addr := serveAddr(t, "udp4://127.0.0.1:0", h, p, WithNumEventLoop(1))
+		c := udpDial(t, addr)
+		assert.Equal(t, "refused", string(udptest.RoundTrip(t, c, []byte("refuse"))))
+		failed := func(n uint64) func() bool { return func() bool { return eng.Stats().DatagramsSendFailed == n } }
+		told := func(n uint64) func() string {
+			return func() string { return fmt.Sprintf("%d sends failed, want %d", eng.Stats().DatagramsSendFailed, n) }
+		}
+		waitFor(t, 5*time.Second, failed(4), told(4))
+		for _, want := range []string{"Write: message too long", "Writev: message too long"} {
+			assert.Equal(t, want, <-h.errs)
+		}
+
+		// Three answers the kernel refuses, gathered in one batch.
+		port := eng.Addrs()[0].(*net.UDPAddr).Port
+		fromPortZero := []byte{0, 0, byte(port >> 8), byte(port), 0, 8 + 1, 0, 0, 'z'}
+		release, held := make(chan struct{}), make(chan struct{})
+		require.NoError(t, Loop{eng.e.loops[0]}.Execute(func() { close(held); <-release }))
+		<-held
+		for range 3 {
+			require.NoError(t, unix.Sendto(raw, fromPortZero, 0, &unix.SockaddrInet4{Addr: [4]byte{127, 0, 0, 1}}))
+		}
+		close(release)
+		waitFor(t, 5*time.Second, failed(7), told(7))
+		assert.True(t, holdsFor(100*time.Millisecond, failed(7)), "a failed datagram counted twice: %s", told(7)())
+		st := eng.Stats()
+		assert.Zero(t, st.BytesOut%uint64(len("refused")), "the bytes of datagrams that never left: %d", st.BytesOut)
+		return outcome{Stats: Stats{DatagramsSendFailed: st.DatagramsSendFailed}}
+	})
+}
+
+// udpRefusals answers the first "refuse" with four datagrams no network
+// carries, and every one with "refused" (the client may send it again
+// when a busy machine delays the answer); it echoes anything else.
+type udpRefusals struct {
+	BuiltinEventEngine
+	errs    chan string
+	refused bool
+}
+
+func (h *udpRefusals) OnTraffic(c Conn) Action {
+	b, _ := c.Next(-1)
+	if string(b) != "refuse" || h.refused {
+		if string(b) == "refuse" {
+			b = []byte("refused")
+		}
+		c.Write(b)
+		return None
+	}
+	h.refused = true
+	tell := func(what string, err error) {
+		var errno syscall.Errno
+		if errors.As(err, &errno) {
+			h.errs <- what + ": " + errno.Error()
+		} else {
+			h.errs <- fmt.Sprintf("%s: %v", what, err)
+		}
+	}
+	_, err := c.Write(make([]byte, maxDatagram4+1))
+	tell("Write", err)
+	_, err = c.Writev([][]byte{make([]byte, 40000), make([]byte, 40000)})
+	tell("Writev", err)
+	pc := c.(PacketConn)
+	for _, to := range []string{"[::1]:9", "127.0.0.1:0"} {
+		if err := pc.AsyncWriteTo([]byte("x"), net.UDPAddrFromAddrPort(netip.MustParseAddrPort(to)), nil); err != nil {
+			tell("AsyncWriteTo "+to, err)
+		}
+	}
+	c.Write([]byte("refused"))
+	return None
+}
+
+// A datagram a connected socket's last callback sent, which the kernel
+// refuses once the socket is closing (on io_uring, after the callback has
+// returned Close), counts in DatagramsSendFailed all the same. The socket
+// is shut for writing before it is enrolled: every send fails with EPIPE.
+func TestUDPClosingSocketsFailedSendCounted(t *testing.T) {
+	onEachPoller(t, func(t *testing.T, p Option) outcome {
+		h := &udpSayByeAndGo{closed: make(chan error, 1)}
+		eng, _ := serveAddr(t, "udp://127.0.0.1:0", h, p, WithNumEventLoop(1))
+		peer, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+		require.NoError(t, err)
+		defer peer.Close()
+		nc, err := net.DialUDP("udp4", nil, peer.LocalAddr().(*net.UDPAddr))
+		require.NoError(t, err)
+		rc, err := nc.SyscallConn()
+		require.NoError(t, err)
+		require.NoError(t, rc.Control(func(fd uintptr) { err = unix.Shutdown(int(fd), unix.SHUT_WR) }))
+		require.NoError(t, err)
+		require.NoError(t, eng.Enroll(nc, nil))
+		<-h.closed
+		waitFor(t, 5*time.Second, func() bool { return eng.Stats().DatagramsSendFailed == 1 }, func() string {
+			return fmt.Sprintf("%d sends failed, want 1", eng.Stats().DatagramsSendFailed)
+		})
+		st := eng.Stats()
+		assert.Zero(t, st.BytesOut)
+		return outcome{Stats: Stats{DatagramsSendFailed: st.DatagramsSendFailed, BytesOut: st.BytesOut}}
+	})
+}
+
+// udpSayByeAndGo sends "bye" from OnOpen and closes at once.
+type udpSayByeAndGo struct {
+	BuiltinEventEngine
+	closed chan error
+}
+
+func (h *udpSayByeAndGo) OnOpen(c Conn) ([]byte, Action) { return []byte("bye"), Close }
+
+func (h *udpSayByeAndGo) OnClose(c Conn, err error) Action {
+	h.closed <- err
+	return None
 }

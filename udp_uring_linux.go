@@ -128,8 +128,11 @@ func (rg *ringDriver) ringPacketsReady(fd int, gen uint32, e uring.CQE) {
 	id, hasBuf := e.Buffer()
 	u := l.packets.at(fd)
 	if u == nil || u.ds.gen&genMask != gen {
-		if hasBuf {
-			rg.pk.bufs.Recycle(id) // for a socket since closed
+		if hasBuf { // a datagram for a socket since closed: dropped unseen
+			if l.eng.opts.wipe {
+				clear(rg.pk.bufs.Buf(id))
+			}
+			rg.pk.bufs.Recycle(id)
 		}
 		return
 	}
@@ -244,16 +247,22 @@ const (
 	sentGenMask = 1<<sentGenBits - 1
 )
 
-// ringPacketSendFailed handles a sendmsg that failed, for the socket
-// that sent it if it is still open.
+// ringPacketSendFailed handles a sendmsg that failed: for the socket that
+// sent it if it is still open, and otherwise only counted, as a socket
+// that closes in the callback that sent its last datagram has by the
+// time the turn's submission reports the failure.
 func (rg *ringDriver) ringPacketSendFailed(fd int, gen uint32, e uring.CQE) {
 	l := rg.l
-	u := l.packets.at(fd)
-	if u == nil || u.ds.gen&sentGenMask != gen&sentGenMask || e.Res >= 0 {
+	if e.Res >= 0 {
 		return
 	}
 	l.counts.sub(countBytesOut, int(gen>>sentGenBits)) // counted when it was queued
-	l.sendFailed(u, os.NewSyscallError("sendmsg", e.Err()))
+	err := os.NewSyscallError("sendmsg", e.Err())
+	if u := l.packets.at(fd); u != nil && u.ds.gen&sentGenMask == gen&sentGenMask {
+		l.sendFailed(u, err)
+		return
+	}
+	l.lostSend(err)
 }
 
 // closePackets cancels what u has armed and closes its socket in the same

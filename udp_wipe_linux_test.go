@@ -11,44 +11,58 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sluicenet/sluice/internal/udptest"
-	"github.com/sluicenet/sluice/poller"
+	"github.com/sluicenet/sluice/internal/uring"
 )
 
-// WithWipeBuffers: the datagrams one recvmmsg brought after the one whose
-// callback closed their connected socket, which the handler never sees,
-// are wiped from the loop's receive batch too.
+// WithWipeBuffers: the datagrams that arrived with the one whose callback
+// closed their connected socket, which the handler never sees, are wiped
+// from where the loop received them: epoll's receive batch (one recvmmsg
+// brought them), or the ring's UDP buffers (their completions came in the
+// same turn, for a socket closed by then).
 func TestUDPWipeBuffersUnhandedDatagrams(t *testing.T) {
-	if testPoller != poller.Epoll {
-		t.Skip("the receive batch is epoll's")
-	}
-	h := &udpCloseAtOnce{opened: make(chan net.Addr, 1), closed: make(chan error, 1)}
-	eng, _ := serveAddr(t, "udp://127.0.0.1:0", h, WithNumEventLoop(1), WithWipeBuffers(true))
-	peer, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
-	require.NoError(t, err)
-	defer peer.Close()
-	require.NoError(t, eng.Dial("udp://"+peer.LocalAddr().String(), nil))
-	local := (<-h.opened).(*net.UDPAddr)
-
-	l := eng.e.loops[0]
-	release, held := make(chan struct{}), make(chan struct{})
-	require.NoError(t, Loop{l}.Execute(func() { close(held); <-release }))
-	<-held
-	for _, s := range []string{"secret-1", "secret-2", "secret-3"} {
-		_, err := peer.WriteToUDP([]byte(s), local)
+	onEachPoller(t, func(t *testing.T, p Option) outcome {
+		h := &udpCloseAtOnce{opened: make(chan net.Addr, 1), closed: make(chan error, 1)}
+		eng, _ := serveAddr(t, "udp://127.0.0.1:0", h, p, WithNumEventLoop(1), WithWipeBuffers(true))
+		peer, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
 		require.NoError(t, err)
-	}
-	close(release)
-	<-h.closed
-	left := make(chan []byte, 1)
-	require.NoError(t, Loop{l}.Execute(func() {
-		var all []byte
-		for i := range l.packets.batch.Len() {
-			p, _, _ := l.packets.batch.At(i)
-			all = append(all, p...)
+		defer peer.Close()
+		require.NoError(t, eng.Dial("udp://"+peer.LocalAddr().String(), nil))
+		local := (<-h.opened).(*net.UDPAddr)
+
+		l := eng.e.loops[0]
+		release, held := make(chan struct{}), make(chan struct{})
+		require.NoError(t, Loop{l}.Execute(func() { close(held); <-release }))
+		<-held
+		for _, s := range []string{"secret-1", "secret-2", "secret-3"} {
+			_, err := peer.WriteToUDP([]byte(s), local)
+			require.NoError(t, err)
 		}
-		left <- all
-	}))
-	assert.False(t, bytes.Contains(<-left, []byte("secret")), "a datagram's bytes left in the receive batch")
+		close(release)
+		<-h.closed
+		left := make(chan []byte, 1)
+		require.NoError(t, Loop{l}.Execute(func() { left <- receivedInto(l) }))
+		assert.False(t, bytes.Contains(<-left, []byte("secret")), "a datagram's bytes left where the loop received it")
+		return outcome{Stats: Stats{BytesIn: eng.Stats().BytesIn}}
+	})
+}
+
+// receivedInto returns a copy of the memory l receives datagrams into: its
+// receive batch, and on io_uring the ring's UDP buffers.
+func receivedInto(l *eventloop) []byte {
+	var all []byte
+	if b := l.packets.batch; b != nil {
+		for i := range b.Len() {
+			p, _, _ := b.At(i)
+			all = append(all, p[:cap(p)]...)
+		}
+	}
+	if rg, ok := l.drv.(*ringDriver); ok && rg.pk.bufs != nil {
+		size := l.eng.opts.readBufferCap + uring.RecvmsgHeader + nameRoom
+		for id := range ringBufCount(size) {
+			all = append(all, rg.pk.bufs.Buf(uint16(id))...)
+		}
+	}
+	return all
 }
 
 // udpCloseAtOnce closes a dialed UDP socket on its first datagram.

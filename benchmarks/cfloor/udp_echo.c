@@ -3,8 +3,9 @@
  * UDP socket, level-triggered epoll; for each readiness, recvmmsg takes up
  * to 64 datagrams at once and sendmmsg sends each back to its sender in one
  * call, again until a recvmmsg takes fewer than 64 (the socket is empty).
- * Usage: udp_echo -addr HOST:PORT [-udp] (-udp is accepted and means
- * nothing: the runner gives it to every UDP server). On SIGTERM or SIGINT
+ * Usage: udp_echo -addr HOST:PORT [-udp] [-rcvbuf BYTES] (-udp is accepted
+ * and means nothing: the runner gives it to every UDP server; -rcvbuf asks
+ * for that SO_RCVBUF). On SIGTERM or SIGINT
  * it prints "report accepted=0" like the Go servers and exits 0.
  */
 #define _GNU_SOURCE /* recvmmsg, sendmmsg */
@@ -31,7 +32,7 @@ static struct iovec iovs[BATCH], outv[BATCH];
 static struct sockaddr_in6 names[BATCH];
 
 static int usage(const char *prog) {
-	fprintf(stderr, "usage: %s -addr HOST:PORT [-udp]\n", prog);
+	fprintf(stderr, "usage: %s -addr HOST:PORT [-udp] [-rcvbuf BYTES]\n", prog);
 	return 2;
 }
 
@@ -65,8 +66,10 @@ static void echo(int fd) {
 
 int main(int argc, char **argv) {
 	const char *addr = NULL;
+	int rcvbuf = 0;
 	for (int i = 1; i < argc; i++) {
 		if (strcmp(argv[i], "-addr") == 0 && i + 1 < argc) addr = argv[++i];
+		else if (strcmp(argv[i], "-rcvbuf") == 0 && i + 1 < argc) rcvbuf = atoi(argv[++i]);
 		else if (strcmp(argv[i], "-udp") != 0) return usage(argv[0]);
 	}
 	if (addr == NULL) return usage(argv[0]);
@@ -82,7 +85,9 @@ int main(int argc, char **argv) {
 	sigaction(SIGTERM, &act, NULL);
 	sigaction(SIGINT, &act, NULL);
 	int fd = socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK, 0);
-	if (fd < 0 || bind(fd, (struct sockaddr *)&sa, sizeof sa) < 0) { perror("bind"); return 1; }
+	if (fd < 0) { perror("socket"); return 1; }
+	if (rcvbuf > 0 && setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof rcvbuf) < 0) { perror("SO_RCVBUF"); return 1; }
+	if (bind(fd, (struct sockaddr *)&sa, sizeof sa) < 0) { perror("bind"); return 1; }
 	for (int i = 0; i < BATCH; i++) {
 		iovs[i].iov_base = bufs[i];
 		in[i].msg_hdr = (struct msghdr){ .msg_name = &names[i], .msg_iov = &iovs[i], .msg_iovlen = 1 };

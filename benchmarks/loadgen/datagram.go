@@ -25,6 +25,14 @@ import (
 // not echoes came back, so that a server that falls behind drops
 // datagrams (or delays them) for all to see. A DatagramSession is not for
 // concurrent use.
+//
+// With Config.InFlight above 1, Run and Exchange keep that many in
+// flight per peer and move them in batches: a peer's first ones go out
+// with one sendmmsg(2), each readiness of a peer takes what waits with
+// recvmmsg(2) calls of up to 64, and the datagrams that replace the
+// echoes go out with one sendmmsg, so that the generator spends a few
+// system calls per batch rather than two per datagram, and saturation is
+// the server's. Every echo is still matched and checked, and loss counted.
 type DatagramSession struct {
 	workers []*dgramWorker
 }
@@ -45,6 +53,10 @@ type dgramWorker struct {
 	events []unix.EpollEvent
 	ts     unix.Timespec
 	res    Result
+	// Batched (Config.InFlight above 1): how many each peer keeps in
+	// flight, and the worker's recvmmsg and sendmmsg vectors.
+	inFlight int
+	in, out  *mmsgs
 }
 
 // A peer is one UDP socket and what it has in flight.
@@ -64,8 +76,8 @@ func DialDatagrams(cfg Config) (*DatagramSession, error) {
 	if err := cfg.check(); err != nil {
 		return nil, err
 	}
-	if cfg.Size < 8 || cfg.TLS != nil {
-		return nil, fmt.Errorf("%w: datagrams of at least 8 bytes, without TLS: %+v", ErrConfig, cfg)
+	if cfg.Size < 8 || cfg.TLS != nil || cfg.InFlight > dgramWindow {
+		return nil, fmt.Errorf("%w: datagrams of at least 8 bytes, without TLS, at most %d in flight: %+v", ErrConfig, dgramWindow, cfg)
 	}
 	s := new(DatagramSession)
 	for i := range cfg.Workers {
@@ -73,6 +85,10 @@ func DialDatagrams(cfg Config) (*DatagramSession, error) {
 		if err != nil {
 			s.Close()
 			return nil, err
+		}
+		if cfg.InFlight > 1 {
+			w.inFlight = cfg.InFlight
+			w.in, w.out = newMmsgs(mmsgBatch, cfg.Size), newMmsgs(min(cfg.InFlight, mmsgBatch), cfg.Size)
 		}
 		s.workers = append(s.workers, w)
 		from, to := share(cfg.Conns, cfg.Workers, i)
@@ -176,7 +192,13 @@ func (w *dgramWorker) run(p plan) {
 	s := dgramRun{plan: p.start(t0), t0: t0}
 	s.last, s.checkBy = s.t0, s.t0+int64(LossTimeout)/4
 	for i := range w.peers {
-		if s.gap == 0 && s.canStart(s.t0) {
+		switch {
+		case s.gap > 0:
+		case w.inFlight > 1:
+			for n := w.inFlight; n > 0; n -= mmsgBatch {
+				w.sendMany(&s, i, min(n, mmsgBatch), s.t0)
+			}
+		case s.canStart(s.t0):
 			w.send(&s, i, s.t0)
 		}
 	}
@@ -193,7 +215,11 @@ func (w *dgramWorker) run(p plan) {
 			break
 		}
 		for _, ev := range epollWait(w.epfd, w.events, &w.ts, s.timeout(t)) {
-			w.receive(&s, int(ev.Fd))
+			if w.inFlight > 1 && s.gap == 0 {
+				w.receiveMany(&s, int(ev.Fd))
+			} else {
+				w.receive(&s, int(ev.Fd))
+			}
 		}
 	}
 	w.res.Elapsed = time.Duration(s.last - s.t0)
@@ -287,29 +313,98 @@ func (w *dgramWorker) receive(s *dgramRun, i int) {
 		return // EAGAIN; or an ICMP error, whose datagram will count lost
 	}
 	t := now()
-	got := w.buf[:n]
-	if n != len(p.msg) || !bytes.Equal(got[8:], p.msg[8:]) {
+	if w.match(s, p, w.buf[:n], n, t) && s.gap == 0 && s.canStart(t) {
+		w.send(s, i, t)
+	}
+}
+
+// match matches got, an echo of n bytes (got holds what fit of it) that
+// came to p at t, to its datagram, and reports whether it was one in
+// flight, now echoed.
+func (w *dgramWorker) match(s *dgramRun, p *peer, got []byte, n int, t int64) bool {
+	if n != len(p.msg) || len(got) != n || !bytes.Equal(got[8:], p.msg[8:]) {
 		w.res.Errors.Mismatch++
-		return
+		return false
 	}
 	seq := int64(binary.LittleEndian.Uint64(got))
 	switch {
 	case seq < 0 || seq >= p.next:
 		w.res.Errors.Mismatch++
-		return
+		return false
 	case seq < p.oldest || p.sent[seq%dgramWindow] == 0:
 		w.res.Late++
-		return
+		return false
 	}
 	at := &p.sent[seq%dgramWindow]
 	w.res.Latency.Record(time.Duration(t - *at))
 	*at = 0
+	for p.oldest < p.next && p.sent[p.oldest%dgramWindow] == 0 {
+		p.oldest++ // echoed: the window is what is still in flight
+	}
 	p.out--
 	s.inflight--
 	s.last = t
 	w.res.RoundTrips++
-	if s.gap == 0 && s.canStart(t) {
-		w.send(s, i, t)
+	return true
+}
+
+// receiveMany takes the echoes waiting on peer i, up to mmsgBatch a
+// recvmmsg, until one takes fewer (the socket is empty), and after each
+// call sends as many datagrams as came back echoed with one sendmmsg.
+func (w *dgramWorker) receiveMany(s *dgramRun, i int) {
+	p := &w.peers[i]
+	for {
+		n, err := w.in.recv(p.fd)
+		if err != nil {
+			return // EAGAIN; or an ICMP error, whose datagrams will count lost
+		}
+		t := now()
+		echoed := 0
+		for j := range n {
+			got, size := w.in.at(j)
+			if w.match(s, p, got, size, t) {
+				echoed++
+			}
+		}
+		if s.canStart(t) {
+			w.sendMany(s, i, echoed, t)
+		}
+		if n < len(w.in.hdrs) {
+			return
+		}
+	}
+}
+
+// sendMany sends up to n (at most mmsgBatch) of peer i's next datagrams,
+// due at at, with one sendmmsg, as many as the run may still start. What
+// the socket does not take counts lost, as the network would lose it.
+func (w *dgramWorker) sendMany(s *dgramRun, i, n int, at int64) {
+	p := &w.peers[i]
+	n = min(n, len(w.out.hdrs))
+	k := 0
+	for ; k < n && s.canStart(at); k++ {
+		if p.next-p.oldest == dgramWindow {
+			w.lose(s, p)
+		}
+		msg := w.out.slot(k)
+		copy(msg, p.msg)
+		stamp(msg, p.next)
+		w.out.setLen(k, len(msg))
+		p.sent[p.next%dgramWindow] = at
+		p.next++
+		p.out++
+		s.started++
+		s.inflight++
+	}
+	if k == 0 {
+		return
+	}
+	sent, _ := w.out.send(p.fd, k)
+	for seq := p.next - int64(k-sent); seq < p.next; seq++ {
+		p.sent[seq%dgramWindow] = 0 // never sent: lost
+		p.out--
+		s.inflight--
+		w.res.Lost++
 	}
 }
 

@@ -137,3 +137,80 @@ func TestDialDatagramsRefusesSmallDatagrams(t *testing.T) {
 	_, err := DialDatagrams(Config{Addr: netip.MustParseAddrPort("127.0.0.1:9"), Conns: 1, Size: 4, Workers: 1})
 	assert.ErrorIs(t, err, ErrConfig)
 }
+
+// Batched, each peer keeps Config.InFlight datagrams in flight: a server
+// that echoes a peer's datagrams only once it holds 16 of them answers
+// every one, and the run still counts exactly the round trips asked for.
+func TestDatagramsInFlight(t *testing.T) {
+	const inFlight = 16
+	pc, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	require.NoError(t, err)
+	t.Cleanup(func() { pc.Close() })
+	go func() {
+		held := map[netip.AddrPort][][]byte{}
+		buf := make([]byte, 64<<10)
+		for {
+			n, from, err := pc.ReadFromUDPAddrPort(buf)
+			if err != nil {
+				return
+			}
+			held[from] = append(held[from], bytes.Clone(buf[:n]))
+			if len(held[from]) == inFlight {
+				for _, d := range held[from] {
+					pc.WriteToUDPAddrPort(d, from)
+				}
+				held[from] = held[from][:0]
+			}
+		}
+	}()
+	for _, workers := range []int{1, 2} {
+		s, err := DialDatagrams(Config{Addr: pc.LocalAddr().(*net.UDPAddr).AddrPort(), Conns: 4, Size: 64, Workers: workers, InFlight: inFlight})
+		require.NoError(t, err)
+		res := s.Exchange(4 * inFlight * 20)
+		s.Close()
+		assert.Zero(t, res.Errors.Total(), "%+v", res.Errors)
+		assert.Zero(t, res.Lost)
+		assert.Equal(t, int64(4*inFlight*20), res.RoundTrips)
+		assert.Equal(t, uint64(res.RoundTrips), res.Latency.Count())
+	}
+}
+
+// Batched, a server that drops datagrams or garbles one shows it as
+// batched peers see it: each datagram echoed or lost, the garbled one a
+// mismatch.
+func TestDatagramsInFlightLossAndMismatch(t *testing.T) {
+	shortLoss(t, 50*time.Millisecond)
+	addr := serveUDP(t, func(k int, in []byte) []byte {
+		switch {
+		case k%10 == 3:
+			return nil
+		case k == 7:
+			in[20]++
+		}
+		return in
+	})
+	s, err := DialDatagrams(Config{Addr: addr, Conns: 2, Size: 64, Workers: 1, InFlight: 8})
+	require.NoError(t, err)
+	t.Cleanup(s.Close)
+	res := s.Exchange(300)
+	assert.Equal(t, int64(1), res.Errors.Mismatch)
+	assert.Equal(t, int64(300), res.RoundTrips+res.Lost, "each datagram echoed or lost")
+	assert.Equal(t, int64(31), res.Lost, "a tenth dropped, and the garbled one")
+	run := s.Run(100 * time.Millisecond)
+	assert.Positive(t, run.RoundTrips)
+}
+
+// A peer that sends far more than its window of 1,024 between two looks
+// for lost datagrams counts none lost while every echo comes back: the
+// window holds what is still in flight, not what was sent since.
+func TestDatagramsInFlightPastTheWindow(t *testing.T) {
+	addr := serveUDP(t, udpEcho)
+	s, err := DialDatagrams(Config{Addr: addr, Conns: 1, Size: 64, Workers: 1, InFlight: 32})
+	require.NoError(t, err)
+	t.Cleanup(s.Close)
+	res := s.Exchange(8 * dgramWindow)
+	assert.Zero(t, res.Errors.Total(), "%+v", res.Errors)
+	assert.Zero(t, res.Lost)
+	assert.Zero(t, res.Late)
+	assert.Equal(t, int64(8*dgramWindow), res.RoundTrips)
+}

@@ -20,7 +20,10 @@
 // A [DatagramSession] drives a UDP echo server the same three ways from
 // peers that are UDP sockets of their own, every echo matched to its
 // datagram by a sequence number, and counts the datagrams not echoed in
-// time as lost ([Result].Lost): loss is a figure, not an error.
+// time as lost ([Result].Lost): loss is a figure, not an error. With
+// [Config].InFlight above 1 its closed loop keeps that many datagrams in
+// flight per peer and moves them with sendmmsg and recvmmsg, so that one
+// generator core saturates a server that answers in batches.
 //
 // With [Config].TLS set, sessions speak TLS (the handshake on a goroutine,
 // then the record layer in the worker's loop, every echo checked as

@@ -18,6 +18,10 @@ type Config struct {
 	// TLS, if set, is the client configuration every connection speaks
 	// TLS with (see ClientTLS); nil for plain TCP.
 	TLS *tls.Config
+	// InFlight, for a DatagramSession, is how many datagrams each peer
+	// keeps in flight in the closed loop, sent and received in batches;
+	// 0 or 1, one at a time. Streams keep one message in flight.
+	InFlight int
 }
 
 func (c Config) check() error {
@@ -29,7 +33,7 @@ func (c Config) check() error {
 
 // checkLoad checks all but the address, which Accept does not use.
 func (c Config) checkLoad() error {
-	if c.Conns < 1 || c.Size < 1 || c.Workers < 1 {
+	if c.Conns < 1 || c.Size < 1 || c.Workers < 1 || c.InFlight < 0 {
 		return fmt.Errorf("%w: %+v", ErrConfig, c)
 	}
 	return nil

@@ -140,7 +140,11 @@ func TestUDPLoss(t *testing.T) {
 	r, err := Paced(tg, 2000, 20*time.Millisecond, 200*time.Millisecond)
 	require.NoError(t, err)
 	assert.Zero(t, r.Errors.Total())
-	assert.InDelta(t, 0.25, r.LossRate(), 0.05, "a quarter dropped: %d lost, %d echoed", r.Lost, r.RoundTrips)
+	// An echo a busy machine delays past the short timeout counts lost,
+	// and late when it comes: the datagrams the server dropped are the
+	// lost ones never echoed.
+	dropped := float64(r.Lost-r.Late) / float64(r.RoundTrips+r.Lost)
+	assert.InDelta(t, 0.25, dropped, 0.05, "a quarter dropped: %d lost (%d late), %d echoed", r.Lost, r.Late, r.RoundTrips)
 }
 
 func TestMemory(t *testing.T) {

@@ -73,8 +73,9 @@ func NewCollector(stats func() sluice.Stats, o Opts) *Collector {
 		datagramsDropped: desc("datagrams_dropped_total", "Datagrams a UDP listener received and did not hand to OnTraffic, by reason: "+
 			"truncated (larger than the read buffer), rate_limited (past WithDatagramRateLimit), "+
 			"sessions_full (from a new peer while its loop held WithDatagramSessions' maximum).", "reason"),
-		datagramsSendFailed: desc("datagrams_send_failed_total", "Datagrams the kernel refused to send from a UDP socket, "+
-			"at once (the error Write returned) or in a batch sent after Write returned (dropped)."),
+		datagramsSendFailed: desc("datagrams_send_failed_total", "Datagrams a UDP socket failed to send, each once: "+
+			"refused by the kernel at once (the error Write returned) or in a batch sent after Write returned (dropped), "+
+			"or too large or of the wrong address family for any network to carry."),
 	}}
 }
 

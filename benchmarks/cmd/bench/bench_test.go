@@ -5,6 +5,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -343,4 +345,28 @@ func TestUDPFloor(t *testing.T) {
 	report, err := srv.stop()
 	require.NoError(t, err)
 	assert.Zero(t, report.Accepted)
+
+	// With -rcvbuf, as the second loss row starts every server.
+	srv, err = startUDPServer(st, bin, cpus, "-rcvbuf", strconv.Itoa(udpBigRecvBuf))
+	require.NoError(t, err)
+	_, err = srv.stop()
+	require.NoError(t, err)
+}
+
+// The second loss row asks each server for a larger receive buffer; the
+// batched rows keep many datagrams in flight per peer.
+func TestUDPRecvBufAndBatchedShapes(t *testing.T) {
+	got := map[string]shape{}
+	for _, sh := range udpShapes(quickTiming) {
+		got[sh.name] = sh
+	}
+	assert.Equal(t, []string{"-rcvbuf", strconv.Itoa(udpBigRecvBuf)}, got["udp loss rcvbuf"].server)
+	assert.Equal(t, got["udp loss"].args, got["udp loss rcvbuf"].args, "the same load, a larger buffer")
+	for _, name := range []string{"udp batched saturation", "udp batched syscalls"} {
+		args := strings.Join(got[name].args, " ")
+		assert.Contains(t, args, "-inflight "+strconv.Itoa(udpInFlight), name)
+		assert.Contains(t, args, "-conns "+strconv.Itoa(udpBatchPeers), name)
+		assert.Empty(t, got[name].server, name)
+	}
+	assert.True(t, got["udp batched syscalls"].perf)
 }

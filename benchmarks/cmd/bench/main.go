@@ -469,7 +469,7 @@ func measureOne(cfg config, st stack, sh shape) (measurement, error) {
 	}
 	start := func() (*server, error) { return startServer(st, cfg.bin, cfg.server, more...) }
 	if sh.udp {
-		start = func() (*server, error) { return startUDPServer(st, cfg.bin, cfg.server) }
+		start = func() (*server, error) { return startUDPServer(st, cfg.bin, cfg.server, sh.server...) }
 	}
 	srv, err := start()
 	if err != nil {

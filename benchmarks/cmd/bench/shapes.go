@@ -24,6 +24,8 @@ type shape struct {
 	// udp: the server echoes datagrams and the load generator sends them
 	// (udp.go)
 	udp bool
+	// server: further flags for the server (the UDP shapes')
+	server []string
 }
 
 // A row is one line of the table and where its figure comes from.

@@ -29,6 +29,21 @@ const udpPeers = 100
 // paces each stack at: just below saturation.
 const udpLossFraction = 0.9
 
+// udpBigRecvBuf is the receive buffer the second loss row asks each
+// server for (-rcvbuf): 4 MiB, which Linux doubles where
+// net.core.rmem_max allows (it caps what it grants there).
+const udpBigRecvBuf = 4 << 20
+
+// The batched rows' generator: udpBatchPeers peers, each keeping
+// udpInFlight datagrams in flight, sent and received with sendmmsg and
+// recvmmsg (loadgen -inflight), so that the generator spends little per
+// datagram and saturation is the server's. 128 in flight in all fit the
+// server's default receive buffer (256 datagrams of 64 B) twice over.
+const (
+	udpBatchPeers = 4
+	udpInFlight   = 32
+)
+
 var errUDPNotReady = errors.New("UDP server not echoing")
 
 // udpShapes returns the UDP table's measurements, in the order it lists
@@ -38,6 +53,13 @@ func udpShapes(t timing) []shape {
 	udp := func(args []string) []string { return append([]string{"-udp"}, args...) }
 	lossPct := func(m measurement) (float64, bool) { return 100 * m.load.LossRate(), true }
 	pct := strconv.Itoa(int(100 * udpLossFraction))
+	batch := func(args []string) []string {
+		return udp(append(args, "-inflight", strconv.Itoa(udpInFlight)))
+	}
+	batched := fmt.Sprintf("batched generator (%d peers, %d in flight each)", udpBatchPeers, udpInFlight)
+	lossArgs := udp(loadArgs("loss", udpPeers, 64, "-fraction", strconv.FormatFloat(udpLossFraction, 'f', -1, 64),
+		"-warmup", t.warm.String(), "-duration", t.paced.String()))
+	bigBuf := strconv.Itoa(udpBigRecvBuf>>20) + " MiB receive buffer"
 	return []shape{
 		{name: "udp saturation", udp: true, args: udp(t.closed(udpPeers, 64)), rows: []row{
 			{"Datagrams/s at saturation (" + peers + " peers, one in flight each, 64 B)", rate},
@@ -51,10 +73,20 @@ func udpShapes(t timing) []shape {
 		{name: "udp syscalls", udp: true, perf: true, args: udp(t.counted(udpPeers)), rows: []row{
 			{"System calls/datagram at saturation (" + peers + " peers, one in flight each)", syscalls},
 		}},
-		{name: "udp loss", udp: true, args: udp(loadArgs("loss", udpPeers, 64, "-fraction", strconv.FormatFloat(udpLossFraction, 'f', -1, 64),
-			"-warmup", t.warm.String(), "-duration", t.paced.String())), rows: []row{
+		{name: "udp loss", udp: true, args: lossArgs, rows: []row{
 			{"Paced at " + pct + "% of its own saturation: datagrams/s", rate},
 			{"Paced at " + pct + "% of its own saturation: lost %", lossPct},
+		}},
+		{name: "udp loss rcvbuf", udp: true, args: lossArgs, server: []string{"-rcvbuf", strconv.Itoa(udpBigRecvBuf)}, rows: []row{
+			{"Paced at " + pct + "% of its own saturation, " + bigBuf + ": datagrams/s", rate},
+			{"Paced at " + pct + "% of its own saturation, " + bigBuf + ": lost %", lossPct},
+		}},
+		{name: "udp batched saturation", udp: true, args: batch(t.closed(udpBatchPeers, 64)), rows: []row{
+			{"Datagrams/s at saturation, " + batched + ", 64 B", rate},
+			{"At saturation, batched generator: server CPU µs/datagram", cpu},
+		}},
+		{name: "udp batched syscalls", udp: true, perf: true, args: batch(t.counted(udpBatchPeers)), rows: []row{
+			{"System calls/datagram at saturation, " + batched, syscalls},
 		}},
 	}
 }
@@ -80,15 +112,15 @@ func udpColumns(list []stack) []string {
 }
 
 // startUDPServer starts st's server pinned to cpus echoing datagrams on a
-// free UDP port, and waits until it echoes one.
-func startUDPServer(st stack, bin string, cpus cpuList) (*server, error) {
+// free UDP port, with more flags if any, and waits until it echoes one.
+func startUDPServer(st stack, bin string, cpus cpuList, more ...string) (*server, error) {
 	pc, err := net.ListenPacket("udp4", "127.0.0.1:0")
 	if err != nil {
 		return nil, err
 	}
 	addr := pc.LocalAddr().String()
 	pc.Close()
-	s, err := launch(st, bin, cpus, "-addr", addr, "-udp")
+	s, err := launch(st, bin, cpus, append([]string{"-addr", addr, "-udp"}, more...)...)
 	if err != nil {
 		return nil, err
 	}
@@ -131,9 +163,10 @@ func udpPreamble(cfg config) string {
 		"a datagram not echoed within %v lost. sluice, sluice-uring: \"udp://\" (OnTraffic per datagram, Write answers the sender); "+
 		"gnet: \"udp://\"; C floor: cfloor/udp_echo.c, recvmmsg and sendmmsg 64 datagrams a call. "+
 		"Saturation: each peer keeps one datagram in flight. Paced: %d datagrams a second in all, each peer sending on time whether or not its last was echoed. "+
-		"System calls: perf over a fixed count of saturation round trips. Loss row: the closed loop's rate measured, then %.0f%% of it paced over the same peers.\n"+
+		"System calls: perf over a fixed count of saturation round trips. Loss row: the closed loop's rate measured, then %.0f%% of it paced over the same peers; "+
+		"again with each server asking for a %d MiB receive buffer (-rcvbuf). Batched generator: %d peers, each keeping %d datagrams in flight, sent and received with sendmmsg and recvmmsg (loadgen -inflight).\n"+
 		"Cells: median over rounds (median per-round ratio to %s, low–high).\n",
-		cfg.server.spec, cfg.client.spec, udpPeers, lg.LossTimeout, pacedRate, 100*udpLossFraction, base)
+		cfg.server.spec, cfg.client.spec, udpPeers, lg.LossTimeout, pacedRate, 100*udpLossFraction, udpBigRecvBuf>>20, udpBatchPeers, udpInFlight, base)
 }
 
 // newUDPTable returns the UDP table for shapes over list.

@@ -24,6 +24,13 @@
 //
 //	loadgen -udp -addr 127.0.0.1:9000 -pid $(pgrep -n sluice) -mode loss -conns 100 -fraction 0.9
 //
+// With -inflight N (N above 1) each peer of the closed and syscalls modes
+// keeps N datagrams in flight, sent and received in batches (sendmmsg,
+// recvmmsg), so that a single-core generator saturates a server that
+// itself answers in batches:
+//
+//	loadgen -udp -addr 127.0.0.1:9000 -pid $(pgrep -n sluice) -mode syscalls -conns 4 -inflight 32
+//
 // With -tls-cert FILE every connection speaks TLS 1.3 to a server that must
 // present the certificate in FILE, offering the key exchanges -tls-groups
 // names, and the handshakes mode measures TLS connection setup (connect,
@@ -55,7 +62,7 @@ var (
 	errMode   = errors.New("unknown -mode")
 	errListen = errors.New("-listen-fd works with closed, paced and syscalls only, over plain TCP")
 	errTLS    = errors.New("the handshakes mode needs -tls-cert, and the accepts mode is plain TCP")
-	errUDP    = errors.New("-udp works with closed, paced, syscalls and loss, without -tls-cert or -listen-fd; loss needs -udp")
+	errUDP    = errors.New("-udp works with closed, paced, syscalls and loss, without -tls-cert or -listen-fd; loss and -inflight need -udp")
 	errGroup  = errors.New("unknown -tls-groups name")
 )
 
@@ -79,6 +86,7 @@ func main() {
 	flag.IntVar(&t.Conns, "conns", 100, "connections (accepts: connections in progress at once)")
 	flag.IntVar(&t.Size, "size", 64, "message size in bytes")
 	flag.IntVar(&t.Workers, "workers", 1, "epoll loops, one per core the generator may use")
+	flag.IntVar(&t.InFlight, "inflight", 0, "-udp closed and syscalls: datagrams each peer keeps in flight, sent and received in batches (0 or 1: one at a time)")
 	flag.IntVar(&t.Listener, "listen-fd", 0, "accept the connections on this inherited listening `descriptor` instead of dialing -addr")
 	flag.Parse()
 	ap, err := netip.ParseAddrPort(*addr)
@@ -124,7 +132,7 @@ func parseGroups(list string) ([]tls.CurveID, error) {
 
 func run(t measure.Target, mode string, warm, d time.Duration, rate int, count int64, then int, frac float64) (measure.Report, error) {
 	datagrams := mode == "closed" || mode == "paced" || mode == "syscalls" || mode == "loss"
-	if (t.UDP || mode == "loss") && (!t.UDP || !datagrams || t.TLS != nil || t.Listener > 0) {
+	if (t.UDP || mode == "loss" || t.InFlight > 1) && (!t.UDP || !datagrams || t.TLS != nil || t.Listener > 0) {
 		return measure.Report{}, errUDP
 	}
 	switch mode {

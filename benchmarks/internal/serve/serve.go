@@ -44,6 +44,9 @@ type Config struct {
 	TLSCert, TLSKey string
 	// UDP: echo datagrams on a UDP socket at Addr (UDPServer only).
 	UDP bool
+	// RecvBuf, with UDP, is the SO_RCVBUF to ask for the UDP socket; 0
+	// keeps the kernel's default.
+	RecvBuf int
 }
 
 // TLS reports whether the server is to serve TLS.
@@ -97,7 +100,7 @@ type UDPServer interface {
 
 // ErrNoUDP reports -udp given to a server that cannot serve UDP, or with
 // -dial or -tls-cert.
-var ErrNoUDP = errors.New("serve: -udp needs a UDP server, and neither -dial nor TLS")
+var ErrNoUDP = errors.New("serve: -udp needs a UDP server, and neither -dial nor TLS; -rcvbuf needs -udp")
 
 // ErrNoDial reports -dial given to a server that cannot dial.
 var ErrNoDial = errors.New("serve: this server cannot dial")
@@ -122,6 +125,7 @@ func Main(s Server) {
 	flag.StringVar(&cfg.TLSCert, "tls-cert", "", "serve TLS with the certificate in this PEM `file` (needs -tls-key)")
 	flag.StringVar(&cfg.TLSKey, "tls-key", "", "the PEM `file` of -tls-cert's private key")
 	flag.BoolVar(&cfg.UDP, "udp", false, "echo datagrams on a UDP socket at -addr instead of serving TCP")
+	flag.IntVar(&cfg.RecvBuf, "rcvbuf", 0, "with -udp: the UDP socket's receive buffer (SO_RCVBUF) in `bytes`; 0 keeps the kernel's default")
 	flag.Parse()
 	if cfg.Loops < 1 || cfg.Conns < 1 || flag.NArg() > 0 {
 		flag.Usage()
@@ -147,7 +151,7 @@ func Main(s Server) {
 
 // checkUDP checks -udp against s and the other flags.
 func checkUDP(s Server, cfg Config) error {
-	if _, ok := s.(UDPServer); cfg.UDP && (!ok || cfg.Dial != "" || cfg.TLS()) {
+	if _, ok := s.(UDPServer); cfg.UDP && (!ok || cfg.Dial != "" || cfg.TLS()) || cfg.RecvBuf != 0 && !cfg.UDP {
 		return ErrNoUDP
 	}
 	return nil

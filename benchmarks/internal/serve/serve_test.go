@@ -144,6 +144,8 @@ func TestCheckUDP(t *testing.T) {
 	assert.ErrorIs(t, checkUDP(plain, Config{UDP: true}), ErrNoUDP, "a server without UDP")
 	assert.ErrorIs(t, checkUDP(udp, Config{UDP: true, Dial: "127.0.0.1:1"}), ErrNoUDP, "with -dial")
 	assert.ErrorIs(t, checkUDP(udp, Config{UDP: true, TLSCert: "c.pem", TLSKey: "k.pem"}), ErrNoUDP, "with TLS")
+	assert.NoError(t, checkUDP(udp, Config{UDP: true, RecvBuf: 1 << 20}))
+	assert.ErrorIs(t, checkUDP(udp, Config{RecvBuf: 1 << 20}), ErrNoUDP, "-rcvbuf without -udp")
 }
 
 func TestStdTLS(t *testing.T) {

@@ -4,7 +4,8 @@
 // and write buffers, the load balancer and TCP_NODELAY left at their defaults.
 //
 // With -udp it serves "udp://" on -addr with the same handler and options:
-// gnet runs OnTraffic per datagram, and Write answers its sender.
+// gnet runs OnTraffic per datagram, and Write answers its sender; -rcvbuf
+// sets its socket's receive buffer (WithSocketRecvBuffer).
 //
 // With -dial host:port -conns N it runs gnet's Client instead, with the same
 // options and echo handler, and dials N connections with Client.Dial.
@@ -51,7 +52,7 @@ func (s server) Serve(cfg serve.Config, m *serve.Meter) error {
 	if cfg.UDP {
 		network = "udp://"
 	}
-	return gnet.Run(&echo{meter: m, stop: s.stop}, network+cfg.Addr, options(cfg)...)
+	return gnet.Run(&echo{meter: m, stop: s.stop}, network+cfg.Addr, append(options(cfg), gnet.WithSocketRecvBuffer(cfg.RecvBuf))...)
 }
 
 // ServesUDP: Serve reads -udp.

@@ -10,7 +10,8 @@
 //
 // With -udp it echoes datagrams instead, from one UDP socket on -addr
 // ("udp://"), with the same handler and options: OnTraffic runs per
-// datagram and Write answers its sender.
+// datagram and Write answers its sender; -rcvbuf sets its socket's
+// receive buffer (WithSocketRecvBuffer).
 //
 // With -gather-wait d its io_uring loops gather events for up to d before
 // handling them (WithGatherWait; 0, the default, is off).
@@ -92,7 +93,7 @@ func (s server) Serve(cfg serve.Config, m *serve.Meter) error {
 	if cfg.UDP {
 		network = "udp://"
 	}
-	return sluice.Run(&echo{meter: m, eng: s.eng}, network+cfg.Addr, opts...)
+	return sluice.Run(&echo{meter: m, eng: s.eng}, network+cfg.Addr, append(opts, sluice.WithSocketRecvBuffer(cfg.RecvBuf))...)
 }
 
 // ServesUDP: Serve reads -udp.
