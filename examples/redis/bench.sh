@@ -51,11 +51,13 @@
 # have been delivered in all; the figures are then per delivered message.
 # LOOPS sets the Go server's event loops (and GOMAXPROCS), all on
 # SERVER_CPU: with more than one, subscribers and the publisher are spread
-# over them and messages cross loops.
+# over them and messages cross loops. POLLER sets the poller its loops run
+# on (its -poller flag: epoll, the default, or uring).
 #
 #	examples/redis/bench.sh
 #	ROUNDS=10 REQUESTS=1000000 PIPELINES=16 examples/redis/bench.sh
 #	TESTS=fanout PIPELINES=16 REQUESTS=2000000 LOOPS=2 examples/redis/bench.sh
+#	POLLER=uring examples/redis/bench.sh
 #
 # It needs redis-server, redis-cli and redis-benchmark (Debian packages
 # redis-server and redis-tools), taskset, Go, Linux with schedstats in /proc,
@@ -68,6 +70,7 @@ REQUESTS=${REQUESTS:-400000}
 CLIENTS=${CLIENTS:-50}
 SUBSCRIBERS=${SUBSCRIBERS:-1000}
 LOOPS=${LOOPS:-1}
+POLLER=${POLLER:-epoll}
 TESTS=${TESTS:-set,get}
 PIPELINES=${PIPELINES:-"1 16"}
 SLUICE_PORT=${SLUICE_PORT:-6390}
@@ -108,7 +111,7 @@ waitFor() {
 }
 
 (cd "$(dirname "$0")" && go build -o "$tmp/sluice-redis" . && go build -o "$tmp/fanout" ./fanout)
-GOMAXPROCS=$LOOPS taskset -c "$SERVER_CPU" "$tmp/sluice-redis" -addr "tcp://127.0.0.1:$SLUICE_PORT" -loops "$LOOPS" >"$tmp/sluice.log" 2>&1 &
+GOMAXPROCS=$LOOPS taskset -c "$SERVER_CPU" "$tmp/sluice-redis" -addr "tcp://127.0.0.1:$SLUICE_PORT" -loops "$LOOPS" -poller "$POLLER" >"$tmp/sluice.log" 2>&1 &
 sluice_pid=$!
 pids+=("$sluice_pid")
 taskset -c "$SERVER_CPU" redis-server --port "$REDIS_PORT" --bind 127.0.0.1 --save '' --appendonly no \
@@ -217,7 +220,7 @@ for round in $(seq "$ROUNDS"); do
 	echo "bench.sh: round $round of $ROUNDS done" >&2
 done
 
-echo "tests $TESTS, $REQUESTS requests (fanout: deliveries to $SUBSCRIBERS subscribers) over $CLIENTS clients, -P $PIPELINES, $LOOPS loop(s); $ROUNDS rounds (A B, B A); pairs with tasks waiting for a CPU over $MAX_WAIT% of the time run again and left out; $(redis-server --version | cut -d' ' -f1-3)"
+echo "tests $TESTS, $REQUESTS requests (fanout: deliveries to $SUBSCRIBERS subscribers) over $CLIENTS clients, -P $PIPELINES, $LOOPS loop(s) on $POLLER; $ROUNDS rounds (A B, B A); pairs with tasks waiting for a CPU over $MAX_WAIT% of the time run again and left out; $(redis-server --version | cut -d' ' -f1-3)"
 echo
 awk -v tests="$TESTS" -v pipelines="$PIPELINES" -v maxwait="$MAX_WAIT" '
 	function median(list,    v, n, i, j, t) {

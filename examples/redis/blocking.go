@@ -402,7 +402,7 @@ func (c *call) serve(sh *shard, key string, held uint64) {
 		if w.op.dst != nil {
 			d, _ := c.srv.db.locate(w.op.dst)
 			if (held|locked)&(1<<d) == 0 {
-				if !c.srv.db.shards[d].mu.TryLock() {
+				if !c.srv.db.shards[d].tryLock() {
 					w.retry(key)
 					kept = append(kept, q[i:]...)
 					break

@@ -51,18 +51,26 @@ func TestHotPathDoesNotAllocate(t *testing.T) {
 	}
 }
 
+// BenchmarkExec runs common commands as a server with several loops runs
+// them, locking their keys' shards, and as one with a single loop does,
+// without locks.
 func BenchmarkExec(b *testing.B) {
-	for _, command := range []string{"GET k", "SET k v", "INCR n", "LPUSH l a", "HSET h f v"} {
-		b.Run(strings.Fields(command)[0], func(b *testing.B) {
-			c := newTestCall()
-			c.do("SET k v")
-			args := words(command)
-			b.ReportAllocs()
-			for b.Loop() {
-				c.out = c.out[:0]
-				c.exec(args)
-			}
-		})
+	for _, loops := range []string{"loops", "one-loop"} {
+		for _, command := range []string{"GET k", "SET k v", "INCR n", "LPUSH l a", "HSET h f v"} {
+			b.Run(loops+"/"+strings.Fields(command)[0], func(b *testing.B) {
+				c := newTestCall()
+				if loops == "one-loop" {
+					c.srv.db.serveAlone()
+				}
+				c.do("SET k v")
+				args := words(command)
+				b.ReportAllocs()
+				for b.Loop() {
+					c.out = c.out[:0]
+					c.exec(args)
+				}
+			})
+		}
 	}
 }
 

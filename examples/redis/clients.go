@@ -124,8 +124,13 @@ func addrString(a net.Addr) string {
 
 // touch records a batch of commands, ending with cmd.
 func (cl *client) touch(now int64, cmd *command) {
-	cl.lastActive.Store(now)
-	if cmd != nil {
+	// Each store is an atomic instruction, which costs as much as several
+	// commands' parsing: a batch in the same millisecond as the last, or
+	// of the same command, as pipelines are, stores nothing.
+	if cl.lastActive.Load() != now {
+		cl.lastActive.Store(now)
+	}
+	if cmd != nil && cl.lastCmd.Load() != cmd {
 		cl.lastCmd.Store(cmd)
 	}
 }

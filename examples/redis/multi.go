@@ -225,7 +225,7 @@ func (cl *client) unwatch() {
 	db := &cl.call.srv.db
 	for _, w := range cl.watching {
 		sh, _ := db.shardOf([]byte(w.key))
-		sh.mu.Lock()
+		sh.lock()
 		ws := sh.watchers[w.key]
 		for i, other := range ws {
 			if other == cl {
@@ -240,7 +240,7 @@ func (cl *client) unwatch() {
 		} else {
 			sh.watchers[w.key] = ws
 		}
-		sh.mu.Unlock()
+		sh.unlock()
 	}
 	cl.watching = cl.watching[:0]
 	cl.dirty.Store(false)

@@ -138,6 +138,9 @@ func (s *server) multiplexingAPI() string { return multiplexingAPI(s.cfg.poller)
 
 func (s *server) OnBoot(eng sluice.Engine) sluice.Action {
 	s.eng = eng
+	if eng.NumLoops() == 1 {
+		s.db.serveAlone()
+	}
 	s.loops = make([]*loopState, eng.NumLoops())
 	for i := range s.loops {
 		s.loops[i] = newLoopState(s, eng.Loop(i))
@@ -242,7 +245,9 @@ func (s *server) OnTraffic(c sluice.Conn) sluice.Action {
 	}
 	s.reply(cl, k.out)
 	s.commands.Add(n)
-	cl.qbuf.Store(int64(c.InboundBuffered()))
+	if q := int64(c.InboundBuffered()); cl.qbuf.Load() != q {
+		cl.qbuf.Store(q) // not stored when unchanged: an atomic store is dear
+	}
 	if k.quit {
 		return sluice.Close
 	}
