@@ -599,31 +599,26 @@ func (l *eventloop) handOverAll() {
 }
 
 // handOver offers the handler the inbound bytes c kept while it was not
-// read, one read buffer's worth at a time for as long as it stays read,
-// as a read would have brought them, and keeps the rest for the next
-// time it resumes. They are bytes the handler left unread, which may be
-// all the peer sends until they are answered, and bytes a driver received
-// before it stopped receiving (hold). Only then is the kernel asked for
-// more, or c closed if its peer had finished.
+// read, all of them at once and where they lie: bytes the handler left
+// unread, which may be all the peer sends until they are answered, and
+// bytes a driver received before it stopped receiving (hold). Only then
+// is the kernel asked for more, or c closed if its peer had finished.
+// Offering them a read buffer's worth at a time, as reads would have
+// brought them, copied every byte still held into a new buffer at each
+// resume: a handler that answers a little each time its output drains
+// (one bounding its output while its peer writes far ahead) made that
+// quadratic, and on io_uring, where a send still in flight queues the
+// next callback's output, an 8 MB echo ran at 100 KB/s.
 func (l *eventloop) handOver(c *conn) {
 	if c.events&poller.Readable == 0 {
 		return // paused again meanwhile: queued again when it resumes
 	}
-	held, p := c.in, c.buf
-	c.in, c.buf = nil, nil
-	for len(p) > 0 && c.state == stateOpen && c.events&poller.Readable != 0 {
-		n := min(len(p), l.eng.opts.readBufferCap)
-		l.received(c, p[:n:n])
-		p = p[n:]
+	if len(c.buf) > 0 {
+		l.active(c)
+		l.traffic(c)
 	}
-	if len(p) == 0 {
+	if c.state != stateClosed {
 		c.flags &^= flagHeld
-	} else if c.state != stateClosed {
-		c.feed(p)
-		c.keepUnread()
-	}
-	if held != nil {
-		l.eng.releaseIn(held)
 	}
 	switch {
 	case c.state != stateOpen || l.holding(c):
