@@ -6,12 +6,15 @@ import (
 	"bytes"
 	"encoding/binary"
 	"fmt"
+	"io"
 	"net"
 	"os/exec"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/stretchr/testify/require"
 )
 
 // The tests in this file hold the engine to finishing a transfer that a
@@ -319,6 +322,52 @@ func TestResumeOffersHeldBytesOnce(t *testing.T) {
 			return nil
 		})
 		t.Logf("OnTraffic called %d times for %d bytes", calls.Load(), len(stallStream))
+		return outcome{}
+	})
+}
+
+// markPauser answers each byte b it reads with mark+b bytes, posted with
+// AsyncWrite, and pauses reading while Conn.Writable says its output is
+// past the high-water mark, resuming on OnDrain.
+type markPauser struct {
+	BuiltinEventEngine
+	mark int
+}
+
+func (h markPauser) OnTraffic(c Conn) Action {
+	in, _ := c.Next(-1)
+	for _, b := range in {
+		if err := c.AsyncWrite(make([]byte, h.mark+int(b)), nil); err != nil {
+			return Close
+		}
+	}
+	if !c.Writable() {
+		c.PauseRead()
+	}
+	return None
+}
+
+func (markPauser) OnDrain(c Conn) Action {
+	c.ResumeRead()
+	return None
+}
+
+// Conn.Writable reports false only once the output is past the high-water
+// mark, as WithWriteBufferCap says, which is when OnDrain is owed: output
+// of exactly the mark had it report false with no OnDrain to follow, and
+// a handler that paused on it waited for ever.
+func TestWritableUntilPastMark(t *testing.T) {
+	const mark = 2 << 10
+	onEachPoller(t, func(t *testing.T, p Option) outcome {
+		_, addr := serve(t, markPauser{mark: mark}, p, WithNumEventLoop(1), WithWriteBufferCap(mark))
+		c := dial(t, addr)
+		for i, b := range []byte{0, 1, 0, 0, 1, 1} {
+			_, err := c.Write([]byte{b})
+			require.NoError(t, err)
+			c.SetReadDeadline(time.Now().Add(5 * time.Second))
+			_, err = io.ReadFull(c, make([]byte, mark+int(b)))
+			require.NoError(t, err, "the answer to request %d, of %d bytes", i, mark+int(b))
+		}
 		return outcome{}
 	})
 }
