@@ -999,8 +999,15 @@ func (l *eventloop) closeGraceful(c *conn) {
 // closeSent lingers once c, closing, has sent all it had queued, and till
 // then watches it drain. Output written meanwhile goes too, as it does
 // before the end of a plain connection's stream; on TLS, close_notify
-// follows it, once it has all been queued.
+// follows it, once it has all been queued. So do writes posted before
+// (AsyncWrite), whose tasks have yet to run: a handler that answers so
+// from OnTraffic posts its answer before the end of its peer's stream is
+// seen, which on io_uring may come in the same turn, ahead of the task.
 func (l *eventloop) closeSent(c *conn) {
+	if c.posted.Load() > 0 {
+		l.watch(c) // unpost calls again once they are queued
+		return
+	}
 	if c.pending() == 0 {
 		l.closeNotify(c)
 	}
@@ -1246,7 +1253,7 @@ func (l *eventloop) runTask(t *task) {
 	// posted (conn.reserve), and is queued now whatever the bound says; it
 	// stops counting as posted only once watch counts it as queued, so
 	// that posters never see less than c holds.
-	defer c.posted.Add(-int64(len(t.buf) + size(t.bufs)))
+	defer l.unpost(c, int64(len(t.buf)+size(t.bufs)))
 	if c.done() {
 		if t.cb != nil {
 			l.callback(c, t.cb, ErrConnClosed)
@@ -1278,6 +1285,15 @@ func (l *eventloop) runTask(t *task) {
 			err = ErrConnClosed // sending what was posted failed
 		}
 		l.callback(c, t.cb, err)
+	}
+}
+
+// unpost stops counting n bytes, which a task has just queued for c or
+// found c closed for, as posted. A connection closing waits for writes
+// posted before it closed (closeSent), and goes on once the last is.
+func (l *eventloop) unpost(c *conn, n int64) {
+	if c.posted.Add(-n) == 0 && n > 0 && c.state == stateClosing {
+		l.closeSent(c)
 	}
 }
 

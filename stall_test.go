@@ -371,3 +371,27 @@ func TestWritableUntilPastMark(t *testing.T) {
 		return outcome{}
 	})
 }
+
+// A reply posted with AsyncWrite before the connection closes is sent
+// before it closes: a client that sends its request and its end of stream
+// together gets the answer its server posted from OnTraffic. On io_uring
+// the end of stream may come in the same turn as the request, before the
+// posted write has run, and the close did not wait for it.
+func TestAsyncWritePostedBeforeEndOfStream(t *testing.T) {
+	onEachPoller(t, func(t *testing.T, p Option) outcome {
+		_, addr := serve(t, asyncEcho{}, p, WithNumEventLoop(1))
+		req := bytes.Repeat([]byte("request "), 128)
+		for i := range 50 {
+			c := dial(t, addr)
+			_, err := c.Write(req)
+			require.NoError(t, err)
+			require.NoError(t, c.(*net.TCPConn).CloseWrite())
+			c.SetReadDeadline(time.Now().Add(5 * time.Second))
+			got, err := io.ReadAll(c)
+			require.NoError(t, err)
+			require.Equal(t, len(req), len(got), "the answer to client %d", i)
+			c.Close()
+		}
+		return outcome{}
+	})
+}
