@@ -61,8 +61,9 @@ type Conn interface {
 	// before it builds a message for a connection that may be slow.
 	OutboundQueued() int
 	// Writable reports, from any goroutine, whether OutboundQueued is
-	// below the high-water mark (WithWriteBufferCap): whether the peer is
-	// keeping up with what it is sent.
+	// not past the high-water mark (WithWriteBufferCap): whether the peer
+	// is keeping up with what it is sent. Past it is where a DrainHandler
+	// is owed OnDrain, once the output drains to half the mark.
 	Writable() bool
 
 	// Context returns the value set by SetContext.
@@ -408,7 +409,7 @@ func (c *conn) OutboundBuffered() int {
 
 func (c *conn) OutboundQueued() int { return int(c.posted.Load() + c.held.Load()) }
 
-func (c *conn) Writable() bool { return c.OutboundQueued() < c.loop.eng.opts.writeBufCap }
+func (c *conn) Writable() bool { return c.OutboundQueued() <= c.loop.eng.opts.writeBufCap }
 
 func (c *conn) Context() any     { return c.ctx }
 func (c *conn) SetContext(v any) { c.ctx = v }

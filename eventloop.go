@@ -599,31 +599,26 @@ func (l *eventloop) handOverAll() {
 }
 
 // handOver offers the handler the inbound bytes c kept while it was not
-// read, one read buffer's worth at a time for as long as it stays read,
-// as a read would have brought them, and keeps the rest for the next
-// time it resumes. They are bytes the handler left unread, which may be
-// all the peer sends until they are answered, and bytes a driver received
-// before it stopped receiving (hold). Only then is the kernel asked for
-// more, or c closed if its peer had finished.
+// read, all of them at once and where they lie: bytes the handler left
+// unread, which may be all the peer sends until they are answered, and
+// bytes a driver received before it stopped receiving (hold). Only then
+// is the kernel asked for more, or c closed if its peer had finished.
+// Offering them a read buffer's worth at a time, as reads would have
+// brought them, copied every byte still held into a new buffer at each
+// resume: a handler that answers a little each time its output drains
+// (one bounding its output while its peer writes far ahead) made that
+// quadratic, and on io_uring, where a send still in flight queues the
+// next callback's output, an 8 MB echo ran at 100 KB/s.
 func (l *eventloop) handOver(c *conn) {
 	if c.events&poller.Readable == 0 {
 		return // paused again meanwhile: queued again when it resumes
 	}
-	held, p := c.in, c.buf
-	c.in, c.buf = nil, nil
-	for len(p) > 0 && c.state == stateOpen && c.events&poller.Readable != 0 {
-		n := min(len(p), l.eng.opts.readBufferCap)
-		l.received(c, p[:n:n])
-		p = p[n:]
+	if len(c.buf) > 0 {
+		l.active(c)
+		l.traffic(c)
 	}
-	if len(p) == 0 {
+	if c.state != stateClosed {
 		c.flags &^= flagHeld
-	} else if c.state != stateClosed {
-		c.feed(p)
-		c.keepUnread()
-	}
-	if held != nil {
-		l.eng.releaseIn(held)
 	}
 	switch {
 	case c.state != stateOpen || l.holding(c):
@@ -1004,8 +999,15 @@ func (l *eventloop) closeGraceful(c *conn) {
 // closeSent lingers once c, closing, has sent all it had queued, and till
 // then watches it drain. Output written meanwhile goes too, as it does
 // before the end of a plain connection's stream; on TLS, close_notify
-// follows it, once it has all been queued.
+// follows it, once it has all been queued. So do writes posted before
+// (AsyncWrite), whose tasks have yet to run: a handler that answers so
+// from OnTraffic posts its answer before the end of its peer's stream is
+// seen, which on io_uring may come in the same turn, ahead of the task.
 func (l *eventloop) closeSent(c *conn) {
+	if c.posted.Load() > 0 {
+		l.watch(c) // unpost calls again once they are queued
+		return
+	}
 	if c.pending() == 0 {
 		l.closeNotify(c)
 	}
@@ -1251,7 +1253,7 @@ func (l *eventloop) runTask(t *task) {
 	// posted (conn.reserve), and is queued now whatever the bound says; it
 	// stops counting as posted only once watch counts it as queued, so
 	// that posters never see less than c holds.
-	defer c.posted.Add(-int64(len(t.buf) + size(t.bufs)))
+	defer l.unpost(c, int64(len(t.buf)+size(t.bufs)))
 	if c.done() {
 		if t.cb != nil {
 			l.callback(c, t.cb, ErrConnClosed)
@@ -1283,6 +1285,15 @@ func (l *eventloop) runTask(t *task) {
 			err = ErrConnClosed // sending what was posted failed
 		}
 		l.callback(c, t.cb, err)
+	}
+}
+
+// unpost stops counting n bytes, which a task has just queued for c or
+// found c closed for, as posted. A connection closing waits for writes
+// posted before it closed (closeSent), and goes on once the last is.
+func (l *eventloop) unpost(c *conn, n int64) {
+	if c.posted.Add(-n) == 0 && n > 0 && c.state == stateClosing {
+		l.closeSent(c)
 	}
 }
 
