@@ -62,10 +62,16 @@ type response struct {
 var errHandlerDone = errors.New("sluicehttp: http.ResponseWriter used after its handler returned")
 
 // Header returns the header the answer will have. Changes after
-// WriteHeader, or after the first Write, are not sent (trailers aside).
+// WriteHeader, or after the first Write, are not sent (trailers aside);
+// after the handler returned, it is a new map that goes nowhere.
 func (w *response) Header() http.Header {
+	// The lock orders this against the handler's return (finish), for a
+	// handler that kept w and calls this from another goroutine after it.
+	x := w.x
+	x.mu.Lock()
+	defer x.mu.Unlock()
 	if w.handlerDone {
-		return make(http.Header) // its map serves another answer now
+		return make(http.Header) // the answer is gone: what is set here goes nowhere
 	}
 	if w.header == nil {
 		w.header = make(http.Header)
@@ -455,6 +461,14 @@ func (w *response) abort() {
 	w.ctx.cancel()
 }
 
+// done reports whether the handler has returned, for a method that
+// does not otherwise take x.mu: the lock orders the read against finish.
+func (w *response) done() bool {
+	w.x.mu.Lock()
+	defer w.x.mu.Unlock()
+	return w.handlerDone
+}
+
 // Flush sends what the handler has written so far.
 func (w *response) Flush() { _ = w.FlushError() }
 
@@ -482,8 +496,15 @@ func (w *response) FlushError() error {
 }
 
 // EnableFullDuplex lets the handler read the request's body while it
-// writes the answer, which this server always allows.
+// writes the answer, which this server always allows. After the handler
+// returned it fails, as SetReadDeadline does.
 func (w *response) EnableFullDuplex() error {
+	x := w.x
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if w.handlerDone {
+		return errHandlerDone
+	}
 	w.fullDuplex = true
 	return nil
 }
@@ -491,7 +512,7 @@ func (w *response) EnableFullDuplex() error {
 // SetReadDeadline sets when reading the rest of the request's body times
 // out; the zero time means never.
 func (w *response) SetReadDeadline(t time.Time) error {
-	if w.handlerDone {
+	if w.done() {
 		return errHandlerDone
 	}
 	return w.x.onLoop(func(hc *hconn) {
@@ -510,7 +531,7 @@ func (w *response) SetReadDeadline(t time.Time) error {
 // SetWriteDeadline sets when the answer must be queued by, or the
 // connection is reset; the zero time means never.
 func (w *response) SetWriteDeadline(t time.Time) error {
-	if w.handlerDone {
+	if w.done() {
 		return errHandlerDone
 	}
 	return w.x.onLoop(func(hc *hconn) {
