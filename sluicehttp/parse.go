@@ -60,7 +60,6 @@ var (
 	errMissingHost     = &reqError{code: http.StatusBadRequest, text: "missing required Host header"}
 	errMalformedHost   = &reqError{code: http.StatusBadRequest, text: "malformed Host header"}
 	errHeaderName      = &reqError{code: http.StatusBadRequest, text: "invalid header name"}
-	errHeaderValue     = &reqError{code: http.StatusBadRequest, text: "invalid header value"}
 	errTimeout         = &reqError{code: http.StatusRequestTimeout}
 	errBodyTooLarge    = &reqError{code: http.StatusRequestEntityTooLarge}
 	errExpectation     = &reqError{code: http.StatusExpectationFailed}
@@ -131,7 +130,7 @@ func parseHead(b []byte, r *http.Request, h *head) *reqError {
 	}
 	r.URL = u
 
-	hdr, e := parseFields(rest, h.vals[:])
+	hdr, invalid, e := parseFields(rest, h.vals[:])
 	if e != nil {
 		return e
 	}
@@ -169,15 +168,8 @@ func parseHead(b []byte, r *http.Request, h *head) *reqError {
 	if len(hosts) == 1 && !validHost(hosts[0]) {
 		return errMalformedHost
 	}
-	for k, vv := range hdr {
-		if !isToken(k) {
-			return errHeaderName
-		}
-		for _, v := range vv {
-			if !validFieldValue(v) {
-				return errHeaderValue
-			}
-		}
+	if invalid != nil {
+		return invalid
 	}
 	delete(hdr, "Host")
 
@@ -285,8 +277,12 @@ var plainPathByte = func() (t [256]bool) {
 // net/textproto's ReadMIMEHeader does: keys in canonical form (b's bytes
 // are changed in place for it), values with the spaces around them
 // trimmed, obsolete line folding joined with a space. The first values
-// go in room's strings, when it has enough.
-func parseFields(b []byte, room []string) (http.Header, *reqError) {
+// go in room's strings, when it has enough. What net/textproto refuses
+// is err; invalid is what it takes but net/http's server refuses once
+// the request is read, after its other checks: a key with a space in it
+// (errHeaderName). Values are checked whole here, folded or not, so none
+// reaches that later check.
+func parseFields(b []byte, room []string) (hdr http.Header, invalid, err *reqError) {
 	n := 0
 	for p := b; len(p) > 0; {
 		var line []byte
@@ -298,22 +294,22 @@ func parseFields(b []byte, room []string) (http.Header, *reqError) {
 			n++
 		}
 	}
-	hdr := make(http.Header, n)
+	hdr = make(http.Header, n)
 	strs := room[:min(n, len(room))]
 	if n > len(room) {
 		strs = make([]string, n)
 	}
 	if len(b) > 0 && (b[0] == ' ' || b[0] == '\t') {
-		return nil, errBadRequest // a first line may not be a continuation
+		return nil, nil, errBadRequest // a first line may not be a continuation
 	}
 	for {
 		var line []byte
 		line, b = nextLine(b)
 		if len(line) == 0 {
-			return hdr, nil
+			return hdr, invalid, nil
 		}
 		if bytes.IndexByte(line, ':') < 0 {
-			return nil, errBadRequest
+			return nil, nil, errBadRequest
 		}
 		kv := trim(line)
 		if len(b) > 0 && (b[0] == ' ' || b[0] == '\t') {
@@ -334,17 +330,20 @@ func parseFields(b []byte, room []string) (http.Header, *reqError) {
 		k, v, _ := bytes.Cut(kv, []byte{':'})
 		key, ok := canonicalKey(k)
 		if !ok {
-			return nil, errBadRequest
+			return nil, nil, errBadRequest
 		}
 		for _, c := range v {
 			if !validValueByte(c) {
-				return nil, errBadRequest
+				return nil, nil, errBadRequest
 			}
 		}
 		for len(v) > 0 && (v[0] == ' ' || v[0] == '\t') {
 			v = v[1:]
 		}
 		value := str(v)
+		if invalid == nil && !isToken(key) {
+			invalid = errHeaderName // a space in it
+		}
 		if vv, ok := hdr[key]; ok {
 			hdr[key] = append(vv, value)
 		} else if len(strs) > 0 {
@@ -441,15 +440,6 @@ func isToken(s string) bool {
 // validValueByte reports whether c may appear in a header value: any byte
 // but the control characters, of which only the tab is allowed.
 func validValueByte(c byte) bool { return c >= ' ' && c != 0x7f || c == '\t' }
-
-func validFieldValue(v string) bool {
-	for i := 0; i < len(v); i++ {
-		if !validValueByte(v[i]) {
-			return false
-		}
-	}
-	return true
-}
 
 // validHost reports whether h has only bytes that may appear in a host and
 // port: net/http's lenient check.

@@ -111,7 +111,7 @@ func (w *response) writeHeaderLocked(code int) {
 		// Informational: sent at once, before the final answer.
 		x.appendRaw(nil)
 		x.out.B = appendStatusLine(x.out.B, w.req.ProtoAtLeast(1, 1), code)
-		x.out.B = appendHeader(x.out.B, w.header, skipNoBody)
+		x.out.B, _ = appendHeader(x.out.B, w.header, skipNoBody)
 		x.out.B = append(x.out.B, "\r\n"...)
 		_ = x.post()
 		return
@@ -133,19 +133,14 @@ func (w *response) writeHeaderLocked(code int) {
 	w.hasCE = first(h, "Content-Encoding") != ""
 	_, w.hasDate = h["Date"]
 	w.upgrade = first(h, "Upgrade") != ""
-	for k := range h {
-		if strings.HasPrefix(k, http.TrailerPrefix) {
-			w.trailerSet = true
-		}
-	}
+	x.appendRaw(nil)
+	w.hdrStart = len(x.out.B)
+	x.out.B = appendStatusLine(x.out.B, w.req.ProtoAtLeast(1, 1), code)
+	x.out.B, w.trailerSet = appendHeader(x.out.B, h, skipDecided)
 	for _, v := range h["Trailer"] {
 		w.trailerSet = true
 		forEachElement(v, w.declareTrailer)
 	}
-	x.appendRaw(nil)
-	w.hdrStart = len(x.out.B)
-	x.out.B = appendStatusLine(x.out.B, w.req.ProtoAtLeast(1, 1), code)
-	x.out.B = appendHeader(x.out.B, h, skipDecided)
 }
 
 func (w *response) declareTrailer(k string) {
@@ -670,11 +665,16 @@ func (k skip) skips(key string) bool {
 
 // appendHeader appends h's fields, sorted by key, as net/http writes
 // them: a key that is not a token is dropped, and CR and LF in a value
-// become spaces.
-func appendHeader(b []byte, h http.Header, k skip) []byte {
+// become spaces. It also reports whether a key has http.TrailerPrefix,
+// which an answer's head needs to know (writeHeaderLocked): one pass
+// over the map for both.
+func appendHeader(b []byte, h http.Header, k skip) (_ []byte, trailerPrefixed bool) {
 	var arr [32]string
 	keys := arr[:0]
 	for key := range h {
+		if strings.HasPrefix(key, http.TrailerPrefix) {
+			trailerPrefixed = true
+		}
 		if !k.skips(key) {
 			keys = append(keys, key)
 		}
@@ -683,7 +683,7 @@ func appendHeader(b []byte, h http.Header, k skip) []byte {
 	for _, key := range keys {
 		b = appendValues(b, key, h[key])
 	}
-	return b
+	return b, trailerPrefixed
 }
 
 // appendValues appends one field line per value.
@@ -741,7 +741,8 @@ func appendTrailers(b []byte, w *response) []byte {
 			t.Add(k, v)
 		}
 	}
-	return appendHeader(b, t, skipNone)
+	b, _ = appendHeader(b, t, skipNone)
+	return b
 }
 
 // appendStatusLine appends "HTTP/1.1 200 OK\r\n".
