@@ -111,33 +111,57 @@ func (w *response) writeHeaderLocked(code int) {
 		// Informational: sent at once, before the final answer.
 		x.appendRaw(nil)
 		x.out.B = appendStatusLine(x.out.B, w.req.ProtoAtLeast(1, 1), code)
-		x.out.B, _ = appendHeader(x.out.B, w.header, skipNoBody)
+		x.out.B = appendHeader(x.out.B, w.header, skipNoBody)
 		x.out.B = append(x.out.B, "\r\n"...)
 		_ = x.post()
 		return
 	}
 	w.wroteHeader, w.status = true, code
+	// One pass over the handler's header learns the fields the server
+	// decides on and gathers those it writes as they are.
 	h := w.header
-	if cl := first(h, "Content-Length"); cl != "" {
-		if v, err := strconv.ParseInt(cl, 10, 64); err == nil && v >= 0 {
-			w.contentLength = v
-		} else {
-			x.s.logf("http: invalid Content-Length of %q", cl)
-			h.Del("Content-Length")
+	var room [32]field
+	fields, trailer := room[:0], []string(nil)
+	for key, vv := range h {
+		switch key {
+		case "Content-Type":
+			w.ct, w.haveCT = vv, true
+		case "Content-Length":
+			w.cl, w.haveCL = vv, true
+		case "Transfer-Encoding":
+			w.te = vv
+		case "Connection":
+			w.conn, w.haveC = vv, true
+		case "Content-Encoding":
+			w.hasCE = len(vv) > 0 && vv[0] != ""
+		case "Date":
+			w.hasDate = true
+		case "Upgrade":
+			w.upgrade = len(vv) > 0 && vv[0] != ""
+		case "Trailer":
+			trailer = vv
+		}
+		if strings.HasPrefix(key, http.TrailerPrefix) {
+			w.trailerSet = true
+		}
+		if !skipDecided.skips(key) {
+			fields = append(fields, field{key, vv})
 		}
 	}
-	w.ct, w.haveCT = h["Content-Type"]
-	w.cl, w.haveCL = h["Content-Length"]
-	w.te = h["Transfer-Encoding"]
-	w.conn, w.haveC = h["Connection"]
-	w.hasCE = first(h, "Content-Encoding") != ""
-	_, w.hasDate = h["Date"]
-	w.upgrade = first(h, "Upgrade") != ""
+	if len(w.cl) > 0 && w.cl[0] != "" {
+		if v, err := strconv.ParseInt(w.cl[0], 10, 64); err == nil && v >= 0 {
+			w.contentLength = v
+		} else {
+			x.s.logf("http: invalid Content-Length of %q", w.cl[0])
+			h.Del("Content-Length")
+			w.cl, w.haveCL = nil, false
+		}
+	}
 	x.appendRaw(nil)
 	w.hdrStart = len(x.out.B)
 	x.out.B = appendStatusLine(x.out.B, w.req.ProtoAtLeast(1, 1), code)
-	x.out.B, w.trailerSet = appendHeader(x.out.B, h, skipDecided)
-	for _, v := range h["Trailer"] {
+	x.out.B = appendFields(x.out.B, fields)
+	for _, v := range trailer {
 		w.trailerSet = true
 		forEachElement(v, w.declareTrailer)
 	}
@@ -665,25 +689,31 @@ func (k skip) skips(key string) bool {
 
 // appendHeader appends h's fields, sorted by key, as net/http writes
 // them: a key that is not a token is dropped, and CR and LF in a value
-// become spaces. It also reports whether a key has http.TrailerPrefix,
-// which an answer's head needs to know (writeHeaderLocked): one pass
-// over the map for both.
-func appendHeader(b []byte, h http.Header, k skip) (_ []byte, trailerPrefixed bool) {
-	var arr [32]string
-	keys := arr[:0]
-	for key := range h {
-		if strings.HasPrefix(key, http.TrailerPrefix) {
-			trailerPrefixed = true
-		}
+// become spaces.
+func appendHeader(b []byte, h http.Header, k skip) []byte {
+	var room [32]field
+	fields := room[:0]
+	for key, vv := range h {
 		if !k.skips(key) {
-			keys = append(keys, key)
+			fields = append(fields, field{key, vv})
 		}
 	}
-	slices.Sort(keys)
-	for _, key := range keys {
-		b = appendValues(b, key, h[key])
+	return appendFields(b, fields)
+}
+
+// field is a header's key with its values.
+type field struct {
+	key    string
+	values []string
+}
+
+// appendFields appends fields, sorted by key, as appendHeader does.
+func appendFields(b []byte, fields []field) []byte {
+	slices.SortFunc(fields, func(a, b field) int { return strings.Compare(a.key, b.key) })
+	for _, f := range fields {
+		b = appendValues(b, f.key, f.values)
 	}
-	return b, trailerPrefixed
+	return b
 }
 
 // appendValues appends one field line per value.
@@ -741,8 +771,7 @@ func appendTrailers(b []byte, w *response) []byte {
 			t.Add(k, v)
 		}
 	}
-	b, _ = appendHeader(b, t, skipNone)
-	return b
+	return appendHeader(b, t, skipNone)
 }
 
 // appendStatusLine appends "HTTP/1.1 200 OK\r\n".
