@@ -253,7 +253,7 @@ func (hc *hconn) parse() {
 			continue
 		}
 		x.add(w)
-		if r := &w.req; r.Method == http.MethodConnect || first(r.Header, "Upgrade") != "" {
+		if r := &w.req; r.Method == http.MethodConnect || w.head.first(r.Header, hasUpgrade, "Upgrade") != "" {
 			// Its handler will likely take the connection over
 			// (Hijack): what follows is not parsed as requests, which
 			// it would then be owed as bytes, until the run is done.
@@ -352,8 +352,9 @@ func (hc *hconn) newRequest(p []byte) (*response, *reqError) {
 	r.RemoteAddr, r.TLS = hc.remote, hc.tls
 	w.ctx.local = hc.local
 	*r = *r.WithContext(&w.ctx)
-	w.wants10KeepAlive = r.ProtoMajor == 1 && r.ProtoMinor == 0 && hasToken(first(r.Header, "Connection"), "keep-alive")
-	w.wantsClose = r.Close || hasToken(first(r.Header, "Connection"), "close")
+	conn := w.head.first(r.Header, hasConnection, "Connection")
+	w.wants10KeepAlive = r.ProtoMajor == 1 && r.ProtoMinor == 0 && hasToken(conn, "keep-alive")
+	w.wantsClose = r.Close || hasToken(conn, "close")
 	if w.head.length != 0 {
 		w.body = newBody(hc, w)
 		r.Body = w.body

@@ -60,7 +60,6 @@ var (
 	errMissingHost     = &reqError{code: http.StatusBadRequest, text: "missing required Host header"}
 	errMalformedHost   = &reqError{code: http.StatusBadRequest, text: "malformed Host header"}
 	errHeaderName      = &reqError{code: http.StatusBadRequest, text: "invalid header name"}
-	errHeaderValue     = &reqError{code: http.StatusBadRequest, text: "invalid header value"}
 	errTimeout         = &reqError{code: http.StatusRequestTimeout}
 	errBodyTooLarge    = &reqError{code: http.StatusRequestEntityTooLarge}
 	errExpectation     = &reqError{code: http.StatusExpectationFailed}
@@ -82,6 +81,7 @@ type head struct {
 	length  int64 // the body's length when not chunked
 	expect  bool  // Expect: 100-continue, with a body to come
 	both    bool  // Content-Length and Transfer-Encoding both came
+	has     fieldBits
 
 	// Room for the request's URL, its header's values and the copy of a
 	// small head, made with the head rather than one by one: the
@@ -89,6 +89,41 @@ type head struct {
 	url   url.URL
 	vals  [8]string
 	small [smallHead]byte
+}
+
+// fieldBits says which of the header fields the server reads itself came
+// with a request (parseFields): those that did not are not looked up.
+type fieldBits uint8
+
+const (
+	hasConnection fieldBits = 1 << iota
+	hasPragma
+	hasTransferEncoding
+	hasContentLength
+	hasExpect
+	hasUpgrade
+	hasTrailer
+)
+
+// fieldBit returns the bit of key, in canonical form, or 0.
+func fieldBit(key string) fieldBits {
+	switch key {
+	case "Connection":
+		return hasConnection
+	case "Pragma":
+		return hasPragma
+	case "Transfer-Encoding":
+		return hasTransferEncoding
+	case "Content-Length":
+		return hasContentLength
+	case "Expect":
+		return hasExpect
+	case "Upgrade":
+		return hasUpgrade
+	case "Trailer":
+		return hasTrailer
+	}
+	return 0
 }
 
 // smallHead is the longest head copied into its request's own room: one
@@ -131,24 +166,26 @@ func parseHead(b []byte, r *http.Request, h *head) *reqError {
 	}
 	r.URL = u
 
-	hdr, e := parseFields(rest, h.vals[:])
+	hdr, has, invalid, e := parseFields(rest, h.vals[:])
 	if e != nil {
 		return e
 	}
+	h.has = has
 	r.Header = hdr
-	if len(hdr["Host"]) > 1 {
+	hosts, haveHost := hdr["Host"] // nothing below adds or takes Host until its delete
+	if len(hosts) > 1 {
 		return errBadRequest
 	}
 	r.Host = u.Host
-	if r.Host == "" && len(hdr["Host"]) > 0 {
-		r.Host = hdr["Host"][0]
+	if r.Host == "" && len(hosts) > 0 {
+		r.Host = hosts[0]
 	}
-	if pv := hdr["Pragma"]; len(pv) > 0 && pv[0] == "no-cache" {
+	if pv := h.values(hdr, hasPragma, "Pragma"); len(pv) > 0 && pv[0] == "no-cache" {
 		if _, ok := hdr["Cache-Control"]; !ok {
 			hdr["Cache-Control"] = []string{"no-cache"}
 		}
 	}
-	r.Close = shouldClose(major, minor, hdr)
+	r.Close = shouldClose(major, minor, h.values(hdr, hasConnection, "Connection"))
 	if e := transfer(r, h); e != nil {
 		return e
 	}
@@ -162,26 +199,20 @@ func parseHead(b []byte, r *http.Request, h *head) *reqError {
 	if major != 1 && !(major == 2 && minor == 0 && r.Method == "PRI" && r.RequestURI == "*") {
 		return errVersion
 	}
-	hosts, haveHost := hdr["Host"]
 	if r.ProtoAtLeast(1, 1) && (!haveHost || len(hosts) == 0) && !h2 && r.Method != "CONNECT" {
 		return errMissingHost
 	}
 	if len(hosts) == 1 && !validHost(hosts[0]) {
 		return errMalformedHost
 	}
-	for k, vv := range hdr {
-		if !isToken(k) {
-			return errHeaderName
-		}
-		for _, v := range vv {
-			if !validFieldValue(v) {
-				return errHeaderValue
-			}
-		}
+	if invalid != nil {
+		return invalid
 	}
-	delete(hdr, "Host")
+	if haveHost {
+		delete(hdr, "Host")
+	}
 
-	if expect := hdr["Expect"]; len(expect) > 0 {
+	if expect := h.values(hdr, hasExpect, "Expect"); len(expect) > 0 {
 		switch {
 		case hasToken(expect[0], "100-continue"):
 			h.expect = r.ProtoAtLeast(1, 1) && r.ContentLength != 0
@@ -190,6 +221,24 @@ func parseHead(b []byte, r *http.Request, h *head) *reqError {
 		}
 	}
 	return nil
+}
+
+// values returns hdr[key], looking it up only if the request came with
+// it (bit).
+func (h *head) values(hdr http.Header, bit fieldBits, key string) []string {
+	if h.has&bit == 0 {
+		return nil
+	}
+	return hdr[key]
+}
+
+// first returns the first of hdr's values of key, or "", looking it up
+// only if the request came with it (bit).
+func (h *head) first(hdr http.Header, bit fieldBits, key string) string {
+	if v := h.values(hdr, bit, key); len(v) > 0 {
+		return v[0]
+	}
+	return ""
 }
 
 // str returns b as a string without copying it: b is the request's own
@@ -285,8 +334,13 @@ var plainPathByte = func() (t [256]bool) {
 // net/textproto's ReadMIMEHeader does: keys in canonical form (b's bytes
 // are changed in place for it), values with the spaces around them
 // trimmed, obsolete line folding joined with a space. The first values
-// go in room's strings, when it has enough.
-func parseFields(b []byte, room []string) (http.Header, *reqError) {
+// go in room's strings, when it has enough. What net/textproto refuses
+// is err; invalid is what it takes but net/http's server refuses once
+// the request is read, after its other checks: a key with a space in it
+// (errHeaderName). Values are checked whole here, folded or not, so none
+// reaches that later check. has says which fields the server reads
+// itself came (fieldBits).
+func parseFields(b []byte, room []string) (hdr http.Header, has fieldBits, invalid, err *reqError) {
 	n := 0
 	for p := b; len(p) > 0; {
 		var line []byte
@@ -298,22 +352,22 @@ func parseFields(b []byte, room []string) (http.Header, *reqError) {
 			n++
 		}
 	}
-	hdr := make(http.Header, n)
+	hdr = make(http.Header, n)
 	strs := room[:min(n, len(room))]
 	if n > len(room) {
 		strs = make([]string, n)
 	}
 	if len(b) > 0 && (b[0] == ' ' || b[0] == '\t') {
-		return nil, errBadRequest // a first line may not be a continuation
+		return nil, 0, nil, errBadRequest // a first line may not be a continuation
 	}
 	for {
 		var line []byte
 		line, b = nextLine(b)
 		if len(line) == 0 {
-			return hdr, nil
+			return hdr, has, invalid, nil
 		}
 		if bytes.IndexByte(line, ':') < 0 {
-			return nil, errBadRequest
+			return nil, 0, nil, errBadRequest
 		}
 		kv := trim(line)
 		if len(b) > 0 && (b[0] == ' ' || b[0] == '\t') {
@@ -334,17 +388,21 @@ func parseFields(b []byte, room []string) (http.Header, *reqError) {
 		k, v, _ := bytes.Cut(kv, []byte{':'})
 		key, ok := canonicalKey(k)
 		if !ok {
-			return nil, errBadRequest
+			return nil, 0, nil, errBadRequest
 		}
 		for _, c := range v {
 			if !validValueByte(c) {
-				return nil, errBadRequest
+				return nil, 0, nil, errBadRequest
 			}
 		}
 		for len(v) > 0 && (v[0] == ' ' || v[0] == '\t') {
 			v = v[1:]
 		}
 		value := str(v)
+		has |= fieldBit(key)
+		if invalid == nil && !isToken(key) {
+			invalid = errHeaderName // a space in it
+		}
 		if vv, ok := hdr[key]; ok {
 			hdr[key] = append(vv, value)
 		} else if len(strs) > 0 {
@@ -442,15 +500,6 @@ func isToken(s string) bool {
 // but the control characters, of which only the tab is allowed.
 func validValueByte(c byte) bool { return c >= ' ' && c != 0x7f || c == '\t' }
 
-func validFieldValue(v string) bool {
-	for i := 0; i < len(v); i++ {
-		if !validValueByte(v[i]) {
-			return false
-		}
-	}
-	return true
-}
-
 // validHost reports whether h has only bytes that may appear in a host and
 // port: net/http's lenient check.
 func validHost(h string) bool {
@@ -477,11 +526,10 @@ var hostByte = func() (t [256]bool) {
 
 // shouldClose reports whether the request asks for the connection to
 // close after its response.
-func shouldClose(major, minor int, hdr http.Header) bool {
+func shouldClose(major, minor int, conv []string) bool {
 	if major < 1 {
 		return true
 	}
-	conv := hdr["Connection"]
 	hasClose := valuesHaveToken(conv, "close")
 	if major == 1 && minor == 0 {
 		return hasClose || !valuesHaveToken(conv, "keep-alive")
@@ -495,7 +543,7 @@ func shouldClose(major, minor int, hdr http.Header) bool {
 // trailers.
 func transfer(r *http.Request, h *head) *reqError {
 	hdr := r.Header
-	if te, ok := hdr["Transfer-Encoding"]; ok {
+	if te := h.values(hdr, hasTransferEncoding, "Transfer-Encoding"); te != nil {
 		delete(hdr, "Transfer-Encoding")
 		// net/http takes HTTP/0.0 for 1.1 here, ignoring only 1.0's.
 		if r.ProtoAtLeast(1, 1) || r.ProtoMajor == 0 && r.ProtoMinor == 0 {
@@ -505,7 +553,7 @@ func transfer(r *http.Request, h *head) *reqError {
 			h.chunked = true
 		}
 	}
-	cls := hdr["Content-Length"]
+	cls := h.values(hdr, hasContentLength, "Content-Length")
 	if len(cls) > 1 {
 		first := textproto.TrimString(cls[0])
 		for _, cl := range cls[1:] {
@@ -533,12 +581,12 @@ func transfer(r *http.Request, h *head) *reqError {
 		r.TransferEncoding = []string{"chunked"}
 	case len(cls) > 0:
 		r.ContentLength = n
-	default:
+	case h.has&hasContentLength != 0:
 		delete(hdr, "Content-Length")
 	}
 	h.length = r.ContentLength
 
-	if vv, ok := hdr["Trailer"]; ok && h.chunked {
+	if vv := h.values(hdr, hasTrailer, "Trailer"); vv != nil && h.chunked {
 		delete(hdr, "Trailer")
 		var trailer http.Header
 		for _, v := range vv {

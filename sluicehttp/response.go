@@ -62,10 +62,16 @@ type response struct {
 var errHandlerDone = errors.New("sluicehttp: http.ResponseWriter used after its handler returned")
 
 // Header returns the header the answer will have. Changes after
-// WriteHeader, or after the first Write, are not sent (trailers aside).
+// WriteHeader, or after the first Write, are not sent (trailers aside);
+// after the handler returned, it is a new map that goes nowhere.
 func (w *response) Header() http.Header {
+	// The lock orders this against the handler's return (finish), for a
+	// handler that kept w and calls this from another goroutine after it.
+	x := w.x
+	x.mu.Lock()
+	defer x.mu.Unlock()
 	if w.handlerDone {
-		return make(http.Header) // its map serves another answer now
+		return make(http.Header) // the answer is gone: what is set here goes nowhere
 	}
 	if w.header == nil {
 		w.header = make(http.Header)
@@ -111,35 +117,54 @@ func (w *response) writeHeaderLocked(code int) {
 		return
 	}
 	w.wroteHeader, w.status = true, code
+	// One pass over the handler's header learns the fields the server
+	// decides on and gathers those it writes as they are.
 	h := w.header
-	if cl := first(h, "Content-Length"); cl != "" {
-		if v, err := strconv.ParseInt(cl, 10, 64); err == nil && v >= 0 {
-			w.contentLength = v
-		} else {
-			x.s.logf("http: invalid Content-Length of %q", cl)
-			h.Del("Content-Length")
+	var room [32]field
+	fields, trailer := room[:0], []string(nil)
+	for key, vv := range h {
+		switch key {
+		case "Content-Type":
+			w.ct, w.haveCT = vv, true
+		case "Content-Length":
+			w.cl, w.haveCL = vv, true
+		case "Transfer-Encoding":
+			w.te = vv
+		case "Connection":
+			w.conn, w.haveC = vv, true
+		case "Content-Encoding":
+			w.hasCE = len(vv) > 0 && vv[0] != ""
+		case "Date":
+			w.hasDate = true
+		case "Upgrade":
+			w.upgrade = len(vv) > 0 && vv[0] != ""
+		case "Trailer":
+			trailer = vv
 		}
-	}
-	w.ct, w.haveCT = h["Content-Type"]
-	w.cl, w.haveCL = h["Content-Length"]
-	w.te = h["Transfer-Encoding"]
-	w.conn, w.haveC = h["Connection"]
-	w.hasCE = first(h, "Content-Encoding") != ""
-	_, w.hasDate = h["Date"]
-	w.upgrade = first(h, "Upgrade") != ""
-	for k := range h {
-		if strings.HasPrefix(k, http.TrailerPrefix) {
+		if strings.HasPrefix(key, http.TrailerPrefix) {
 			w.trailerSet = true
 		}
+		if !skipDecided.skips(key) {
+			fields = append(fields, field{key, vv})
+		}
 	}
-	for _, v := range h["Trailer"] {
-		w.trailerSet = true
-		forEachElement(v, w.declareTrailer)
+	if len(w.cl) > 0 && w.cl[0] != "" {
+		if v, err := strconv.ParseInt(w.cl[0], 10, 64); err == nil && v >= 0 {
+			w.contentLength = v
+		} else {
+			x.s.logf("http: invalid Content-Length of %q", w.cl[0])
+			h.Del("Content-Length")
+			w.cl, w.haveCL = nil, false
+		}
 	}
 	x.appendRaw(nil)
 	w.hdrStart = len(x.out.B)
 	x.out.B = appendStatusLine(x.out.B, w.req.ProtoAtLeast(1, 1), code)
-	x.out.B = appendHeader(x.out.B, h, skipDecided)
+	x.out.B = appendFields(x.out.B, fields)
+	for _, v := range trailer {
+		w.trailerSet = true
+		forEachElement(v, w.declareTrailer)
+	}
 }
 
 func (w *response) declareTrailer(k string) {
@@ -455,6 +480,14 @@ func (w *response) abort() {
 	w.ctx.cancel()
 }
 
+// done reports whether the handler has returned, for a method that
+// does not otherwise take x.mu: the lock orders the read against finish.
+func (w *response) done() bool {
+	w.x.mu.Lock()
+	defer w.x.mu.Unlock()
+	return w.handlerDone
+}
+
 // Flush sends what the handler has written so far.
 func (w *response) Flush() { _ = w.FlushError() }
 
@@ -482,8 +515,15 @@ func (w *response) FlushError() error {
 }
 
 // EnableFullDuplex lets the handler read the request's body while it
-// writes the answer, which this server always allows.
+// writes the answer, which this server always allows. After the handler
+// returned it fails, as SetReadDeadline does.
 func (w *response) EnableFullDuplex() error {
+	x := w.x
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if w.handlerDone {
+		return errHandlerDone
+	}
 	w.fullDuplex = true
 	return nil
 }
@@ -491,7 +531,7 @@ func (w *response) EnableFullDuplex() error {
 // SetReadDeadline sets when reading the rest of the request's body times
 // out; the zero time means never.
 func (w *response) SetReadDeadline(t time.Time) error {
-	if w.handlerDone {
+	if w.done() {
 		return errHandlerDone
 	}
 	return w.x.onLoop(func(hc *hconn) {
@@ -510,7 +550,7 @@ func (w *response) SetReadDeadline(t time.Time) error {
 // SetWriteDeadline sets when the answer must be queued by, or the
 // connection is reset; the zero time means never.
 func (w *response) SetWriteDeadline(t time.Time) error {
-	if w.handlerDone {
+	if w.done() {
 		return errHandlerDone
 	}
 	return w.x.onLoop(func(hc *hconn) {
@@ -651,16 +691,27 @@ func (k skip) skips(key string) bool {
 // them: a key that is not a token is dropped, and CR and LF in a value
 // become spaces.
 func appendHeader(b []byte, h http.Header, k skip) []byte {
-	var arr [32]string
-	keys := arr[:0]
-	for key := range h {
+	var room [32]field
+	fields := room[:0]
+	for key, vv := range h {
 		if !k.skips(key) {
-			keys = append(keys, key)
+			fields = append(fields, field{key, vv})
 		}
 	}
-	slices.Sort(keys)
-	for _, key := range keys {
-		b = appendValues(b, key, h[key])
+	return appendFields(b, fields)
+}
+
+// field is a header's key with its values.
+type field struct {
+	key    string
+	values []string
+}
+
+// appendFields appends fields, sorted by key, as appendHeader does.
+func appendFields(b []byte, fields []field) []byte {
+	slices.SortFunc(fields, func(a, b field) int { return strings.Compare(a.key, b.key) })
+	for _, f := range fields {
+		b = appendValues(b, f.key, f.values)
 	}
 	return b
 }

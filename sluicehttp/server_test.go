@@ -402,6 +402,61 @@ func TestWriterUsedAfterReturn(t *testing.T) {
 	})
 }
 
+// TestWriterUsedAfterReturnRacesNothing checks that each method of a
+// kept http.ResponseWriter that does not write, called first after its
+// handler returned, from a goroutine that never synchronized with the
+// server, is ordered against the handler's return: the race detector
+// (on in CI) fails the test otherwise. Each also says the handler is done.
+func TestWriterUsedAfterReturnRacesNothing(t *testing.T) {
+	late := map[string]func(t *testing.T, w http.ResponseWriter){
+		"Header": func(t *testing.T, w http.ResponseWriter) {
+			w.Header().Set("X-Late", "1")
+		},
+		"SetReadDeadline": func(t *testing.T, w http.ResponseWriter) {
+			assert.ErrorIs(t, http.NewResponseController(w).SetReadDeadline(time.Now()), errHandlerDone)
+		},
+		"SetWriteDeadline": func(t *testing.T, w http.ResponseWriter) {
+			assert.ErrorIs(t, http.NewResponseController(w).SetWriteDeadline(time.Now()), errHandlerDone)
+		},
+		"EnableFullDuplex": func(t *testing.T, w http.ResponseWriter) {
+			assert.ErrorIs(t, http.NewResponseController(w).EnableFullDuplex(), errHandlerDone)
+		},
+	}
+	modes(t, func(t *testing.T, inline bool) {
+		kept := make(chan http.ResponseWriter, 1)
+		addr := serve(t, &Server{Inline: inline, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.URL.Path == "/keep" {
+				kept <- w
+			}
+			io.WriteString(w, "hello "+r.URL.Path)
+		})})
+		c := dial(t, addr)
+		br := bufio.NewReader(c)
+		get := func(path string) {
+			t.Helper()
+			_, err := io.WriteString(c, "GET "+path+" HTTP/1.1\r\nHost: x\r\n\r\n")
+			require.NoError(t, err)
+			_, body := readResponse(t, br, http.MethodGet)
+			require.Equal(t, "hello "+path, body)
+		}
+		for name, use := range late {
+			t.Run(name, func(t *testing.T) {
+				get("/keep")
+				w := <-kept
+				// A goroutine of its own, started now: nothing orders it
+				// after the handler's return but what the writer does.
+				done := make(chan struct{})
+				go func() {
+					defer close(done)
+					use(t, w)
+				}()
+				<-done
+				get("/next")
+			})
+		}
+	})
+}
+
 // A handler may keep its answer's header map past its return, against
 // net/http's rules, and write to it later (a Set-Cookie from a goroutine,
 // say): that must never reach another client's answer, as under net/http,

@@ -141,6 +141,8 @@ func vectors() []vector {
 		{"no colon", "GET / HTTP/1.1\r\n" + host + "NoColon\r\n\r\n"},
 		{"space before colon", "GET / HTTP/1.1\r\n" + host + "X-Name : v\r\n\r\n"},
 		{"space in name", "GET / HTTP/1.1\r\n" + host + "X Name: v\r\n\r\n"},
+		{"space in name without host", "GET / HTTP/1.1\r\nX Name: v\r\n\r\n"},
+		{"space in name, bad host", "GET / HTTP/1.1\r\nX Name: v\r\nHost: a b\r\n\r\n"},
 		{"empty name", "GET / HTTP/1.1\r\n" + host + ": v\r\n\r\n"},
 		{"name at sign", "GET / HTTP/1.1\r\n" + host + "X@Name: v\r\n\r\n"},
 		{"name slash", "GET / HTTP/1.1\r\n" + host + "X/Name: v\r\n\r\n"},
