@@ -1267,6 +1267,12 @@ func (l *eventloop) runTask(t *task) {
 	l.cur = c
 	a := None
 	var err error // the write's: after CloseWrite, ErrConnClosed
+	if c.posted.Load()+int64(c.pending()) > int64(l.eng.opts.writeBufCap) {
+		// Its poster may have seen Conn.Writable report false, counting
+		// the writes still posted, and wait for OnDrain, though each of
+		// them alone may pass no mark, and the socket take it all.
+		c.flags |= flagOverHigh
+	}
 	switch t.kind {
 	case taskWrite:
 		_, err = c.write(t.buf)

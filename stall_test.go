@@ -450,3 +450,49 @@ func TestCloseEndsAsyncWriteChain(t *testing.T) {
 		return outcome{}
 	})
 }
+
+// splitPauser answers each request byte b with b+2 AsyncWrites of just
+// over half the mark each, none past the mark alone, then pauses while
+// Conn.Writable says its output is past the mark, until OnDrain.
+type splitPauser struct {
+	BuiltinEventEngine
+	mark int
+}
+
+func (h splitPauser) OnTraffic(c Conn) Action {
+	in, _ := c.Next(-1)
+	for _, b := range in {
+		for range int(b) + 2 {
+			if err := c.AsyncWrite(make([]byte, h.mark/2+1), nil); err != nil {
+				return Close
+			}
+		}
+	}
+	if !c.Writable() {
+		c.PauseRead()
+	}
+	return None
+}
+
+func (splitPauser) OnDrain(c Conn) Action {
+	c.ResumeRead()
+	return None
+}
+
+// Conn.Writable false means OnDrain follows, also when the output past the
+// mark was posted in parts that each went to the socket whole.
+func TestWritableFalseOwesDrain(t *testing.T) {
+	const mark = 2 << 10
+	onEachPoller(t, func(t *testing.T, p Option) outcome {
+		_, addr := serve(t, splitPauser{mark: mark}, p, WithNumEventLoop(1), WithWriteBufferCap(mark))
+		c := dial(t, addr)
+		for i, b := range []byte{0, 1, 0, 2} {
+			_, err := c.Write([]byte{b})
+			require.NoError(t, err)
+			c.SetReadDeadline(time.Now().Add(5 * time.Second))
+			_, err = io.ReadFull(c, make([]byte, (int(b)+2)*(mark/2+1)))
+			require.NoError(t, err, "the answer to request %d", i)
+		}
+		return outcome{}
+	})
+}
