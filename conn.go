@@ -282,6 +282,9 @@ type conn struct {
 	// AsyncWrite posted that the loop has yet to take, and the loop's
 	// last look at the unsent output (watch).
 	posted, held atomic.Int64
+	// owed: closing, the bytes posted before its close began whose tasks
+	// have yet to queue them (closeSent waits for them).
+	owed int64
 
 	// Deadlines (deadline.go). idle is the idle timeout, which idleTimer
 	// is armed with whenever it is positive. Before the connection opens,

@@ -990,6 +990,7 @@ func (l *eventloop) closeGraceful(c *conn) {
 			return
 		}
 		c.state = stateClosing
+		c.owed = c.posted.Load()
 		c.flags &^= flagHeld
 		l.disarm(&c.readTimer)
 		l.closeSent(c)
@@ -1000,11 +1001,14 @@ func (l *eventloop) closeGraceful(c *conn) {
 // then watches it drain. Output written meanwhile goes too, as it does
 // before the end of a plain connection's stream; on TLS, close_notify
 // follows it, once it has all been queued. So do writes posted before
-// (AsyncWrite), whose tasks have yet to run: a handler that answers so
-// from OnTraffic posts its answer before the end of its peer's stream is
-// seen, which on io_uring may come in the same turn, ahead of the task.
+// the close began (AsyncWrite, c.owed), whose tasks have yet to run: a
+// handler that answers so from OnTraffic posts its answer before the end
+// of its peer's stream is seen, which on io_uring may come in the same
+// turn, ahead of the task. Writes posted after are not waited for, as a
+// stream whose every callback posts the next would keep c open for ever:
+// they find it closed if it has lingered by then.
 func (l *eventloop) closeSent(c *conn) {
-	if c.posted.Load() > 0 {
+	if c.owed > 0 {
 		l.watch(c) // unpost calls again once they are queued
 		return
 	}
@@ -1263,6 +1267,12 @@ func (l *eventloop) runTask(t *task) {
 	l.cur = c
 	a := None
 	var err error // the write's: after CloseWrite, ErrConnClosed
+	if c.posted.Load()+int64(c.pending()) > int64(l.eng.opts.writeBufCap) {
+		// Its poster may have seen Conn.Writable report false, counting
+		// the writes still posted, and wait for OnDrain, though each of
+		// them alone may pass no mark, and the socket take it all.
+		c.flags |= flagOverHigh
+	}
 	switch t.kind {
 	case taskWrite:
 		_, err = c.write(t.buf)
@@ -1289,10 +1299,18 @@ func (l *eventloop) runTask(t *task) {
 }
 
 // unpost stops counting n bytes, which a task has just queued for c or
-// found c closed for, as posted. A connection closing waits for writes
-// posted before it closed (closeSent), and goes on once the last is.
+// found c closed for, as posted. A connection closing waits for the bytes
+// posted before it closed (closeSent), and goes on once they are queued.
+// Tasks run in the order they were posted, but a poster reserves its bytes
+// before it posts them, so a write posted just after the close may be
+// taken for one posted just before: either is a race the poster lost.
 func (l *eventloop) unpost(c *conn, n int64) {
-	if c.posted.Add(-n) == 0 && n > 0 && c.state == stateClosing {
+	c.posted.Add(-n)
+	if c.state != stateClosing || c.owed <= 0 || n == 0 {
+		return
+	}
+	if c.owed -= n; c.owed <= 0 {
+		c.owed = 0
 		l.closeSent(c)
 	}
 }

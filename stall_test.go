@@ -402,3 +402,104 @@ func TestAsyncWritePostedBeforeEndOfStream(t *testing.T) {
 		return outcome{}
 	})
 }
+
+// streamer answers a first byte with an endless stream, each AsyncWrite
+// posting the next from its callback, as a handler streams a file or a
+// feed, and a second byte with Close.
+type streamer struct {
+	BuiltinEventEngine
+	ended *atomic.Int32 // callbacks told ErrConnClosed
+}
+
+func (h streamer) OnTraffic(c Conn) Action {
+	in, _ := c.Next(-1)
+	for _, b := range in {
+		if b == 'q' {
+			return Close
+		}
+		var next AsyncCallback
+		chunk := make([]byte, 1<<10)
+		next = func(c Conn, err error) {
+			if err != nil {
+				h.ended.Add(1)
+				return
+			}
+			if c.AsyncWrite(chunk, next) != nil {
+				h.ended.Add(1)
+			}
+		}
+		if err := c.AsyncWrite(chunk, next); err != nil {
+			return Close
+		}
+	}
+	return None
+}
+
+// A graceful close waits for the writes posted before it, not for every
+// write posted while it is under way: a stream whose callbacks post the
+// next write kept the connection from ever closing while its peer read.
+func TestCloseEndsAsyncWriteChain(t *testing.T) {
+	onEachPoller(t, func(t *testing.T, p Option) outcome {
+		var ended atomic.Int32
+		_, addr := serve(t, streamer{ended: &ended}, p, WithNumEventLoop(1))
+		c := dial(t, addr)
+		_, err := c.Write([]byte("s"))
+		require.NoError(t, err)
+		_, err = io.ReadFull(c, make([]byte, 64<<10))
+		require.NoError(t, err, "the stream")
+		_, err = c.Write([]byte("q"))
+		require.NoError(t, err)
+		c.SetReadDeadline(time.Now().Add(5 * time.Second))
+		_, err = io.Copy(io.Discard, c)
+		require.NoError(t, err, "the close after the stream's writes in flight")
+		waitFor(t, 5*time.Second, func() bool { return ended.Load() == 1 },
+			func() string { return "the stream's last callback told it closed" })
+		return outcome{}
+	})
+}
+
+// splitPauser answers each request byte b with b+2 AsyncWrites of just
+// over half the mark each, none past the mark alone, then pauses while
+// Conn.Writable says its output is past the mark, until OnDrain.
+type splitPauser struct {
+	BuiltinEventEngine
+	mark int
+}
+
+func (h splitPauser) OnTraffic(c Conn) Action {
+	in, _ := c.Next(-1)
+	for _, b := range in {
+		for range int(b) + 2 {
+			if err := c.AsyncWrite(make([]byte, h.mark/2+1), nil); err != nil {
+				return Close
+			}
+		}
+	}
+	if !c.Writable() {
+		c.PauseRead()
+	}
+	return None
+}
+
+func (splitPauser) OnDrain(c Conn) Action {
+	c.ResumeRead()
+	return None
+}
+
+// Conn.Writable false means OnDrain follows, also when the output past the
+// mark was posted in parts that each went to the socket whole.
+func TestWritableFalseOwesDrain(t *testing.T) {
+	const mark = 2 << 10
+	onEachPoller(t, func(t *testing.T, p Option) outcome {
+		_, addr := serve(t, splitPauser{mark: mark}, p, WithNumEventLoop(1), WithWriteBufferCap(mark))
+		c := dial(t, addr)
+		for i, b := range []byte{0, 1, 0, 2} {
+			_, err := c.Write([]byte{b})
+			require.NoError(t, err)
+			c.SetReadDeadline(time.Now().Add(5 * time.Second))
+			_, err = io.ReadFull(c, make([]byte, (int(b)+2)*(mark/2+1)))
+			require.NoError(t, err, "the answer to request %d", i)
+		}
+		return outcome{}
+	})
+}
