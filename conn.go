@@ -689,12 +689,16 @@ func (c *conn) feed(p []byte) {
 	if consumed := len(c.in.B) - kept; consumed > 0 && consumed >= kept {
 		c.in.B = c.in.B[:copy(c.in.B, c.buf)]
 	}
-	was := cap(c.in.B)
+	old := c.in.B
 	c.in.B = append(c.in.B, p...)
 	c.buf = c.in.B[len(c.in.B)-kept-len(p) : len(c.in.B) : len(c.in.B)]
-	if now := cap(c.in.B); now != was {
-		// It moved to a larger array: the old one is garbage.
+	if was, now := cap(old), cap(c.in.B); now != was {
+		// It moved to a larger array: the old one is garbage, and
+		// WithWipeBuffers promises no connection's bytes are left in it.
 		e := c.loop.eng
+		if e.opts.wipe {
+			clear(old[:was])
+		}
 		e.holdIn(now - was)
 		if was > e.opts.maxPooled() {
 			e.letGo(was)

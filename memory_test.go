@@ -245,3 +245,50 @@ func TestReleaseMemoryOff(t *testing.T) {
 		})
 	}
 }
+
+// WithWipeBuffers: the bytes a handler leaves unread, kept while more
+// arrive, leave nothing behind when the connection's buffer moves to a
+// larger array, nor once they are consumed.
+func TestWipeBuffersKeptBytesLeaveNothing(t *testing.T) {
+	onEachPoller(t, func(t *testing.T, p Option) outcome {
+		const chunk, chunks = 4 << 10, 16
+		h := &keepUntil{want: chunk * chunks}
+		eng, addr := serve(t, h, p, WithNumEventLoop(1), WithWipeBuffers(true))
+		c := dialRaw(t, addr)
+		for i := 1; i <= chunks; i++ {
+			require.NoError(t, writeAll(c.fd, bytes.Repeat([]byte("secret!!"), chunk/8)))
+			waitFor(t, 5*time.Second, func() bool { return h.got.Load() >= int64(i*chunk) },
+				func() string { return fmt.Sprintf("the handler has %d bytes of %d", h.got.Load(), i*chunk) })
+		}
+		var left int
+		onLoopOf(t, eng, 0, func() {
+			for _, b := range h.seen {
+				if bytes.Contains(b, []byte("secret")) {
+					left++
+				}
+			}
+		})
+		assert.Zero(t, left, "buffers still held a connection's kept bytes")
+		return outcome{}
+	})
+}
+
+// keepUntil leaves everything unread until want bytes have come, then
+// consumes them all. It keeps what each call saw, past the call, only so
+// that the test can look at that memory afterwards.
+type keepUntil struct {
+	BuiltinEventEngine
+	want int
+	got  atomic.Int64
+	seen [][]byte // touched on the loop only
+}
+
+func (h *keepUntil) OnTraffic(c Conn) Action {
+	b, _ := c.Peek(-1)
+	h.seen = append(h.seen, b)
+	h.got.Store(int64(len(b)))
+	if len(b) >= h.want {
+		c.Discard(len(b))
+	}
+	return None
+}
