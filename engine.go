@@ -270,8 +270,14 @@ func newEngine(handler EventHandler, addr string, opts []Option) (*engine, error
 		opt(&e.opts)
 	}
 	o := &e.opts
-	if !o.backpressure {
+	switch {
+	case !o.backpressure:
 		o.pauseMark = math.MaxInt
+	case o.pauseMark == 0:
+		o.pauseMark = DefaultBackpressureMark
+		if o.maxOutbound > 0 {
+			o.pauseMark = min(o.pauseMark, max(o.maxOutbound/2, 1))
+		}
 	}
 	if o.inBudget < 0 {
 		o.inBudget = defaultInboundBudget()

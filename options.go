@@ -82,7 +82,7 @@ type options struct {
 	ticker        bool
 	readBufferCap int
 	writeBufCap   int
-	pauseMark     int // reading pauses past it; math.MaxInt WithBackpressure(false)
+	pauseMark     int // reading pauses past it; zero: the default; math.MaxInt WithBackpressure(false)
 	maxOutbound   int // zero: no limit
 	softOutbound  int // zero: no soft limit
 	softFor       time.Duration
@@ -132,7 +132,6 @@ func defaultOptions() options {
 		lockOSThread:  true,
 		readBufferCap: 64 << 10,
 		writeBufCap:   64 << 10,
-		pauseMark:     DefaultBackpressureMark,
 		maxOutbound:   DefaultMaxOutbound,
 		noDelay:       true,
 		logger:        slog.Default(),
@@ -242,7 +241,9 @@ func WithWriteBufferCap(n int) Option {
 // otherwise: enough that a client which writes a batch of requests before
 // it reads any answer, as load generators and pipelining clients do, gets
 // its answers, as it would from a server without the bound, up to batches
-// of about this size beyond what the sockets hold.
+// of about this size beyond what the sockets hold. A WithMaxOutbound below
+// twice this lowers the default to half of that bound, so that reading
+// pauses before writes are refused.
 const DefaultBackpressureMark = 16 << 20
 
 // WithBackpressureMark sets the mark at which backpressure
@@ -250,7 +251,10 @@ const DefaultBackpressureMark = 16 << 20
 // passes n bytes, no more of its input is read until the output drains
 // to half of n, so a peer that sends requests but never reads the
 // answers holds at most n bytes of server memory, plus what one callback
-// writes. The default is DefaultBackpressureMark.
+// writes. The default is DefaultBackpressureMark, or half of
+// WithMaxOutbound's bound where that is lower: a mark at or above the
+// bound would have writes refused (ErrOutboundFull) before reading ever
+// paused.
 //
 // A low mark bounds memory more tightly, but a client that writes more
 // than the mark (and what the sockets hold) before it reads stalls: the

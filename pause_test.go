@@ -894,3 +894,42 @@ func TestPauseInOnOpenHoldsBytesAfterTheHeader(t *testing.T) {
 		return outcome{Delivered: []int{held}}
 	})
 }
+
+// WithMaxOutbound alone lowers the backpressure mark below it: an echo to
+// a client that writes far more than the bound before it reads anything
+// is paused, not refused, and every byte comes back.
+func TestMaxOutboundLowersTheMark(t *testing.T) {
+	const bound, sent = 256 << 10, 4 << 20
+	onEachPoller(t, func(t *testing.T, p Option) outcome {
+		eng, addr := serve(t, echoOrClose{}, p, WithNumEventLoop(1), WithMaxOutbound(bound), WithSocketSendBuffer(32<<10))
+		c := dialSmall(t, addr)
+		payload := bytes.Repeat([]byte("0123456789abcdef"), sent/16)
+		wrote := make(chan error, 1)
+		go func() { _, err := c.Write(payload); wrote <- err }()
+		waitFor(t, 5*time.Second, func() bool { s := eng.Stats(); return s.BackpressurePauses+s.OutboundRefused > 0 },
+			func() string { return "the echo neither paused nor was refused" })
+		c.SetReadDeadline(time.Now().Add(20 * time.Second))
+		got := make([]byte, sent)
+		n, err := io.ReadFull(c, got)
+		require.NoError(t, err, "after %d of %d bytes", n, sent)
+		require.NoError(t, <-wrote)
+		require.True(t, bytes.Equal(payload, got), "differs at byte %d", firstDiff(got, payload))
+		s := eng.Stats()
+		assert.Zero(t, s.OutboundRefused, "writes refused")
+		assert.Positive(t, s.BackpressurePauses, "never paused")
+		c.Close()
+		return outcome{Delivered: []int{n}}
+	})
+}
+
+// echoOrClose echoes what it reads, and closes the connection when a
+// write is refused.
+type echoOrClose struct{ BuiltinEventEngine }
+
+func (echoOrClose) OnTraffic(c Conn) Action {
+	b, _ := c.Next(-1)
+	if _, err := c.Write(b); err != nil {
+		return Close
+	}
+	return None
+}
