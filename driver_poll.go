@@ -58,8 +58,13 @@ func (d *pollDriver) start() (driver, error) {
 
 func (d *pollDriver) turn() error {
 	l := d.l
-	ready, err := d.p.Wait(l.sleep())
-	l.awake()
+	timeout, held := l.sleep(poller.HeldWaits && l.eng.opts.heldWaits)
+	wait := d.p.Wait
+	if held {
+		wait = d.p.WaitHeld
+	}
+	ready, err := wait(timeout)
+	l.awake(len(ready) == 0)
 	if err != nil {
 		return err
 	}

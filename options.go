@@ -124,6 +124,7 @@ type options struct {
 
 	poller     poller.Kind
 	gatherWait time.Duration // WithGatherWait's; zero: off
+	heldWaits  bool          // WithHeldWaits'
 }
 
 func defaultOptions() options {
