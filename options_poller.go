@@ -72,8 +72,10 @@ func WithGatherWait(d time.Duration) Option {
 // io_uring. There the runtime's sysmon otherwise takes the P back from a
 // loop blocked in a wait and, once it has, looks every 20µs, taking it
 // back from nearly every wait and waking another thread to hold it, which
-// the loop then takes back: measured, that is up to a seventh of a busy
-// loop's CPU. A held wait is a system call the runtime is not told of.
+// the loop then takes back. A held wait is a system call the runtime is
+// not told of. Measured on echo, UDP and HTTP loads with GOMAXPROCS equal
+// to the loops, it did not lower the CPU per request (BENCHMARKS.md, "Held
+// waits"): measure your own load before turning it on.
 //
 // Before each held wait the loop lets any goroutine that is runnable run
 // (a pool handler or a goroutine its callbacks woke), so those run before
