@@ -58,12 +58,8 @@ func (d *pollDriver) start() (driver, error) {
 
 func (d *pollDriver) turn() error {
 	l := d.l
-	timeout, held := l.sleep(poller.HeldWaits && l.eng.opts.heldWaits)
-	wait := d.p.Wait
-	if held {
-		wait = d.p.WaitHeld
-	}
-	ready, err := wait(timeout)
+	timeout, _ := l.sleep(false) // only a gathering ring holds its waits
+	ready, err := d.p.Wait(timeout)
 	l.awake(len(ready) == 0)
 	if err != nil {
 		return err

@@ -253,9 +253,9 @@ func (rg *ringDriver) fallBack() (driver, error) {
 func (rg *ringDriver) turn() error {
 	l := rg.l
 	rg.releaseIdle()
-	// A gathering loop holds its waits whatever WithHeldWaits says; one
-	// that gathers for longer than heldMost never does.
-	timeout, held := l.sleep(rg.gather <= heldMost && (rg.gather > 0 || l.eng.opts.heldWaits))
+	// A gathering loop may hold its waits (heldwait.go); one that gathers
+	// for longer than heldMost never does.
+	timeout, held := l.sleep(rg.gather > 0 && rg.gather <= heldMost)
 	rg.r.SetHeld(held)
 	var err error
 	if rg.gathers(timeout) {

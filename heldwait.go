@@ -6,15 +6,16 @@ import (
 	"time"
 )
 
-// A loop that holds its waits (WithHeldWaits, or gathering: WithGatherWait)
-// keeps its P (the Go scheduler's) through them where no other P can stand
-// in for it (GOMAXPROCS no more than the engine's loops). There the
-// runtime's sysmon retakes the P of a loop blocked in an ordinary wait
-// and, once it has, polls every 20µs, retaking nearly every wait and
-// waking another thread to hold the P, which the loop then has to take
-// back (ARCHITECTURE.md, "How the loop meets the Go runtime"). A held wait
-// is made without telling the runtime (the driver's raw system call), so
-// the loop looks like a running goroutine, which sysmon leaves alone.
+// A loop gathering on io_uring (WithGatherWait, up to heldMost; no other
+// loop holds a wait) holds its waits: it keeps its P (the Go scheduler's)
+// through them where no other P can stand in for it (GOMAXPROCS no more
+// than the engine's loops). There the runtime's sysmon retakes the P of a
+// loop blocked in an ordinary wait and, once it has, polls every 20µs,
+// retaking nearly every wait and waking another thread to hold the P,
+// which the loop then has to take back (ARCHITECTURE.md, "How the loop
+// meets the Go runtime"). A held wait is made without telling the runtime
+// (uring.Ring.SetHeld: the ring's raw system call), so the loop looks like
+// a running goroutine, which sysmon leaves alone.
 //
 // While a loop holds its P, no other goroutine runs on it. So before a
 // held wait the loop looks whether any goroutine is runnable (one its

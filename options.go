@@ -124,7 +124,6 @@ type options struct {
 
 	poller     poller.Kind
 	gatherWait time.Duration // WithGatherWait's; zero: off
-	heldWaits  bool          // WithHeldWaits'
 }
 
 func defaultOptions() options {

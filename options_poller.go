@@ -46,11 +46,18 @@ func WithPoller(k poller.Kind) Option {
 // is never held back. d is taken in whole microseconds; below one it is
 // off, above a second it is a second.
 //
-// Up to d of 1ms, a gathering loop holds its waits as WithHeldWaits
-// describes, whatever that says: where every P is a loop's (GOMAXPROCS
-// equal to the loops), the runtime would otherwise take the P back in
-// nearly every wait and wake another thread to hold it, spending more
-// than gathering saves.
+// Up to d of 1ms, a gathering loop keeps its P (the Go scheduler's) through
+// its waits, as a running goroutine does, for up to 1ms at a time, where no
+// P is spare (GOMAXPROCS no more than the loops): there the runtime would
+// otherwise take the P back in nearly every wait and wake another thread
+// to hold it, spending more than gathering saves. Before each such wait
+// the loop lets any runnable goroutine run (a pool handler, a goroutine
+// its callbacks readied), and holds no wait while one still is. What a
+// hold still delays are goroutines readied while it lasts: those a Go
+// timer or Go's own network poller wakes (a net.Conn in the same process)
+// wait up to 1ms for the hold to end, and, while the loop stays busy, up
+// to 10ms for the runtime to poll the network. A wait that brings nothing
+// is followed by an ordinary one, so an idle loop sleeps.
 //
 // It needs Linux 6.12 (the kernel's IORING_FEAT_MIN_TIMEOUT); on older
 // kernels, where the loop logs that it cannot, and on epoll, kqueue and
@@ -64,33 +71,6 @@ func WithGatherWait(d time.Duration) Option {
 		}
 		o.gatherWait = min(d, time.Second)
 	}
-}
-
-// WithHeldWaits has each loop keep its P (the Go scheduler's) through its
-// waits in the kernel, up to 1ms at a time, where no P is spare
-// (GOMAXPROCS no more than the loops) and the loop runs on epoll or
-// io_uring. There the runtime's sysmon otherwise takes the P back from a
-// loop blocked in a wait and, once it has, looks every 20µs, taking it
-// back from nearly every wait and waking another thread to hold it, which
-// the loop then takes back. A held wait is a system call the runtime is
-// not told of. Measured on echo, UDP and HTTP loads with GOMAXPROCS equal
-// to the loops, it did not lower the CPU per request (BENCHMARKS.md, "Held
-// waits"): measure your own load before turning it on.
-//
-// Before each held wait the loop lets any goroutine that is runnable run
-// (a pool handler or a goroutine its callbacks woke), so those run before
-// it waits, and their tasks (AsyncWrite, Execute) cost no wake-up. The
-// price is paid by goroutines that need a P while a loop holds one: those
-// a Go timer or Go's own network poller wakes (a net.Conn, an HTTP client
-// called from a handler) wait for the hold to end, up to 1ms, and, while
-// the loop is kept busy, for the runtime to poll the network, up to 10ms.
-// Measured with GOMAXPROCS 1, a client on a net.Conn in the same process
-// saw its round trips take 1.7ms rather than 0.1ms. So it is off by
-// default: turn it on for processes whose loops do their own network work.
-// WithGatherWait's loops hold their waits (up to a gathering time of 1ms)
-// whatever it says.
-func WithHeldWaits(held bool) Option {
-	return func(o *options) { o.heldWaits = held }
 }
 
 // choosePoller settles the options' poller on Epoll or IOUring before the

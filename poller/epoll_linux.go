@@ -5,7 +5,6 @@ package poller
 import (
 	"os"
 	"time"
-	"unsafe"
 
 	"golang.org/x/sys/unix"
 
@@ -79,36 +78,6 @@ func (p *Poller) Remove(fd int) error {
 func (p *Poller) Wait(timeout time.Duration) ([]Ready, error) {
 	syscount.Inc()
 	n, err := unix.EpollWait(p.epfd, p.events[:], waitMillis(timeout))
-	return p.collect(n, err)
-}
-
-// HeldWaits reports whether WaitHeld holds its waits: it does on epoll.
-const HeldWaits = true
-
-// WaitHeld waits as Wait does, but as a raw system call, without telling
-// the Go runtime the thread is in one: the goroutine keeps its P (the
-// scheduler's) through the wait, as a running goroutine would, so the
-// runtime's sysmon does not retake the P in the middle of the wait and
-// wake another thread to hold it. No other goroutine runs on that P
-// meanwhile, so make only short waits held. The runtime stops the
-// goroutine when it must (a collection, a preemption) with a signal,
-// which ends the wait early with nothing ready, as a signal ends Wait.
-func (p *Poller) WaitHeld(timeout time.Duration) ([]Ready, error) {
-	syscount.Inc()
-	// epoll_pwait with no signal mask is epoll_wait, on every architecture
-	// (arm64 has no epoll_wait).
-	r, _, errno := unix.RawSyscall6(unix.SYS_EPOLL_PWAIT, uintptr(p.epfd), uintptr(unsafe.Pointer(&p.events[0])),
-		uintptr(len(p.events)), uintptr(waitMillis(timeout)), 0, 0)
-	var err error
-	if errno != 0 {
-		err = errno
-	}
-	return p.collect(int(r), err)
-}
-
-// collect turns what epoll_wait reported, n events or err, into the
-// descriptors ready, leaving out the wake-up eventfd.
-func (p *Poller) collect(n int, err error) ([]Ready, error) {
 	if err != nil {
 		if err == unix.EINTR {
 			return nil, nil

@@ -128,13 +128,6 @@ func (p *Poller) Wait(timeout time.Duration) ([]Ready, error) {
 	return ready, nil
 }
 
-// HeldWaits reports whether WaitHeld holds its waits: on kqueue it does
-// not.
-const HeldWaits = false
-
-// WaitHeld is Wait: on kqueue no wait is held (HeldWaits).
-func (p *Poller) WaitHeld(timeout time.Duration) ([]Ready, error) { return p.Wait(timeout) }
-
 // Wake makes a Wait in progress, or the next one, return at once. It is
 // safe from any goroutine.
 func (p *Poller) Wake() error {

@@ -152,13 +152,6 @@ func (p *Poller) collect() []Ready {
 	return ready
 }
 
-// HeldWaits reports whether WaitHeld holds its waits: on the development backend it does
-// not.
-const HeldWaits = false
-
-// WaitHeld is Wait: on the development backend no wait is held (HeldWaits).
-func (p *Poller) WaitHeld(timeout time.Duration) ([]Ready, error) { return p.Wait(timeout) }
-
 // Wake makes a Wait in progress, or the next one, return at once. It is
 // safe from any goroutine.
 func (p *Poller) Wake() error {

@@ -13,8 +13,7 @@
 // datagram and Write answers its sender.
 //
 // With -gather-wait d its io_uring loops gather events for up to d before
-// handling them (WithGatherWait; 0, the default, is off). With
-// -held-waits its loops hold their P through their waits (WithHeldWaits).
+// handling them (WithGatherWait; 0, the default, is off).
 //
 // With -tls-cert and -tls-key it serves TLS on its listener (WithTLS, the
 // handshake on a goroutine, the records on the loop): the same handler
@@ -78,7 +77,6 @@ type server struct {
 	kind    *poller.Kind
 	readBuf *int
 	gather  *time.Duration
-	held    *bool
 }
 
 func (s server) Serve(cfg serve.Config, m *serve.Meter) error {
@@ -116,7 +114,6 @@ func (s server) options(cfg serve.Config) []sluice.Option {
 		sluice.WithWriteBufferCap(64 << 10),
 		sluice.WithPoller(*s.kind),
 		sluice.WithGatherWait(*s.gather),
-		sluice.WithHeldWaits(*s.held),
 	}
 }
 
@@ -133,6 +130,5 @@ func main() {
 	flag.TextVar(&kind, "poller", poller.Epoll, "how the event loops wait: epoll, uring or auto")
 	readBuf := flag.Int("read-buffer", 64<<10, "read buffer `bytes`")
 	gather := flag.Duration("gather-wait", 0, "io_uring: after an event, wait up to this long for more before handling them (0: off)")
-	held := flag.Bool("held-waits", false, "hold the loops' P through their waits (WithHeldWaits)")
-	serve.Main(server{eng: serve.NewHandoff[sluice.Engine](), kind: &kind, readBuf: readBuf, gather: gather, held: held})
+	serve.Main(server{eng: serve.NewHandoff[sluice.Engine](), kind: &kind, readBuf: readBuf, gather: gather})
 }
