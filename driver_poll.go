@@ -58,8 +58,9 @@ func (d *pollDriver) start() (driver, error) {
 
 func (d *pollDriver) turn() error {
 	l := d.l
-	ready, err := d.p.Wait(l.sleep())
-	l.awake()
+	timeout, _ := l.sleep(false) // only a gathering ring holds its waits
+	ready, err := d.p.Wait(timeout)
+	l.awake(len(ready) == 0)
 	if err != nil {
 		return err
 	}

@@ -159,7 +159,6 @@ type ringDriver struct {
 	failed    bool          // a turn failed: descriptors are closed directly
 	turns     uint64        // turns begun
 	gather    time.Duration // WithGatherWait's, where the kernel can; zero: off
-	quiet     bool          // the last held wait found nothing: wait ordinarily (heldMost)
 	// armed: the turn queued an operation that may complete as it is
 	// submitted (a receive, an accept, a connect, a poll): its wait does
 	// not gather (gathers).
@@ -254,12 +253,9 @@ func (rg *ringDriver) fallBack() (driver, error) {
 func (rg *ringDriver) turn() error {
 	l := rg.l
 	rg.releaseIdle()
-	timeout := l.sleep()
-	held := rg.gather > 0 && rg.gather <= heldMost && !rg.quiet
-	capped := held && (timeout < 0 || timeout > heldMost)
-	if capped {
-		timeout = heldMost
-	}
+	// A gathering loop may hold its waits (heldwait.go); one that gathers
+	// for longer than heldMost never does.
+	timeout, held := l.sleep(rg.gather > 0 && rg.gather <= heldMost)
 	rg.r.SetHeld(held)
 	var err error
 	if rg.gathers(timeout) {
@@ -268,8 +264,7 @@ func (rg *ringDriver) turn() error {
 		err = rg.r.SubmitAndWait(1, timeout)
 	}
 	rg.armed = false
-	rg.quiet = capped && !rg.r.Pending()
-	l.awake()
+	l.awake(!rg.r.Pending())
 	if err != nil {
 		rg.failed = true
 		return err
@@ -278,23 +273,6 @@ func (rg *ringDriver) turn() error {
 	rg.reap()
 	return nil
 }
-
-// heldMost is how long, at most, a gathering loop's wait is a held one
-// (uring.Ring.SetHeld), in which the loop keeps its P. With no P idle
-// (GOMAXPROCS equal to the loops), the runtime's sysmon retakes the P of
-// a goroutine that stays in one system call across two of its samples,
-// and, having done so once, samples every 20µs: every wait longer than
-// that is then retaken, and another thread woken to hold the P, to find
-// nothing to run (ARCHITECTURE.md, "How the loop meets the Go runtime").
-// A gathering wait lasts its bound, so it would be retaken nearly every
-// time. A held wait looks to the runtime like a running goroutine, which
-// sysmon leaves alone, and the loop yields every yieldEvery as it does
-// when busy. A wait that would be longer (a loop with nothing to do) is
-// held only up to this, and the next waits are ordinary ones, in which
-// the P may go, until one brings something. Only gathering loops hold
-// their waits (WithGatherWait says so): other goroutines wait that much
-// longer for the P of a loop when none is idle.
-const heldMost = time.Millisecond
 
 // gatherMost is how many completions end a gathering wait early: a turn
 // that has that many has enough to do.

@@ -46,6 +46,7 @@ type eventloop struct {
 	counts    counters
 	packets   packets  // its UDP sockets (udp.go)
 	sessions  sessions // its UDP listeners' peers' sessions (udp_session.go)
+	held      heldWait // whether its waits are held (heldwait.go)
 
 	// Time and deadlines (deadline.go); the wheel is nil until needed.
 	wheel     *wheel.Wheel
@@ -84,6 +85,7 @@ func (l *eventloop) run(ready func(), booted <-chan struct{}) {
 		defer runtime.UnlockOSThread()
 		l.tid = threadID()
 	}
+	l.held.init(len(l.eng.loops))
 	drv, err := l.drv.start()
 	l.drv = drv
 	if err == nil {
@@ -143,28 +145,39 @@ func (l *eventloop) stop() {
 }
 
 // sleep readies the loop to block in its driver's turn and returns how
-// long it may: zero when a task is already waiting. The sleeping flag
-// tells posters whether the loop must be woken: it is set before the
+// long it may, zero when a task is already waiting, and whether the wait
+// is held (heldwait.go), where the driver can hold it (canHold). The sleeping
+// flag tells posters whether the loop must be woken: it is set before the
 // queue is checked one last time, so a task pushed after that check
-// always finds it set and wakes the loop.
-func (l *eventloop) sleep() time.Duration {
+// always finds it set and wakes the loop. Goroutines that the loop runs
+// before a held wait post to it before the flag is set, so their tasks
+// are found and cost no wake-up.
+func (l *eventloop) sleep(canHold bool) (time.Duration, bool) {
 	timeout := l.timeout()
+	held := false
 	if timeout != 0 {
 		l.yield()
+		held = canHold && l.holds()
 	}
 	l.sleeping.Store(true)
 	if l.tasks.pending() || len(l.resumed) > 0 || len(l.drained) > 0 {
 		l.sleeping.Store(false)
-		timeout = 0
+		return 0, false
 	}
-	return timeout
+	l.held.capped = held && (timeout < 0 || timeout > heldMost)
+	if l.held.capped {
+		timeout = heldMost
+	}
+	return timeout, held
 }
 
-// awake follows a wait: posters wake the loop no more, and the clock is
-// read again when next needed.
-func (l *eventloop) awake() {
+// awake follows a wait, which brought nothing if empty: posters wake the
+// loop no more, and the clock is read again when next needed.
+func (l *eventloop) awake(empty bool) {
 	l.sleeping.Store(false)
 	l.clockRead = false
+	l.held.quiet = l.held.capped && empty
+	l.held.capped = false
 }
 
 // yieldEvery is how often, at most, a loop about to block passes through
@@ -187,6 +200,7 @@ func (l *eventloop) yield() {
 	}
 	l.yielded = now
 	runtime.Gosched()
+	l.held.count(len(l.eng.loops))
 }
 
 // post hands t to the loop from any goroutine, waking the loop only if it

@@ -5,6 +5,7 @@ package sluice
 import (
 	"fmt"
 	"os"
+	"runtime"
 	"strconv"
 	"strings"
 	"testing"
@@ -112,6 +113,7 @@ func TestGatherWaitFewerEnters(t *testing.T) {
 // last until something comes, not a held wait a millisecond at a time.
 func TestGatherWaitIdleLoopSleeps(t *testing.T) {
 	skipWithoutRing(t)
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1)) // no P spare: the waits are held
 	syscount.Enabled = true
 	t.Cleanup(func() { syscount.Enabled = false })
 	eng, addr := serve(t, echoHandler{}, WithNumEventLoop(1), WithPoller(poller.IOUring), WithGatherWait(100*time.Microsecond))

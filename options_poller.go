@@ -47,13 +47,17 @@ func WithPoller(k poller.Kind) Option {
 // off, above a second it is a second.
 //
 // Up to d of 1ms, a gathering loop keeps its P (the Go scheduler's) through
-// its waits, as a running goroutine does, for up to 1ms at a time: where
-// every P is a loop's (GOMAXPROCS equal to the loops), the runtime would
+// its waits, as a running goroutine does, for up to 1ms at a time, where no
+// P is spare (GOMAXPROCS no more than the loops): there the runtime would
 // otherwise take the P back in nearly every wait and wake another thread
-// to hold it, spending more than gathering saves. Other goroutines then
-// get such a P when the loop yields it (every 5ms while it serves) or
-// after 1ms without traffic; the runtime still stops the loop at once
-// when it must (a collection).
+// to hold it, spending more than gathering saves. Before each such wait
+// the loop lets any runnable goroutine run (a pool handler, a goroutine
+// its callbacks readied), and holds no wait while one still is. What a
+// hold still delays are goroutines readied while it lasts: those a Go
+// timer or Go's own network poller wakes (a net.Conn in the same process)
+// wait up to 1ms for the hold to end, and, while the loop stays busy, up
+// to 10ms for the runtime to poll the network. A wait that brings nothing
+// is followed by an ordinary one, so an idle loop sleeps.
 //
 // It needs Linux 6.12 (the kernel's IORING_FEAT_MIN_TIMEOUT); on older
 // kernels, where the loop logs that it cannot, and on epoll, kqueue and
