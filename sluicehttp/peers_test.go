@@ -322,6 +322,78 @@ var answerRoutes = map[string]http.HandlerFunc{
 		w.Header()["Bad Key"] = []string{"v"}
 		io.WriteString(w, "ok")
 	},
+	// Fields the answer's head decides on, set in every way a handler
+	// can: through the map in lower case, twice, empty, beside others.
+	"/map-lower-cl": func(w http.ResponseWriter, r *http.Request) {
+		w.Header()["content-length"] = []string{"3"}
+		io.WriteString(w, "abc")
+	},
+	"/map-lower-te": func(w http.ResponseWriter, r *http.Request) {
+		w.Header()["transfer-encoding"] = []string{"chunked"}
+		io.WriteString(w, "abc")
+	},
+	"/map-lower-connection": func(w http.ResponseWriter, r *http.Request) {
+		w.Header()["connection"] = []string{"close"}
+		w.Header()["content-type"] = []string{"text/x"}
+		io.WriteString(w, "abc")
+	},
+	"/cl-twice": func(w http.ResponseWriter, r *http.Request) {
+		w.Header()["Content-Length"] = []string{"3", "4"}
+		io.WriteString(w, "abc")
+	},
+	"/cl-empty-first": func(w http.ResponseWriter, r *http.Request) {
+		w.Header()["Content-Length"] = []string{"", "3"}
+		io.WriteString(w, "abc")
+	},
+	"/te-chunked-cl-wrong": func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Length", "10")
+		w.Header().Set("Transfer-Encoding", "chunked")
+		io.WriteString(w, "abc")
+	},
+	"/te-list": func(w http.ResponseWriter, r *http.Request) {
+		w.Header()["Transfer-Encoding"] = []string{"gzip", "chunked"}
+		io.WriteString(w, "abc")
+	},
+	"/conn-tokens": func(w http.ResponseWriter, r *http.Request) {
+		w.Header()["Connection"] = []string{"keep-alive", "Close"}
+		io.WriteString(w, "abc")
+	},
+	"/ct-empty": func(w http.ResponseWriter, r *http.Request) {
+		w.Header()["Content-Type"] = nil
+		w.Header()["Content-Encoding"] = []string{""}
+		io.WriteString(w, "<html>")
+	},
+	"/date-upgrade": func(w http.ResponseWriter, r *http.Request) {
+		w.Header()["Date"] = nil
+		w.Header()["Upgrade"] = []string{"", "x"}
+		io.WriteString(w, "abc")
+	},
+	"/trailer-announced": func(w http.ResponseWriter, r *http.Request) {
+		w.Header()["Trailer"] = []string{"x-a, X-B", "x-c"}
+		w.Header().Set("Content-Length", "3")
+		io.WriteString(w, "abc")
+		w.Header().Set("X-A", "1")
+		w.Header()["x-c"] = []string{"lower"}
+		w.Header().Set("X-C", "3")
+	},
+	"/trailer-lower-key": func(w http.ResponseWriter, r *http.Request) {
+		w.Header()["trailer"] = []string{"X-A"}
+		io.WriteString(w, "abc")
+		w.Header().Set("X-A", "1")
+	},
+	"/trailer-prefix": func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Length", "3")
+		w.Header().Set(http.TrailerPrefix+"X-Early", "0")
+		io.WriteString(w, "abc")
+		w.Header().Set(http.TrailerPrefix+"X-Late", "1")
+	},
+	"/many-fields": func(w http.ResponseWriter, r *http.Request) {
+		for i := range 40 {
+			w.Header().Set(fmt.Sprintf("X-F%02d", i), "v")
+		}
+		w.Header().Set("Content-Length", "3")
+		io.WriteString(w, "abc")
+	},
 	"/status-999": func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(999) },
 	"/remote": func(w http.ResponseWriter, r *http.Request) {
 		host, port, err := net.SplitHostPort(r.RemoteAddr)
@@ -358,7 +430,7 @@ func TestAnswersAgree(t *testing.T) {
 			"GET " + path + " HTTP/1.0\r\nConnection: keep-alive\r\n\r\n",
 			"POST " + path + " HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\nhello",
 		} {
-			if path == "/te-and-cl" && strings.Contains(req, "HTTP/1.0") {
+			if (path == "/te-and-cl" || path == "/te-chunked-cl-wrong") && strings.Contains(req, "HTTP/1.0") {
 				// net/http says "Connection: keep-alive" to it, counting
 				// the length it then drops, and closes; this server
 				// closes without saying keep-alive.
