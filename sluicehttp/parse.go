@@ -581,8 +581,6 @@ func transfer(r *http.Request, h *head) *reqError {
 		r.TransferEncoding = []string{"chunked"}
 	case len(cls) > 0:
 		r.ContentLength = n
-	case h.has&hasContentLength != 0:
-		delete(hdr, "Content-Length")
 	}
 	h.length = r.ContentLength
 
