@@ -310,6 +310,8 @@ func vectors() []vector {
 		{"trailer lower", "POST /c HTTP/1.1\r\n" + host + "transfer-encoding: chunked\r\ntrailer: x-sum\r\n\r\n0\r\nX-Sum: 1\r\n\r\n"},
 		{"trailer twice", "POST /c HTTP/1.1\r\n" + host + "Transfer-Encoding: chunked\r\nTrailer: a\r\ntrailer: content-length\r\n\r\n0\r\n\r\n"},
 		{"trailer space before colon", "POST /c HTTP/1.1\r\n" + host + "Transfer-Encoding: chunked\r\nTrailer : Content-Length\r\n\r\n0\r\n\r\n"},
+		{"trailer spaced key", "POST /c HTTP/1.1\r\n" + host + "Transfer-Encoding: chunked\r\nTrailer: X Y\r\n\r\n0\r\nX Y: 1\r\n\r\n"},
+		{"trailer brings framing fields", "POST /c HTTP/1.1\r\n" + host + "Transfer-Encoding: chunked\r\n\r\n0\r\ncontent-length: 5\r\nTransfer-Encoding: x\r\nHost: h\r\n\r\n"},
 		{"upgrade lower", "GET / HTTP/1.1\r\n" + host + "upgrade: websocket\r\nconnection: upgrade\r\n\r\n"},
 
 		// Oversize heads.
