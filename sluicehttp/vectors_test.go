@@ -312,6 +312,10 @@ func vectors() []vector {
 		{"trailer space before colon", "POST /c HTTP/1.1\r\n" + host + "Transfer-Encoding: chunked\r\nTrailer : Content-Length\r\n\r\n0\r\n\r\n"},
 		{"trailer spaced key", "POST /c HTTP/1.1\r\n" + host + "Transfer-Encoding: chunked\r\nTrailer: X Y\r\n\r\n0\r\nX Y: 1\r\n\r\n"},
 		{"trailer brings framing fields", "POST /c HTTP/1.1\r\n" + host + "Transfer-Encoding: chunked\r\n\r\n0\r\ncontent-length: 5\r\nTransfer-Encoding: x\r\nHost: h\r\n\r\n"},
+		{"spaced key beside unsupported TE", "POST / HTTP/1.1\r\n" + host + "X Y: 1\r\nTransfer-Encoding: gzip\r\n\r\n"},
+		{"spaced key beside bad CL", "POST / HTTP/1.1\r\n" + host + "X Y: 1\r\nContent-Length: x\r\n\r\n"},
+		{"spaced key in HTTP/2.0", "GET / HTTP/2.0\r\n" + host + "X Y: 1\r\n\r\n"},
+		{"spaced key beside bad expect", "GET / HTTP/1.1\r\n" + host + "X Y: 1\r\nExpect: x\r\n\r\n"},
 		{"upgrade lower", "GET / HTTP/1.1\r\n" + host + "upgrade: websocket\r\nconnection: upgrade\r\n\r\n"},
 
 		// Oversize heads.
