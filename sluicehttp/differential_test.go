@@ -20,7 +20,8 @@ import (
 // net/http's server and to this one, with handlers on the pool and
 // inline, each client finishing its side once it has sent the vector,
 // and checks that the servers answer with the same status and see the
-// same request, or both close without an answer.
+// same request, or refuse it with the same status and words, or both
+// close without an answer.
 func TestDifferential(t *testing.T) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)

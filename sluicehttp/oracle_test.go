@@ -68,7 +68,8 @@ var describeHandler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Reque
 
 // netHTTPAnswer returns what net/http's server answers to raw, followed by
 // the end of the stream: "status N" and, for a request it read, the
-// description; "closed" when it answers nothing.
+// description, or for one it refused, the body that says why; "closed"
+// when it answers nothing.
 func netHTTPAnswer(raw []byte) string {
 	c := &memConn{in: bytes.NewReader(raw), closed: make(chan struct{})}
 	srv := &http.Server{Handler: describeHandler, ErrorLog: log.New(io.Discard, "", 0)}
@@ -80,7 +81,8 @@ func netHTTPAnswer(raw []byte) string {
 }
 
 // answerFrom reads the first final answer from br and describes it:
-// "status N", the request's description for a 200, "closed" for none.
+// "status N", the request's description for a 200 or the body of any
+// other, "closed" for none.
 func answerFrom(br *bufio.Reader) string {
 	resp, err := http.ReadResponse(br, nil)
 	for err == nil && resp.StatusCode < 200 { // 100 Continue
@@ -89,10 +91,14 @@ func answerFrom(br *bufio.Reader) string {
 	if err != nil {
 		return "closed"
 	}
-	resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return fmt.Sprintf("status %d", resp.StatusCode)
+		// The server's own refusal says why in its body: which of its
+		// checks refused the request.
+		why, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		return fmt.Sprintf("status %d %q", resp.StatusCode, why)
 	}
+	resp.Body.Close()
 	desc, _ := strconv.Unquote(resp.Header.Get("X-Description"))
 	return fmt.Sprintf("status %d\n%s", resp.StatusCode, desc)
 }
@@ -104,17 +110,17 @@ func ourAnswer(raw []byte) string {
 	end := headEnd(raw, 0)
 	switch {
 	case end > limit || end < 0 && len(raw) > limit:
-		return fmt.Sprintf("status %d", http.StatusRequestHeaderFieldsTooLarge)
+		return refusal(errTooLarge)
 	case end < 0 && len(raw) == 0:
 		return "closed"
 	case end < 0:
-		return fmt.Sprintf("status %d", http.StatusBadRequest) // cut short by the end of the stream
+		return refusal(errBadRequest) // cut short by the end of the stream
 	}
 	b := append([]byte(nil), raw[:end]...)
 	r := new(http.Request)
 	var h head
 	if e := parseHead(b, r, &h); e != nil {
-		return fmt.Sprintf("status %d", e.code)
+		return refusal(e)
 	}
 	if r.Method == "OPTIONS" && r.RequestURI == "*" {
 		return fmt.Sprintf("status %d\n", http.StatusOK) // net/http's own answer, no handler's
@@ -132,7 +138,7 @@ func ourAnswer(raw []byte) string {
 	var sb strings.Builder
 	describe(&sb, r)
 	if sb.String() == "body error\n" {
-		return fmt.Sprintf("status %d", http.StatusBadRequest)
+		return fmt.Sprintf("status %d %q", http.StatusBadRequest, "") // describeHandler's
 	}
 	return fmt.Sprintf("status %d\n%s", http.StatusOK, sb.String())
 }
@@ -230,3 +236,10 @@ func (l *oneConnListener) Close() error {
 }
 
 func (l *oneConnListener) Addr() net.Addr { return l.c.LocalAddr() }
+
+// refusal describes the answer errorResponse makes of e as answerFrom
+// does: its status and its body.
+func refusal(e *reqError) string {
+	_, body, _ := strings.Cut(string(errorResponse(e)), "\r\n\r\n")
+	return fmt.Sprintf("status %d %q", e.code, body)
+}
