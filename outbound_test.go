@@ -225,7 +225,14 @@ func TestOutboundBoundRefusesWhole(t *testing.T) {
 	waitFor(t, 5*time.Second, func() bool { return ran.Load() == int64(accepted) },
 		func() string { return "callbacks of accepted writes did not run" })
 	assert.LessOrEqual(t, c.OutboundQueued(), hard)
-	assert.False(t, c.Writable())
+	// Writable is false past the high-water mark (64 KiB). The development
+	// backend's writer can leave exactly the mark queued while the rest
+	// waits in its hands, which is not past it.
+	queued := c.OutboundQueued()
+	assert.Equal(t, queued <= 64<<10, c.Writable(), "%d bytes queued", queued)
+	if !stdBackend {
+		assert.Greater(t, queued, 64<<10, "the bound filled, yet the output is not past the mark")
+	}
 	assert.ErrorIs(t, c.AsyncWrite(make([]byte, hard+1), cb), ErrOutboundFull, "larger than the bound")
 	assert.ErrorIs(t, c.AsyncWritev([][]byte{chunk, chunk, chunk, chunk, chunk, chunk, chunk, chunk, chunk}, cb),
 		ErrOutboundFull, "refused whole")
