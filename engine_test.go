@@ -4,21 +4,16 @@ package sluice
 
 import (
 	"context"
-	"fmt"
 	"io"
 	"log/slog"
 	"net"
-	"os"
-	"runtime"
-	"slices"
-	"strconv"
 	"strings"
-	"sync"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/sluicenet/sluice/internal/leakcheck"
 )
 
 // booter captures the Engine handle as the engine boots.
@@ -112,33 +107,14 @@ func serveAddr(t testing.TB, addr string, h EventHandler, opts ...Option) (Engin
 
 // leakCheck counts the goroutines and descriptors open now, and returns a
 // function that waits for the counts to fall back to these, failing the
-// test if they do not, with the descriptors opened since named.
+// test if they do not, with what was left named. It skips the test where
+// the system does not list its descriptors.
 func leakCheck(t testing.TB) func() {
 	t.Helper()
-	runtimePollerOnce.Do(openRuntimePoller)
-	goroutines, fds := runtime.NumGoroutine(), openFDs(t)
-	return func() {
-		t.Helper()
-		waitFor(t, 5*time.Second, func() bool {
-			return runtime.NumGoroutine() <= goroutines && len(openFDs(t)) <= len(fds)
-		}, func() string {
-			now := openFDs(t)
-			return fmt.Sprintf("leak: goroutines %d -> %d, descriptors %d -> %d, opened since: %s",
-				goroutines, runtime.NumGoroutine(), len(fds), len(now), newFDs(fds, now))
-		})
+	if !leakcheck.Descriptors() {
+		t.Skip("no /proc/self/fd")
 	}
-}
-
-// The runtime opens its own poller's descriptors (an epoll and an
-// eventfd) the first time a net.Conn or a timer needs them, which may be
-// during a test; opening them before the first count keeps them from
-// looking like a leak.
-var runtimePollerOnce sync.Once
-
-func openRuntimePoller() {
-	if ln, err := net.Listen("tcp", "127.0.0.1:0"); err == nil {
-		ln.Close()
-	}
+	return leakcheck.Start(t, 5*time.Second)
 }
 
 // waitFor polls cond on the calling goroutine until it holds, or fails the
@@ -166,83 +142,6 @@ func holdsFor(d time.Duration, cond func() bool) bool {
 		time.Sleep(time.Millisecond)
 	}
 	return cond()
-}
-
-// openFDs returns the process's open descriptors, each with what it
-// refers to (readlink of /proc/self/fd/N).
-func openFDs(t testing.TB) map[string]string {
-	entries, err := os.ReadDir("/proc/self/fd")
-	if err != nil {
-		t.Skip("no /proc/self/fd")
-	}
-	fds := make(map[string]string, len(entries))
-	for _, e := range entries {
-		// The descriptor ReadDir itself had open is gone by now.
-		if target, err := os.Readlink("/proc/self/fd/" + e.Name()); err == nil {
-			fds[e.Name()] = target
-		}
-	}
-	return fds
-}
-
-// newFDs names the descriptors in now that were not in before, a socket
-// with its addresses and state where /proc/self/net knows it, so that a
-// leak says which descriptor outlived its test.
-func newFDs(before, now map[string]string) string {
-	var named []string
-	for fd, target := range now {
-		if before[fd] == target {
-			continue
-		}
-		if inode, ok := strings.CutPrefix(target, "socket:["); ok {
-			target += " " + socketOf(fd, strings.TrimSuffix(inode, "]"))
-		}
-		named = append(named, fd+" "+target)
-	}
-	slices.Sort(named)
-	return strings.Join(named, "; ")
-}
-
-// socketOf describes socket fd: its local and remote addresses, as the
-// socket itself says them, and its state as /proc/self/net lists it under
-// its inode (hexadecimal, as the kernel writes it: 01 established, 08
-// close-wait, 0A listening), where a closed socket is not listed.
-func socketOf(fd, inode string) string {
-	n, _ := strconv.Atoi(fd)
-	local, remote := "?", "?"
-	if sa, err := syscall.Getsockname(n); err == nil {
-		local = sockaddrString(sa)
-	}
-	if sa, err := syscall.Getpeername(n); err == nil {
-		remote = sockaddrString(sa)
-	} else {
-		remote = err.Error()
-	}
-	state := "closed"
-	for _, table := range []string{"tcp", "tcp6", "udp", "udp6", "unix"} {
-		b, _ := os.ReadFile("/proc/self/net/" + table)
-		for line := range strings.Lines(string(b)) {
-			switch f := strings.Fields(line); {
-			case table == "unix" && len(f) >= 7 && f[6] == inode:
-				state = "unix state " + f[5]
-			case table != "unix" && len(f) >= 10 && f[9] == inode:
-				state = table + " state " + f[3]
-			}
-		}
-	}
-	return fmt.Sprintf("(%s -> %s, %s)", local, remote, state)
-}
-
-func sockaddrString(sa syscall.Sockaddr) string {
-	switch sa := sa.(type) {
-	case *syscall.SockaddrInet4:
-		return net.JoinHostPort(net.IP(sa.Addr[:]).String(), strconv.Itoa(sa.Port))
-	case *syscall.SockaddrInet6:
-		return net.JoinHostPort(net.IP(sa.Addr[:]).String(), strconv.Itoa(sa.Port))
-	case *syscall.SockaddrUnix:
-		return "unix:" + sa.Name
-	}
-	return fmt.Sprintf("%T", sa)
 }
 
 // dial connects to an address as serve returns it.

@@ -108,18 +108,27 @@ func TestGatherWaitFewerEnters(t *testing.T) {
 	require.Greater(t, off, on, "the count saw no difference gathering makes")
 }
 
+// serveGathering serves h on one io_uring loop gathering for 100µs, with
+// a single P, where its waits are held; it skips where the kernel cannot
+// gather (Linux 6.12 can).
+func serveGathering(t *testing.T, h EventHandler) (Engine, string) {
+	skipWithoutRing(t)
+	prev := runtime.GOMAXPROCS(1) // no P spare: the waits are held
+	t.Cleanup(func() { runtime.GOMAXPROCS(prev) })
+	eng, addr := serve(t, h, WithNumEventLoop(1), WithPoller(poller.IOUring), WithGatherWait(100*time.Microsecond))
+	if !gathering(t, eng) {
+		t.Skip("the kernel cannot gather (Linux 6.12 can)")
+	}
+	return eng, addr
+}
+
 // A gathering loop with nothing to do sleeps: its held wait (heldMost)
 // comes back empty once, and the waits after it are ordinary ones, which
 // last until something comes, not a held wait a millisecond at a time.
 func TestGatherWaitIdleLoopSleeps(t *testing.T) {
-	skipWithoutRing(t)
-	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1)) // no P spare: the waits are held
 	syscount.Enabled = true
 	t.Cleanup(func() { syscount.Enabled = false })
-	eng, addr := serve(t, echoHandler{}, WithNumEventLoop(1), WithPoller(poller.IOUring), WithGatherWait(100*time.Microsecond))
-	if !gathering(t, eng) {
-		t.Skip("the kernel cannot gather (Linux 6.12 can)")
-	}
+	eng, addr := serveGathering(t, echoHandler{})
 	c := dialRaw(t, addr)
 	c.readTimeout(t, 10*time.Second)
 	c.roundTrip(t)

@@ -83,6 +83,20 @@ func quietLoop(t testing.TB, eng Engine) time.Time {
 	return began
 }
 
+// servedThenIdle serves echo on one loop gathering for d, makes a round
+// trip over a client, and returns once the loop is past the ring's idle
+// timer and has had twice the gathering time from its last task to begin
+// its wait: a wait that began after that task would hold what comes next
+// until the gathering time after it at least.
+func servedThenIdle(t *testing.T, p Option, d time.Duration) (addr string, c *rawClient) {
+	eng, addr := serve(t, echoHandler{}, p, WithNumEventLoop(1), WithGatherWait(d))
+	c = dialRaw(t, addr)
+	c.readTimeout(t, 10*time.Second)
+	c.roundTrip(t)
+	time.Sleep(time.Until(quietLoop(t, eng).Add(2 * d)))
+	return addr, c
+}
+
 // A loop that has been waiting for longer than the gathering time answers
 // the next request at once, and its reply is not held back by the wait
 // that begins as it is sent. The loop has twice the gathering time from
@@ -93,11 +107,7 @@ func quietLoop(t testing.TB, eng Engine) time.Time {
 func TestGatherWaitLoneRequestWaitsForNothing(t *testing.T) {
 	const d = time.Second
 	onEachPoller(t, func(t *testing.T, p Option) outcome {
-		eng, addr := serve(t, echoHandler{}, p, WithNumEventLoop(1), WithGatherWait(d))
-		c := dialRaw(t, addr)
-		c.readTimeout(t, 10*time.Second)
-		c.roundTrip(t)
-		time.Sleep(time.Until(quietLoop(t, eng).Add(2 * d)))
+		_, c := servedThenIdle(t, p, d)
 		start := time.Now()
 		c.roundTrip(t)
 		assert.Less(t, time.Since(start), d)
@@ -218,17 +228,11 @@ func TestGatherWaitKeepsTimers(t *testing.T) {
 func TestGatherWaitNewConnAnsweredAtOnce(t *testing.T) {
 	const d = time.Second
 	onEachPoller(t, func(t *testing.T, p Option) outcome {
-		eng, addr := serve(t, echoHandler{}, p, WithNumEventLoop(1), WithGatherWait(d))
-		warm := dialRaw(t, addr)
-		warm.readTimeout(t, 10*time.Second)
-		warm.roundTrip(t)
-		// Past the ring's idle timer, with twice the gathering time for
-		// the loop to begin its wait: a hold of the new connection's
-		// request, by a wait that began with the accept or before, would
-		// last until the gathering time after the connect at least. The
-		// whole gathering time, a second, is the margin for the connect
-		// and the round trip.
-		time.Sleep(time.Until(quietLoop(t, eng).Add(2 * d)))
+		// A hold of the new connection's request, by a wait that began
+		// with the accept or before, would last until the gathering time
+		// after the connect at least. The whole gathering time, a second,
+		// is the margin for the connect and the round trip.
+		addr, _ := servedThenIdle(t, p, d)
 		start := time.Now()
 		c := dialRaw(t, addr)
 		c.readTimeout(t, 10*time.Second)

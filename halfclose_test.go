@@ -74,11 +74,7 @@ func TestPeerHalfCloseGetsWholeReply(t *testing.T) {
 				eng, addr := serve(t, h, p, WithNumEventLoop(1))
 				c := dialSmall(t, addr)
 				id := h.next(t)
-				go func() {
-					c.Write(request)
-					c.CloseWrite()
-				}()
-				back, err := readSlowly(c, 16<<10, 200*time.Microsecond)
+				back, err := sendThenReadSlowly(c, request)
 				require.NoError(t, err, "after %d of %d bytes", len(back), len(reply))
 				require.Equal(t, len(reply), len(back))
 				require.True(t, bytes.Equal(reply, back), "reply differs at byte %d", firstDiff(back, reply))
@@ -404,11 +400,7 @@ func TestHalfCloseEchoWhilePaused(t *testing.T) {
 		eng, addr := serve(t, h, p, WithNumEventLoop(1), WithHalfClose(true))
 		c := dialSmall(t, addr)
 		id := h.next(t)
-		go func() {
-			c.Write(payload)
-			c.CloseWrite()
-		}()
-		got, err := readSlowly(c, 16<<10, 200*time.Microsecond)
+		got, err := sendThenReadSlowly(c, payload)
 		require.NoError(t, err, "after %d bytes", len(got))
 		want := append(append([]byte(nil), payload...), farewell...)
 		require.True(t, bytes.Equal(want, got), "got %d of %d bytes; differs at byte %d",

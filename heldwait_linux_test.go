@@ -6,7 +6,6 @@ import (
 	"bytes"
 	"io"
 	"runtime"
-
 	"sync/atomic"
 	"testing"
 	"time"
@@ -14,7 +13,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/sluicenet/sluice/poller"
 	"github.com/sluicenet/sluice/pool"
 )
 
@@ -40,20 +38,6 @@ func (h *readier) OnTraffic(c Conn) Action {
 		_ = c.AsyncWrite(msg, nil)
 	})
 	return None
-}
-
-// serveGathering serves h on one io_uring loop gathering for 100µs, with
-// a single P, where its waits are held; it skips where the kernel cannot
-// gather (Linux 6.12 can).
-func serveGathering(t *testing.T, h EventHandler) (Engine, string) {
-	skipWithoutRing(t)
-	prev := runtime.GOMAXPROCS(1) // no P spare: the waits are held
-	t.Cleanup(func() { runtime.GOMAXPROCS(prev) })
-	eng, addr := serve(t, h, WithNumEventLoop(1), WithPoller(poller.IOUring), WithGatherWait(100*time.Microsecond))
-	if !gathering(t, eng) {
-		t.Skip("the kernel cannot gather (Linux 6.12 can)")
-	}
-	return eng, addr
 }
 
 // A goroutine that a callback of a gathering loop readies, by a channel

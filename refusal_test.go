@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -42,11 +43,17 @@ func (h *refuser) OnRefuse(remote net.Addr, reason error) []byte {
 // refusal is the answer refuser gives for reason.
 func refusal(reason error) string { return "-ERR " + reason.Error() + "\r\n" }
 
-// refused returns what OnRefuse was given so far, in the order it ran.
-func (h *refuser) refused() (remotes []string, reasons []error) {
+// refusedFor checks that OnRefuse has been called n times, each for
+// reason, and returns the remote addresses it got, in the order it ran.
+func (h *refuser) refusedFor(t *testing.T, n int, reason error) (remotes []string) {
+	t.Helper()
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	return append([]string(nil), h.remotes...), append([]error(nil), h.reasons...)
+	require.Len(t, h.reasons, n)
+	for _, r := range h.reasons {
+		assert.ErrorIs(t, r, reason)
+	}
+	return slices.Clone(h.remotes)
 }
 
 // plainHandler has no OnRefuse: the lifetimes without refuser's method.
@@ -125,11 +132,7 @@ func TestRefusalMaxConnections(t *testing.T) {
 
 		hs := knockAll(t, addr, "", knocks, sameCommand)
 		ok := checkHeard(t, hs, refusal(ErrTooManyConns))
-		remotes, reasons := h.refused()
-		require.Len(t, reasons, knocks)
-		for _, r := range reasons {
-			assert.ErrorIs(t, r, ErrTooManyConns)
-		}
+		remotes := h.refusedFor(t, knocks, ErrTooManyConns)
 		for _, c := range hs {
 			assert.Contains(t, remotes, c.local, "the remote address OnRefuse got")
 		}
@@ -155,11 +158,7 @@ func TestRefusalPerSource(t *testing.T) {
 
 		hs := knockAll(t, addr, "127.0.0.1", knocks, sameCommand)
 		ok := checkHeard(t, hs, refusal(ErrTooManyFromSource))
-		_, reasons := h.refused()
-		require.Len(t, reasons, knocks)
-		for _, r := range reasons {
-			assert.ErrorIs(t, r, ErrTooManyFromSource)
-		}
+		h.refusedFor(t, knocks, ErrTooManyFromSource)
 		other := burstFrom(t, addr, "127.0.0.2")
 		second := h.next(t)
 		require.NoError(t, echoOnce(other, []byte("another source")))
@@ -204,11 +203,8 @@ func TestRefusalPerSourceAfterProxyHeader(t *testing.T) {
 
 		hs := knockAll(t, addr, "", knocks, header)
 		ok := checkHeard(t, hs, refusal(ErrTooManyFromSource))
-		remotes, reasons := h.refused()
-		require.Len(t, reasons, knocks)
-		for i, r := range reasons {
-			assert.ErrorIs(t, r, ErrTooManyFromSource)
-			assert.True(t, strings.HasPrefix(remotes[i], "203.0.113.7:"), "OnRefuse got %s", remotes[i])
+		for _, remote := range h.refusedFor(t, knocks, ErrTooManyFromSource) {
+			assert.True(t, strings.HasPrefix(remote, "203.0.113.7:"), "OnRefuse got %s", remote)
 		}
 		s := eng.Stats()
 		assert.EqualValues(t, knocks, s.RejectedPerSource)
@@ -271,11 +267,7 @@ func TestRefusalOverBudget(t *testing.T) {
 	eng.e.mem.held.Add(budget + 1)
 	hs := knockAll(t, addr, "", 5, sameCommand)
 	checkHeard(t, hs, refusal(ErrInboundOverBudget))
-	_, reasons := h.refused()
-	require.Len(t, reasons, 5)
-	for _, r := range reasons {
-		assert.ErrorIs(t, r, ErrInboundOverBudget)
-	}
+	h.refusedFor(t, 5, ErrInboundOverBudget)
 	assert.EqualValues(t, 5, eng.Stats().RejectedOverBudget)
 	eng.e.mem.held.Add(-(budget + 1))
 	require.NoError(t, echoOnce(dial(t, addr), []byte("served again")))

@@ -111,6 +111,17 @@ func readSlowly(c net.Conn, chunk int, pause time.Duration) ([]byte, error) {
 	}
 }
 
+// sendThenReadSlowly writes out to c from another goroutine and then
+// closes c's write side, while it reads what comes back with readSlowly,
+// 16 KiB every 200µs.
+func sendThenReadSlowly(c *net.TCPConn, out []byte) ([]byte, error) {
+	go func() {
+		c.Write(out)
+		c.CloseWrite()
+	}()
+	return readSlowly(c, 16<<10, 200*time.Microsecond)
+}
+
 // dialSmall connects a TCP client whose receive buffer is small, so that
 // reading slowly holds the server's output back.
 func dialSmall(t testing.TB, addr string) *net.TCPConn {
@@ -189,11 +200,7 @@ func TestEndOfStreamWhilePaused(t *testing.T) {
 			_, addr := serve(t, h, p, WithNumEventLoop(1))
 			c := dialSmall(t, addr)
 			id := h.next(t)
-			go func() {
-				c.Write(payload)
-				c.CloseWrite()
-			}()
-			got, err := readSlowly(c, 16<<10, 200*time.Microsecond)
+			got, err := sendThenReadSlowly(c, payload)
 			require.NoError(t, err)
 			require.Equal(t, len(payload), len(got))
 			require.True(t, bytes.Equal(payload, got), "echo differs at byte %d", firstDiff(got, payload))

@@ -9,6 +9,7 @@ import (
 	"io"
 	"net"
 	"os/exec"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -333,19 +334,21 @@ func TestResumeOffersHeldBytesOnce(t *testing.T) {
 	})
 }
 
-// markPauser answers each byte b it reads with mark+b bytes, posted with
-// AsyncWrite, and pauses reading while Conn.Writable says its output is
+// pauser answers each byte b it reads with AsyncWrites of the sizes
+// plan(b) gives, and pauses reading while Conn.Writable says its output is
 // past the high-water mark, resuming on OnDrain.
-type markPauser struct {
+type pauser struct {
 	BuiltinEventEngine
-	mark int
+	plan func(b byte) []int
 }
 
-func (h markPauser) OnTraffic(c Conn) Action {
+func (h pauser) OnTraffic(c Conn) Action {
 	in, _ := c.Next(-1)
 	for _, b := range in {
-		if err := c.AsyncWrite(make([]byte, h.mark+int(b)), nil); err != nil {
-			return Close
+		for _, n := range h.plan(b) {
+			if err := c.AsyncWrite(make([]byte, n), nil); err != nil {
+				return Close
+			}
 		}
 	}
 	if !c.Writable() {
@@ -354,9 +357,31 @@ func (h markPauser) OnTraffic(c Conn) Action {
 	return None
 }
 
-func (markPauser) OnDrain(c Conn) Action {
+func (pauser) OnDrain(c Conn) Action {
 	c.ResumeRead()
 	return None
+}
+
+// checkPauserAnswers serves a pauser with plan on one loop whose
+// high-water mark is mark, sends it the requests one byte at a time, and
+// reads each whole answer before the next request.
+func checkPauserAnswers(t *testing.T, mark int, plan func(b byte) []int, requests []byte) {
+	onEachPoller(t, func(t *testing.T, p Option) outcome {
+		_, addr := serve(t, pauser{plan: plan}, p, WithNumEventLoop(1), WithWriteBufferCap(mark))
+		c := dial(t, addr)
+		for i, b := range requests {
+			_, err := c.Write([]byte{b})
+			require.NoError(t, err)
+			want := 0
+			for _, n := range plan(b) {
+				want += n
+			}
+			c.SetReadDeadline(time.Now().Add(5 * time.Second))
+			_, err = io.ReadFull(c, make([]byte, want))
+			require.NoError(t, err, "the answer to request %d, of %d bytes", i, want)
+		}
+		return outcome{}
+	})
 }
 
 // Conn.Writable reports false only once the output is past the high-water
@@ -365,18 +390,9 @@ func (markPauser) OnDrain(c Conn) Action {
 // a handler that paused on it waited for ever.
 func TestWritableUntilPastMark(t *testing.T) {
 	const mark = 2 << 10
-	onEachPoller(t, func(t *testing.T, p Option) outcome {
-		_, addr := serve(t, markPauser{mark: mark}, p, WithNumEventLoop(1), WithWriteBufferCap(mark))
-		c := dial(t, addr)
-		for i, b := range []byte{0, 1, 0, 0, 1, 1} {
-			_, err := c.Write([]byte{b})
-			require.NoError(t, err)
-			c.SetReadDeadline(time.Now().Add(5 * time.Second))
-			_, err = io.ReadFull(c, make([]byte, mark+int(b)))
-			require.NoError(t, err, "the answer to request %d, of %d bytes", i, mark+int(b))
-		}
-		return outcome{}
-	})
+	// One write of mark+b bytes for each byte b.
+	plan := func(b byte) []int { return []int{mark + int(b)} }
+	checkPauserAnswers(t, mark, plan, []byte{0, 1, 0, 0, 1, 1})
 }
 
 // A reply posted with AsyncWrite before the connection closes is sent
@@ -458,48 +474,12 @@ func TestCloseEndsAsyncWriteChain(t *testing.T) {
 	})
 }
 
-// splitPauser answers each request byte b with b+2 AsyncWrites of just
-// over half the mark each, none past the mark alone, then pauses while
-// Conn.Writable says its output is past the mark, until OnDrain.
-type splitPauser struct {
-	BuiltinEventEngine
-	mark int
-}
-
-func (h splitPauser) OnTraffic(c Conn) Action {
-	in, _ := c.Next(-1)
-	for _, b := range in {
-		for range int(b) + 2 {
-			if err := c.AsyncWrite(make([]byte, h.mark/2+1), nil); err != nil {
-				return Close
-			}
-		}
-	}
-	if !c.Writable() {
-		c.PauseRead()
-	}
-	return None
-}
-
-func (splitPauser) OnDrain(c Conn) Action {
-	c.ResumeRead()
-	return None
-}
-
 // Conn.Writable false means OnDrain follows, also when the output past the
 // mark was posted in parts that each went to the socket whole.
 func TestWritableFalseOwesDrain(t *testing.T) {
 	const mark = 2 << 10
-	onEachPoller(t, func(t *testing.T, p Option) outcome {
-		_, addr := serve(t, splitPauser{mark: mark}, p, WithNumEventLoop(1), WithWriteBufferCap(mark))
-		c := dial(t, addr)
-		for i, b := range []byte{0, 1, 0, 2} {
-			_, err := c.Write([]byte{b})
-			require.NoError(t, err)
-			c.SetReadDeadline(time.Now().Add(5 * time.Second))
-			_, err = io.ReadFull(c, make([]byte, (int(b)+2)*(mark/2+1)))
-			require.NoError(t, err, "the answer to request %d", i)
-		}
-		return outcome{}
-	})
+	// b+2 writes for each byte b, of just over half the mark each: none
+	// past the mark alone.
+	plan := func(b byte) []int { return slices.Repeat([]int{mark/2 + 1}, int(b)+2) }
+	checkPauserAnswers(t, mark, plan, []byte{0, 1, 0, 2})
 }

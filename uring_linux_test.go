@@ -18,6 +18,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"golang.org/x/sys/unix"
 
+	"github.com/sluicenet/sluice/internal/leakcheck"
 	"github.com/sluicenet/sluice/internal/syscount"
 	"github.com/sluicenet/sluice/internal/uring"
 	"github.com/sluicenet/sluice/poller"
@@ -80,7 +81,7 @@ func TestPollerChoice(t *testing.T) {
 // still wakes the loop.
 func TestRingOpensNoEpoll(t *testing.T) {
 	skipWithoutRing(t)
-	runtimePollerOnce.Do(openRuntimePoller)
+	leakcheck.OpenRuntimePoller()
 	const loops = 2
 	for _, k := range []poller.Kind{poller.Epoll, poller.IOUring} {
 		t.Run(k.String(), func(t *testing.T) {

@@ -23,40 +23,54 @@ import (
 // same request, or refuse it with the same status and words, or both
 // close without an answer.
 func TestDifferential(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	std := &http.Server{Handler: describeHandler, ErrorLog: log.New(io.Discard, "", 0), ReadTimeout: deadline}
-	go std.Serve(ln)
-	t.Cleanup(func() { std.Close() })
-	quiet := log.New(io.Discard, "", 0)
-	pooled := serve(t, &Server{Handler: describeHandler, ErrorLog: quiet, ReadTimeout: deadline})
-	// Inline bodies are bounded by default; net/http's are not.
-	inline := serve(t, &Server{Handler: describeHandler, ErrorLog: quiet, ReadTimeout: deadline,
-		Inline: true, MaxBodyBytes: math.MaxInt64})
-
 	vs := vectors()
 	require.GreaterOrEqual(t, len(vs), 200)
-	type result struct{ std, pooled, inline string }
-	results := make([]result, len(vs))
+	results := askEach(t, vs, func(v vector) string { return v.raw }, answerOver)
+	for i, v := range vs {
+		r := results[i]
+		assert.Equal(t, r.std, r.pooled, "vector %q (pool): %.200q", v.name, v.raw)
+		assert.Equal(t, r.std, r.inline, "vector %q (inline): %.200q", v.name, v.raw)
+	}
+}
+
+// differentialServers starts the servers the differential tests compare,
+// each answering with describeHandler: net/http's, and this package's
+// with handlers on the pool and inline; it returns their addresses.
+func differentialServers(t *testing.T) (std, pooled, inline string) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	srv := &http.Server{Handler: describeHandler, ErrorLog: log.New(io.Discard, "", 0), ReadTimeout: deadline}
+	go srv.Serve(ln)
+	t.Cleanup(func() { srv.Close() })
+	quiet := log.New(io.Discard, "", 0)
+	pooled = serve(t, &Server{Handler: describeHandler, ErrorLog: quiet, ReadTimeout: deadline})
+	// Inline bodies are bounded by default; net/http's are not.
+	inline = serve(t, &Server{Handler: describeHandler, ErrorLog: quiet, ReadTimeout: deadline,
+		Inline: true, MaxBodyBytes: math.MaxInt64})
+	return ln.Addr().String(), pooled, inline
+}
+
+// answers is what each of the differential servers answered to one
+// vector.
+type answers struct{ std, pooled, inline string }
+
+// askEach sends raw(v) for each of vs to each of the differential servers,
+// sixteen vectors at a time, and returns what ask found each answered.
+func askEach(t *testing.T, vs []vector, raw func(vector) string, ask func(addr, raw string) string) []answers {
+	std, pooled, inline := differentialServers(t)
+	results := make([]answers, len(vs))
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, 16)
 	for i, v := range vs {
 		sem <- struct{}{}
 		wg.Go(func() {
 			defer func() { <-sem }()
-			results[i] = result{
-				std:    answerOver(ln.Addr().String(), v.raw),
-				pooled: answerOver(pooled, v.raw),
-				inline: answerOver(inline, v.raw),
-			}
+			r := raw(v)
+			results[i] = answers{std: ask(std, r), pooled: ask(pooled, r), inline: ask(inline, r)}
 		})
 	}
 	wg.Wait()
-	for i, v := range vs {
-		r := results[i]
-		assert.Equal(t, r.std, r.pooled, "vector %q (pool): %.200q", v.name, v.raw)
-		assert.Equal(t, r.std, r.inline, "vector %q (inline): %.200q", v.name, v.raw)
-	}
+	return results
 }
 
 // answerOver sends raw to addr, finishes sending, and returns the first

@@ -4,20 +4,18 @@ import (
 	"bufio"
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"log"
 	"net"
 	"net/http"
 	"os"
-	"runtime"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/sluicenet/sluice"
+	"github.com/sluicenet/sluice/internal/leakcheck"
 	"github.com/sluicenet/sluice/poller"
 )
 
@@ -41,7 +39,7 @@ var testPoller = func() poller.Kind {
 // goroutine and no descriptor behind, is the test's cleanup.
 func serve(t testing.TB, s *Server, opts ...sluice.Option) string {
 	t.Helper()
-	leaks := leakCheck(t)
+	leaks := leakcheck.Start(t, deadline)
 	if s.ErrorLog == nil {
 		s.ErrorLog = testLogger(t)
 	}
@@ -58,43 +56,6 @@ func serve(t testing.TB, s *Server, opts ...sluice.Option) string {
 		leaks()
 	})
 	return eng.Addrs()[0].String()
-}
-
-// leakCheck counts the goroutines and descriptors open now, and returns a
-// function that waits for the counts to fall back to these.
-func leakCheck(t testing.TB) func() {
-	t.Helper()
-	runtimePoller.Do(func() {
-		if ln, err := net.Listen("tcp", "127.0.0.1:0"); err == nil {
-			ln.Close()
-		}
-	})
-	goroutines, fds := runtime.NumGoroutine(), openFDs(t)
-	return func() {
-		t.Helper()
-		waitFor(t, func() bool {
-			return runtime.NumGoroutine() <= goroutines && openFDs(t) <= fds
-		}, func() string {
-			buf := make([]byte, 1<<20)
-			buf = buf[:runtime.Stack(buf, true)]
-			return fmt.Sprintf("leak: goroutines %d -> %d, descriptors %d -> %d\n%s",
-				goroutines, runtime.NumGoroutine(), fds, openFDs(t), buf)
-		})
-	}
-}
-
-// The runtime opens its own poller's descriptors with the first net.Conn;
-// opening them before the first count keeps them from looking leaked.
-var runtimePoller sync.Once
-
-// openFDs counts the process's open descriptors, or says 0 where the
-// system does not tell (no /proc): the goroutines are counted still.
-func openFDs(testing.TB) int {
-	entries, err := os.ReadDir("/proc/self/fd")
-	if err != nil {
-		return 0
-	}
-	return len(entries)
 }
 
 // waitFor polls cond until it holds, or fails the test with describe's

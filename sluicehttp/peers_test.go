@@ -7,12 +7,10 @@ import (
 	"fmt"
 	"io"
 	"log"
-	"math"
 	"net"
 	"net/http"
 	"runtime"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -57,35 +55,9 @@ func TestInlineAnswerPastMaxOutbound(t *testing.T) {
 // for the end of one request and the start of the next is where smuggling
 // lives, so the answers after the first matter as much as the first.
 func TestDifferentialPipelined(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	std := &http.Server{Handler: describeHandler, ErrorLog: log.New(io.Discard, "", 0), ReadTimeout: deadline}
-	go std.Serve(ln)
-	t.Cleanup(func() { std.Close() })
-	quiet := log.New(io.Discard, "", 0)
-	pooled := serve(t, &Server{Handler: describeHandler, ErrorLog: quiet, ReadTimeout: deadline})
-	inline := serve(t, &Server{Handler: describeHandler, ErrorLog: quiet, ReadTimeout: deadline,
-		Inline: true, MaxBodyBytes: math.MaxInt64})
-
 	const next = "GET /next HTTP/1.1\r\nHost: example.com\r\n\r\n"
 	vs := append(vectors(), pipelinedVectors()...)
-	type result struct{ std, pooled, inline string }
-	results := make([]result, len(vs))
-	var wg sync.WaitGroup
-	sem := make(chan struct{}, 16)
-	for i, v := range vs {
-		sem <- struct{}{}
-		wg.Go(func() {
-			defer func() { <-sem }()
-			raw := v.raw + next
-			results[i] = result{
-				std:    allAnswersOver(ln.Addr().String(), raw),
-				pooled: allAnswersOver(pooled, raw),
-				inline: allAnswersOver(inline, raw),
-			}
-		})
-	}
-	wg.Wait()
+	results := askEach(t, vs, func(v vector) string { return v.raw + next }, allAnswersOver)
 	for i, v := range vs {
 		r := results[i]
 		want := r.std

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sluicenet/sluice"
+	"github.com/sluicenet/sluice/internal/leakcheck"
 )
 
 // TestShutdown checks Shutdown: connections waiting for a request close
@@ -81,7 +82,7 @@ func TestStartServe(t *testing.T) {
 	_, err := s.Start("tcp://127.0.0.1:0")
 	assert.ErrorIs(t, err, ErrServerStarted)
 
-	leaks := leakCheck(t)
+	leaks := leakcheck.Start(t, deadline)
 	s2 := &Server{Handler: http.HandlerFunc(hello), ErrorLog: testLogger(t)}
 	served := make(chan error, 1)
 	go func() { served <- s2.Serve("tcp://127.0.0.1:0", sluice.WithPoller(testPoller)) }()

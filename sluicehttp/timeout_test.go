@@ -2,7 +2,6 @@ package sluicehttp
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"errors"
 	"io"
@@ -10,12 +9,13 @@ import (
 	"net/http"
 	"os"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/sluicenet/sluice/internal/syncbuf"
 )
 
 // TestSlowHeader checks ReadHeaderTimeout: a client still sending its
@@ -127,7 +127,7 @@ func TestWriteTimeout(t *testing.T) {
 // connections go on being served.
 func TestHandlerPanic(t *testing.T) {
 	modes(t, func(t *testing.T, inline bool) {
-		var logged syncBuffer
+		var logged syncbuf.Buffer
 		addr := serve(t, &Server{Inline: inline, ErrorLog: log.New(&logged, "", 0), Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			switch r.URL.Path {
 			case "/panic":
@@ -188,24 +188,6 @@ func TestClientGoneCancelsContext(t *testing.T) {
 	<-started
 	c.Close()
 	assert.ErrorIs(t, <-cause, context.Canceled)
-}
-
-// syncBuffer is a bytes.Buffer safe for a logger on another goroutine.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 // TestHeadTooLarge checks MaxHeaderBytes: a head longer than it, and

@@ -11,17 +11,13 @@ import (
 	"time"
 
 	"github.com/sluicenet/sluice"
-	"github.com/sluicenet/sluice/examples/internal/debug"
+	"github.com/sluicenet/sluice/examples/internal/ops"
 	"github.com/sluicenet/sluice/upgrade"
 )
 
-// The flags of running in production: upgrades, the PID file.
-var (
-	upgradeOn = flag.String("upgrade-on", "none", "signal that hands the listeners to a new process: SIGHUP, SIGUSR1, SIGUSR2 or none")
-	pidFile   = flag.String("pid-file", "", "file to hold the ID of the process serving")
-	drain     = flag.Duration("drain", 30*time.Second, "after an upgrade, how long connections may take to finish on the old process")
-	debugAddr = flag.String("debug-addr", "", "serve /debug/vars (expvar, the engine's counters under \"sluice\") on host:port")
-)
+// drain is the flag of running in production that echo has beside
+// package ops's (upgrades, the PID file, the debug endpoint).
+var drain = flag.Duration("drain", 30*time.Second, "after an upgrade, how long connections may take to finish on the old process")
 
 // stopTimeout bounds a graceful stop: connections still sending what they
 // have queued after it are reset.
@@ -32,14 +28,7 @@ const stopTimeout = 5 * time.Second
 // and says how that went; it exits with status 1 if the stop had to reset
 // connections, or the server could not start.
 func serve(h *echo, addr string, tlsConfig *tls.Config, opts ...sluice.Option) {
-	on, err := upgrade.ParseSignal(*upgradeOn)
-	if err != nil {
-		log.Fatalf("echo: %v", err)
-	}
-	up, err := upgrade.New(upgrade.Config{PIDFile: *pidFile, Signal: on, Logf: log.Printf})
-	if err != nil {
-		log.Fatalf("echo: %v", err)
-	}
+	up := ops.Upgrader("echo")
 	defer up.Close()
 	if files := up.Files(); len(files) > 0 {
 		names := make([]string, len(files))
@@ -48,20 +37,14 @@ func serve(h *echo, addr string, tlsConfig *tls.Config, opts ...sluice.Option) {
 		}
 		fmt.Printf("echo: handed listening sockets %s\n", strings.Join(names, ", "))
 	}
-	if !flagSet("addr") {
+	if !ops.FlagSet("addr") {
 		addr = up.Default(addr)
 	}
 	eng, err := sluice.Start(h, addr, append(opts, sluice.WithListenerFiles(up.Files(), sluice.ListenTLS(tlsConfig)))...)
 	if err != nil {
 		log.Fatalf("echo: %v", err)
 	}
-	if err := up.Ready(); err != nil {
-		log.Printf("echo: telling that it serves: %v", err)
-	}
-	stopDebug := debug.Serve("echo", *debugAddr, eng.Stats)
-	why := up.Wait(eng)
-	stopDebug() // a successor takes the address up
-	if why == upgrade.HandedOver {
+	if why := ops.Serve("echo", up, eng); why == upgrade.HandedOver {
 		ctx, cancel := context.WithTimeout(context.Background(), *drain)
 		err := eng.StopAccepting(ctx)
 		cancel()
@@ -78,13 +61,6 @@ func serve(h *echo, addr string, tlsConfig *tls.Config, opts ...sluice.Option) {
 		log.Fatalf("echo: stop: connections still open after %v were reset: %v", stopTimeout, err)
 	}
 	fmt.Println("echo: stopped")
-}
-
-// flagSet reports whether the flag name was given.
-func flagSet(name string) bool {
-	set := false
-	flag.Visit(func(f *flag.Flag) { set = set || f.Name == name })
-	return set
 }
 
 // accepts counts the connections the server accepted, and when the first

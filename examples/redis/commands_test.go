@@ -555,6 +555,33 @@ var commandCases = []struct {
 		`,
 	},
 	{
+		name: "expiretime",
+		script: `
+			SET k v
+			EXPIRETIME k
+			PEXPIRETIME k
+			EXPIRETIME nope
+			PEXPIRETIME nope
+			PEXPIREAT k 33177600000499
+			EXPIRETIME k
+			PEXPIRETIME k
+			PEXPIREAT k 33177600000500
+			EXPIRETIME k
+		`,
+		want: `
+			OK
+			(integer) -1
+			(integer) -1
+			(integer) -2
+			(integer) -2
+			(integer) 1
+			(integer) 33177600000
+			(integer) 33177600000499
+			(integer) 1
+			(integer) 33177600001
+		`,
+	},
+	{
 		name: "rename",
 		script: `
 			SET a 1

@@ -140,21 +140,7 @@ func expire(c *call) {
 // expiretime is EXPIRETIME and PEXPIRETIME key: the Unix time, in seconds
 // or milliseconds, at which the key expires; -1 for one that does not,
 // -2 for a missing key.
-func expiretime(c *call) {
-	sh, _ := c.lock(c.args[1])
-	defer c.unlock(sh)
-	e := sh.find(c.args[1], c.now)
-	switch {
-	case e == nil:
-		c.integer(-2)
-	case e.expire == 0:
-		c.integer(-1)
-	case c.cmd.name == "expiretime":
-		c.integer((e.expire + 500) / 1000)
-	default:
-		c.integer(e.expire)
-	}
-}
+func expiretime(c *call) { replyExpiry(c, 0, "expiretime") }
 
 // expireAt returns the Unix millisecond n seconds, or milliseconds, after
 // now, and whether it is representable.
@@ -170,7 +156,12 @@ func expireAt(n int64, seconds bool, now int64) (int64, bool) {
 
 // ttl is TTL and PTTL: -2 for a missing key, -1 for one that does not
 // expire.
-func ttl(c *call) {
+func ttl(c *call) { replyExpiry(c, c.now, "ttl") }
+
+// replyExpiry answers for the key c names: -2 if it is missing, -1 if it
+// does not expire, else the Unix millisecond it expires at less base, in
+// seconds (rounded) where the command is the one named seconds.
+func replyExpiry(c *call, base int64, seconds string) {
 	sh, _ := c.lock(c.args[1])
 	defer c.unlock(sh)
 	e := sh.find(c.args[1], c.now)
@@ -179,10 +170,10 @@ func ttl(c *call) {
 		c.integer(-2)
 	case e.expire == 0:
 		c.integer(-1)
-	case c.cmd.name == "ttl":
-		c.integer((e.expire - c.now + 500) / 1000)
+	case c.cmd.name == seconds:
+		c.integer((e.expire - base + 500) / 1000)
 	default:
-		c.integer(e.expire - c.now)
+		c.integer(e.expire - base)
 	}
 }
 

@@ -8,17 +8,13 @@ import (
 	"time"
 
 	"github.com/sluicenet/sluice"
-	"github.com/sluicenet/sluice/examples/internal/debug"
+	"github.com/sluicenet/sluice/examples/internal/ops"
 	"github.com/sluicenet/sluice/upgrade"
 )
 
-// The flags of running in production: upgrades, the PID file.
-var (
-	upgradeOn = flag.String("upgrade-on", "none", "signal that hands the listeners to a new process: SIGHUP, SIGUSR1, SIGUSR2 or none")
-	pidFile   = flag.String("pid-file", "", "file to hold the ID of the process serving")
-	drain     = flag.Duration("drain", 30*time.Second, "after an upgrade, how long clients may take to finish on the old process")
-	debugAddr = flag.String("debug-addr", "", "serve /debug/vars (expvar, the engine's counters under \"sluice\") on host:port")
-)
+// drain is the flag of running in production that redis has beside
+// package ops's (upgrades, the PID file, the debug endpoint).
+var drain = flag.Duration("drain", 30*time.Second, "after an upgrade, how long clients may take to finish on the old process")
 
 // stopTimeout bounds a graceful stop: clients still sending what they
 // have queued after it are reset.
@@ -29,17 +25,10 @@ const stopTimeout = 5 * time.Second
 // stops it, and says how that went; it exits with status 1 if the stop
 // had to reset clients, or the server could not start.
 func serve(cfg config) {
-	on, err := upgrade.ParseSignal(*upgradeOn)
-	if err != nil {
-		log.Fatalf("redis: %v", err)
-	}
-	up, err := upgrade.New(upgrade.Config{PIDFile: *pidFile, Signal: on, Logf: log.Printf})
-	if err != nil {
-		log.Fatalf("redis: %v", err)
-	}
+	up := ops.Upgrader("redis")
 	defer up.Close()
 	cfg.files = up.Files()
-	if !flagSet("addr") {
+	if !ops.FlagSet("addr") {
 		cfg.addr = up.Default(cfg.addr)
 	}
 	s := newServer(cfg)
@@ -49,13 +38,7 @@ func serve(cfg config) {
 		for _, a := range s.eng.Addrs() {
 			fmt.Printf("redis: listening on %s\n", a)
 		}
-		if err := up.Ready(); err != nil {
-			log.Printf("redis: telling that it serves: %v", err)
-		}
-		stopDebug := debug.Serve("redis", *debugAddr, s.eng.Stats)
-		why := up.Wait(s.eng)
-		stopDebug() // a successor takes the address up
-		stopped <- stop(s.eng, why)
+		stopped <- stop(s.eng, ops.Serve("redis", up, s.eng))
 	}()
 	if err := s.run(); err != nil {
 		log.Fatalf("redis: %v", err)
@@ -85,11 +68,4 @@ func stop(eng sluice.Engine, why upgrade.Reason) error {
 		return fmt.Errorf("clients still connected after %v were reset: %w", stopTimeout, err)
 	}
 	return nil
-}
-
-// flagSet reports whether the flag name was given.
-func flagSet(name string) bool {
-	set := false
-	flag.Visit(func(f *flag.Flag) { set = set || f.Name == name })
-	return set
 }

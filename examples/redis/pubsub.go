@@ -77,29 +77,25 @@ func (ps *pubsub) shardOf(kind subKind, name []byte) *subShardMap {
 
 // add and remove record that cl subscribes to name, or no longer does.
 func (ps *pubsub) add(kind subKind, name string, cl *client) {
-	if kind == subPattern {
-		ps.pmu.Lock()
-		addSubscriber(ps.patterns, name, cl)
-		ps.pmu.Unlock()
-		return
-	}
-	sm := ps.shardOf(kind, []byte(name))
-	sm.mu.Lock()
-	addSubscriber(sm.m, name, cl)
-	sm.mu.Unlock()
+	ps.update(kind, name, func(m map[string]subscribers) { addSubscriber(m, name, cl) })
 }
 
 func (ps *pubsub) remove(kind subKind, name string, cl *client) {
-	if kind == subPattern {
-		ps.pmu.Lock()
-		removeSubscriber(ps.patterns, name, cl)
-		ps.pmu.Unlock()
-		return
+	ps.update(kind, name, func(m map[string]subscribers) { removeSubscriber(m, name, cl) })
+}
+
+// update runs f on the map of kind's subscribers that holds name, under
+// its lock.
+func (ps *pubsub) update(kind subKind, name string, f func(m map[string]subscribers)) {
+	var mu sync.Locker = &ps.pmu
+	m := ps.patterns
+	if kind != subPattern {
+		sm := ps.shardOf(kind, []byte(name))
+		mu, m = &sm.mu, sm.m
 	}
-	sm := ps.shardOf(kind, []byte(name))
-	sm.mu.Lock()
-	removeSubscriber(sm.m, name, cl)
-	sm.mu.Unlock()
+	mu.Lock()
+	defer mu.Unlock()
+	f(m)
 }
 
 func addSubscriber(m map[string]subscribers, name string, cl *client) {

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -123,23 +122,13 @@ func httpShapes(t timing, perf bool) []httpShape {
 
 // httpColumns returns the HTTP table's columns for list.
 func httpColumns(list []httpStack) []string {
-	n := make([]string, len(list))
-	for i, s := range list {
-		n[i] = s.name
-	}
-	return n
+	return columns(list, func(s httpStack) string { return s.name })
 }
 
 // newHTTPTable returns the HTTP table for shapes and stacks, its rows in
 // shape order.
 func newHTTPTable(shapes []httpShape, list []httpStack) *table.Table {
-	t := table.New(httpBase, httpColumns(list))
-	for _, sh := range shapes {
-		for _, r := range sh.rows {
-			t.AddRow(r.name)
-		}
-	}
-	return t
+	return newTable(httpBase, httpColumns(list), shapes, func(sh httpShape) []row { return sh.rows })
 }
 
 // errNoWrk reports that wrk is not installed.
@@ -160,21 +149,9 @@ func wrkAvailable() (string, error) {
 // startHTTP starts st pinned to the server CPUs and waits until its port
 // accepts connections.
 func startHTTP(cfg config, st httpStack) (*server, error) {
-	port, err := freePort()
-	if err != nil {
-		return nil, err
-	}
-	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
-	s, err := launch(stack{name: st.name, pkg: st.pkg, loops: true, flags: st.flags}, cfg.bin, cfg.server, "-addr", st.scheme+addr)
-	if err != nil {
-		return nil, err
-	}
-	s.addr = addr
-	if err := s.waitReady(); err != nil {
-		s.kill()
-		return nil, err
-	}
-	return s, nil
+	return startListening(func(addr string) (*server, error) {
+		return launch(stack{name: st.name, pkg: st.pkg, loops: true, flags: st.flags}, cfg.bin, cfg.server, "-addr", st.scheme+addr)
+	})
 }
 
 // measureHTTP runs shape sh on a fresh server of stack st.

@@ -3,7 +3,6 @@ package main
 import (
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path"
@@ -199,35 +198,21 @@ func measureProxy(cfg config, st proxyStack, sh shape) (measurement, error) {
 // terminating TLS if secure is set, and waits until its port accepts
 // connections.
 func startProxy(cfg config, st proxyStack, backend string, secure bool) (*server, error) {
-	port, err := freePort()
-	if err != nil {
-		return nil, err
-	}
-	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
-	var s *server
-	crt := ""
-	if secure {
-		crt = cfg.certs.Combined
-	}
-	if st.haproxy {
-		s, err = startHAProxy(cfg, st, addr, backend, crt)
-	} else {
+	return startListening(func(addr string) (*server, error) {
+		if st.haproxy {
+			crt := ""
+			if secure {
+				crt = cfg.certs.Combined
+			}
+			return startHAProxy(cfg, st, addr, backend, crt)
+		}
 		sluice := stack{name: st.name, pkg: proxyPkg, loops: true, flags: st.flags}
 		args := []string{"-addr", addr, "-backend", backend}
 		if secure {
 			args = append(args, cfg.serverTLS()...)
 		}
-		s, err = launch(sluice, cfg.bin, cfg.server, args...)
-	}
-	if err != nil {
-		return nil, err
-	}
-	s.addr = addr
-	if err := s.waitReady(); err != nil {
-		s.kill()
-		return nil, err
-	}
-	return s, nil
+		return launch(sluice, cfg.bin, cfg.server, args...)
+	})
 }
 
 // startHAProxy writes HAProxy's configuration for one measurement into
@@ -307,21 +292,11 @@ func proxyPreamble(cfg config, secure bool) string {
 
 // proxyColumns returns the proxy table's columns for list.
 func proxyColumns(list []proxyStack) []string {
-	n := make([]string, len(list))
-	for i, p := range list {
-		n[i] = p.name
-	}
-	return n
+	return columns(list, func(p proxyStack) string { return p.name })
 }
 
 // newProxyTable returns the proxy table for shapes and stacks, its rows in
 // shape order.
 func newProxyTable(shapes []shape, list []proxyStack) *table.Table {
-	t := table.New(proxyBase, proxyColumns(list))
-	for _, sh := range shapes {
-		for _, r := range sh.rows {
-			t.AddRow(r.name)
-		}
-	}
-	return t
+	return newTable(proxyBase, proxyColumns(list), shapes, func(sh shape) []row { return sh.rows })
 }

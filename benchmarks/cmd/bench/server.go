@@ -44,12 +44,21 @@ type server struct {
 // startServer starts st's server pinned to cpus, with more flags if any,
 // and waits until its port accepts connections.
 func startServer(st stack, bin string, cpus cpuList, more ...string) (*server, error) {
+	return startListening(func(addr string) (*server, error) {
+		return launch(st, bin, cpus, append([]string{"-addr", addr}, more...)...)
+	})
+}
+
+// startListening picks a free loopback port, has run start a server that
+// listens on it (addr, host:port), and waits until the port accepts
+// connections.
+func startListening(run func(addr string) (*server, error)) (*server, error) {
 	port, err := freePort()
 	if err != nil {
 		return nil, err
 	}
 	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
-	s, err := launch(st, bin, cpus, append([]string{"-addr", addr}, more...)...)
+	s, err := run(addr)
 	if err != nil {
 		return nil, err
 	}

@@ -6,6 +6,7 @@ import (
 
 	"github.com/sluicenet/sluice/benchmarks/internal/serve"
 	"github.com/sluicenet/sluice/benchmarks/measure"
+	"github.com/sluicenet/sluice/benchmarks/table"
 )
 
 // A shape is one measurement the runner takes of every stack in every round:
@@ -32,6 +33,27 @@ type shape struct {
 type row struct {
 	name  string
 	value func(m measurement) (v float64, ok bool)
+}
+
+// columns returns a table's columns for list, name giving each stack's.
+func columns[S any](list []S, name func(S) string) []string {
+	n := make([]string, len(list))
+	for i, s := range list {
+		n[i] = name(s)
+	}
+	return n
+}
+
+// newTable returns a table with columns, ratios to base, and the rows of
+// each of shapes (rows gives a shape's), in shape order.
+func newTable[S any](base string, columns []string, shapes []S, rows func(S) []row) *table.Table {
+	t := table.New(base, columns)
+	for _, sh := range shapes {
+		for _, r := range rows(sh) {
+			t.AddRow(r.name)
+		}
+	}
+	return t
 }
 
 // measurement is what one shape found on one stack: the load generator's

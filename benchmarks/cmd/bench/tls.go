@@ -92,11 +92,7 @@ func (c config) clientTLS(args []string) []string {
 
 // tlsColumns returns the TLS table's columns for list.
 func tlsColumns(list []stack) []string {
-	n := make([]string, len(list))
-	for i, s := range list {
-		n[i] = s.tls
-	}
-	return n
+	return columns(list, func(s stack) string { return s.tls })
 }
 
 // tlsSeen is what a run's TLS measurements negotiated, per column (each
