@@ -63,6 +63,12 @@ var diffScripts = []struct{ name, script string }{
 		INCRBYFLOAT g 3
 		INCRBYFLOAT g -3
 		GET g
+		INCRBYFLOAT g 0x1p-16445
+		INCRBYFLOAT g 0x1p-16446
+		INCRBYFLOAT g 1e-4950
+		INCRBYFLOAT g 0e-9999
+		INCRBYFLOAT g 1e4932
+		INCRBYFLOAT g 1.2e4932
 		INCRBYFLOAT g inf
 		INCRBYFLOAT g nan
 		INCRBYFLOAT g " 1"
@@ -465,6 +471,16 @@ var diffScripts = []struct{ name, script string }{
 		ZADD z nan x
 		ZADD z 0x10 hex 0X1P-1 hexp 0x.8p1 hexf 1e-400 under
 		ZADD z 1e-400 under
+		ZADD z 0x10 hex
+		ZADD z 0x1.8 hex2 0x1P-1 hexp -0x.8p1 hexf
+		ZADD z 0x hex3
+		ZADD z 0e-400 zero
+		ZADD z 0x0p-2000 zero2
+		ZADD z 0x1p-2000 under2
+		ZADD z INF i2
+		ZINCRBY z 0x1 hex
+		ZRANGE z 0 -1 WITHSCORES
+		ZREM z hex hex2 hexp hexf zero zero2 i2
 		ZADD z 4.9e-324 denorm 1e-310 denorm2
 		ZADD z 1_0 u
 		ZADD z 0x1_0 u
