@@ -400,7 +400,7 @@ func commandInfo(c *call) {
 	c.array(len(cmds))
 	for _, cmd := range cmds {
 		if cmd == nil {
-			c.nullArray()
+			c.null()
 		} else {
 			c.commandEntry(cmd)
 		}
