@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"fmt"
 	"slices"
 	"strings"
@@ -388,9 +389,23 @@ func (c *call) namedCommands() []*command {
 	}
 	cmds := make([]*command, len(c.args)-2)
 	for i, name := range c.args[2:] {
-		cmds[i] = commands.lookup(name)
+		cmds[i] = lookupFullName(name)
 	}
 	return cmds
+}
+
+// lookupFullName finds a command by the name COMMAND replies for it:
+// "get", or a container's subcommand as "client|kill".
+func lookupFullName(name []byte) *command {
+	parent, sub, ok := bytes.Cut(name, []byte("|"))
+	cmd := commands.lookup(parent)
+	if !ok || cmd == nil {
+		return cmd
+	}
+	if cmd.subs == nil {
+		return nil
+	}
+	return cmd.subs.lookup(sub)
 }
 
 // commandInfo is COMMAND, and COMMAND INFO [name ...]: the description of
@@ -426,10 +441,10 @@ func (c *call) commandEntry(cmd *command) {
 	for _, a := range cmd.acl {
 		c.simple(a)
 	}
-	c.array(0)
-	c.array(0)
+	c.setOf(0) // tips
+	c.setOf(0) // key specifications
 	subs := cmd.subs.sorted()
-	c.array(len(subs))
+	c.setOf(len(subs))
 	for _, sub := range subs {
 		c.commandEntry(sub)
 	}
