@@ -242,6 +242,7 @@ func init() {
 		{name: "append", arity: 3, flags: flags("write", "denyoom", "fast"), firstKey: 1, lastKey: 1, step: 1, acl: flags("@write", "@string", "@fast"), group: "string", since: "2.0.0", summary: "Append a value to a key", run: appendString},
 		{name: "strlen", arity: 2, flags: flags("readonly", "fast"), firstKey: 1, lastKey: 1, step: 1, acl: flags("@read", "@string", "@fast"), group: "string", since: "2.2.0", summary: "Get the length of the value stored in a key", run: strlen},
 		{name: "getrange", arity: 4, flags: flags("readonly"), firstKey: 1, lastKey: 1, step: 1, acl: flags("@read", "@string", "@slow"), group: "string", since: "2.4.0", summary: "Get a substring of the string stored at a key", run: getrange},
+		{name: "substr", arity: 4, flags: flags("readonly"), firstKey: 1, lastKey: 1, step: 1, acl: flags("@read", "@string", "@slow"), group: "string", since: "1.0.0", summary: "Get a substring of the string stored at a key", run: getrange},
 		{name: "setrange", arity: 4, flags: flags("write", "denyoom"), firstKey: 1, lastKey: 1, step: 1, acl: flags("@write", "@string", "@slow"), group: "string", since: "2.2.0", summary: "Overwrite part of a string at key starting at the specified offset", run: setrange},
 		{name: "lcs", arity: -3, flags: flags("readonly"), firstKey: 1, lastKey: 2, step: 1, acl: flags("@read", "@string", "@slow"), group: "string", since: "7.0.0", summary: "Find longest common substring", run: lcs},
 
