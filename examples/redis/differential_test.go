@@ -896,9 +896,9 @@ var diffScripts = []struct{ name, script string }{
 		TYPE s
 		RENAME z s
 		TYPE s
+		OBJECT ENCODING s
 		SORT h
 		SORT s
-		OBJECT ENCODING s
 	`},
 	{"keys more", `
 		MSET a1 1 a2 2 b1 3 "a*" 4 "a?" 5
@@ -960,6 +960,59 @@ var diffScripts = []struct{ name, script string }{
 		BZMPOP 0.01 1 nope MIN COUNT -1
 		BLMOVE b c LEFT RIGHT -1
 		BRPOPLPUSH b c x
+	`},
+	{"object", `
+		SET i 123
+		SET i0 0
+		SET big 10000
+		SET neg -1
+		SET lead 0123
+		SET plus +1
+		SET long 12345678901234567890
+		SET e 12345678901234567890123456789012345678901234
+		SET r 123456789012345678901234567890123456789012345
+		RPUSH l a
+		SADD ints 1 2 -3
+		SADD strs 1 a
+		HSET h f v
+		HSET hlong f 12345678901234567890123456789012345678901234567890123456789012345
+		ZADD z 1 a
+		ZADD zlong 1 12345678901234567890123456789012345678901234567890123456789012345
+		OBJECT ENCODING i
+		OBJECT ENCODING i0
+		OBJECT ENCODING neg
+		OBJECT ENCODING lead
+		OBJECT ENCODING plus
+		OBJECT ENCODING long
+		OBJECT ENCODING e
+		OBJECT ENCODING r
+		OBJECT ENCODING l
+		OBJECT ENCODING ints
+		OBJECT ENCODING strs
+		OBJECT ENCODING h
+		OBJECT ENCODING hlong
+		OBJECT ENCODING z
+		OBJECT ENCODING zlong
+		OBJECT ENCODING nope
+		OBJECT REFCOUNT i
+		OBJECT REFCOUNT i0
+		OBJECT REFCOUNT big
+		OBJECT REFCOUNT neg
+		OBJECT REFCOUNT l
+		OBJECT REFCOUNT nope
+		OBJECT IDLETIME i
+		OBJECT IDLETIME nope
+		OBJECT FREQ i
+		OBJECT FREQ nope
+		OBJECT HELP
+		OBJECT HELP x
+		OBJECT ENCODING
+		OBJECT ENCODING i x
+		OBJECT FOO i
+		OBJECT
+		INCR big
+		OBJECT ENCODING big
+		COMMAND INFO object|help
 	`},
 	{"blocking", `
 		RPUSH l a b
@@ -1049,10 +1102,6 @@ var diffDifferences = map[string]string{
 	"CONFIG GET databases":                  "one database",
 	"SWAPDB 0 1":                            "one database",
 	"MOVE k 1":                              "one database",
-	"OBJECT ENCODING nope":                  "no OBJECT command",
-	"OBJECT FOO":                            "no OBJECT command",
-	"OBJECT":                                "no OBJECT command",
-	"OBJECT HELP x":                         "no OBJECT command",
 	"CONFIG HELP x":                         "no HELP subcommands",
 	"COMMAND GETKEYS EVAL \"return 1\" 1 k": "no scripting",
 	"COMMAND GETKEYS XREAD STREAMS a b 0 0": "no streams",
@@ -1061,7 +1110,6 @@ var diffDifferences = map[string]string{
 	"COMMAND DOCS get":                      "COMMAND DOCS replies no complexity, history or arguments",
 	"COMMAND DOCS client|kill":              "COMMAND DOCS replies no complexity, history or arguments",
 	"LASTSAVE":                              "nothing kept on disk",
-	"OBJECT ENCODING s":                     "no OBJECT command",
 	"CLIENT NO-EVICT on":                    "no eviction",
 	"CLIENT PAUSE 1":                        "no CLIENT PAUSE",
 	"COMMAND INFO substr":                   "COMMAND replies no key specifications",
@@ -1075,6 +1123,7 @@ var diffDifferences = map[string]string{
 // define (clocks, random picks, counters): only their shape is compared,
 // the type of the reply and, for an aggregate, its length.
 var diffShapes = map[string]bool{
+	"OBJECT IDLETIME i":                 true,
 	"TIME":                              true,
 	"INFO server":                       true,
 	"INFO keyspace":                     true,
