@@ -2,9 +2,12 @@ package main
 
 import (
 	"bufio"
+	"fmt"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 )
@@ -1129,6 +1132,111 @@ var diffRaw = []string{
 	"HELLO 3\r\nSUBSCRIBE a\r\nHELLO 2\r\nPING\r\n",
 }
 
+// diffSessions are scripts of several clients, a, b and c, each on its
+// own connection: a line "a1 WATCH k" sends WATCH k on a's connection and
+// reads one reply from it; "a0 BLPOP q 0" sends and reads nothing yet,
+// and "a1" alone reads one reply (a blocked client's, a message pushed
+// to a subscriber). Each reply read must be the same bytes from Redis and
+// from this server.
+var diffSessions = []struct{ name, script string }{
+	{"watch", `
+		a1 SET k 1
+		a1 WATCH k
+		b1 SET k 2
+		a1 MULTI
+		a1 GET k
+		a1 EXEC
+		a1 WATCH k
+		b1 GET k
+		a1 MULTI
+		a1 INCR k
+		a1 EXEC
+		a1 WATCH nope
+		b1 SET nope x
+		b1 DEL nope
+		a1 MULTI
+		a1 PING
+		a1 EXEC
+		a1 WATCH k
+		b1 EXPIRE k 100
+		a1 MULTI
+		a1 EXEC
+		a1 WATCH k
+		b1 FLUSHALL
+		a1 MULTI
+		a1 EXEC
+	`},
+	{"blocking clients", `
+		a0 BLPOP q1 q2 0
+		b1 RPUSH q2 x y
+		a1
+		b1 LRANGE q2 0 -1
+		a0 BRPOP q 0
+		b0 BLPOP q 0
+		c1 RPUSH q 1 2 3
+		a1
+		b1
+		c1 LLEN q
+		a0 BLMOVE src dst LEFT RIGHT 0
+		b0 BLPOP dst 0
+		c1 RPUSH src v
+		a1
+		b1
+		c1 EXISTS src dst
+		a0 BZPOPMIN z 0
+		c1 ZADD z 2 b 1 a
+		a1
+		a0 BLMPOP 0 2 l1 l2 RIGHT COUNT 5
+		c1 LPUSH l2 a b c
+		a1
+		a0 BLPOP w 0
+		c1 MULTI
+		c1 RPUSH w x
+		c1 DEL w
+		c1 EXEC
+		c1 RPUSH w y
+		a1
+		a0 BLPOP s 0
+		c1 SET s str
+		c1 DEL s
+		c1 RPUSH s z
+		a1
+		a1 CLIENT SETNAME blocked
+		a0 BLPOP never 0
+		c1 CLIENT LIST
+	`},
+	{"pubsub", `
+		a1 SUBSCRIBE ch
+		b1 PSUBSCRIBE c*
+		c1 PUBLISH ch hello
+		a1
+		b1
+		c1 PUBLISH cx other
+		b1
+		c1 PUBSUB NUMSUB ch cx
+		c1 PUBSUB NUMPAT
+		c1 PUBSUB CHANNELS
+		c1 SSUBSCRIBE sh
+		a1 SSUBSCRIBE sh
+		d1 SPUBLISH sh m
+		c1
+		a1
+		d1 PUBSUB SHARDNUMSUB sh
+		d1 PUBSUB SHARDCHANNELS
+		c1 PUBSUB SHARDCHANNELS
+		a1 UNSUBSCRIBE ch
+		d1 PUBLISH ch gone
+		b1
+		a1 PING
+		b1 PUNSUBSCRIBE
+		d1 PUBLISH ch none
+		a1 SUNSUBSCRIBE
+		a1 GET k
+		c1 RESET
+		d1 PUBSUB SHARDNUMSUB sh
+	`},
+}
+
 // diffDifferences are the commands of diffScripts whose replies differ
 // from Redis's on purpose, each with the reason: this server's documented
 // departures from Redis 7.0 (README, "Where it differs from Redis"). They
@@ -1288,11 +1396,81 @@ func TestDifferential(t *testing.T) {
 			}
 		})
 	}
+	for _, sc := range diffSessions {
+		lines := strings.Split(strings.TrimSpace(dedent(sc.script)), "\n")
+		n += len(lines)
+		for _, resp3 := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s, RESP3 %v", sc.name, resp3), func(t *testing.T) {
+				theirs := runSession(t, lines, resp3, func() *rawConn { return r.dial(t) })
+				ours := runSession(t, lines, resp3, func() *rawConn { return ts.dial(t) })
+				for i := range theirs {
+					if theirs[i] != ours[i] {
+						t.Errorf("%s:\nRedis: %q\nours:  %q", lines[i], theirs[i], ours[i])
+					}
+				}
+			})
+		}
+	}
 	for _, raw := range diffRaw {
 		sameAsRedis(t, ts, r, "FLUSHALL\r\n"+raw)
 	}
 	require.GreaterOrEqual(t, n+len(diffRaw), 300, "the corpus shrank")
 }
+
+// runSession runs the lines of one of diffSessions on connections dial
+// opens, after FLUSHALL, and returns the replies each line read, joined.
+// Client IDs are masked, and CLIENT LIST's lines reduced to their names
+// and commands.
+func runSession(t *testing.T, lines []string, resp3 bool, dial func() *rawConn) []string {
+	conns := map[byte]*rawConn{}
+	conn := func(name byte) *rawConn {
+		if conns[name] == nil {
+			conns[name] = dial()
+			if resp3 {
+				conns[name].send(t, "HELLO 3\r\n")
+				conns[name].reply(t)
+			}
+		}
+		return conns[name]
+	}
+	ctl := dial() // FLUSHALL, and INFO to see a client blocked
+	ctl.send(t, "FLUSHALL\r\n")
+	require.Equal(t, "+OK\r\n", ctl.reply(t))
+	blocked := func() string {
+		ctl.send(t, "INFO clients\r\n")
+		return infoFields(ctl.bulk(t))["blocked_clients"]
+	}
+	out := make([]string, len(lines))
+	for i, l := range lines {
+		head, cmd, _ := strings.Cut(l, " ")
+		c := conn(head[0])
+		if cmd != "" {
+			before := blocked()
+			c.send(t, resp(splitWords(t, cmd)...))
+			if head[1] == '0' { // wait for the server to block the client
+				deadline := time.Now().Add(10 * time.Second)
+				for blocked() == before {
+					require.True(t, time.Now().Before(deadline), "%s did not block", l)
+				}
+			}
+		}
+		for range int(head[1] - '0') {
+			reply := clientIDs.ReplaceAllString(c.reply(t), "${1}ID")
+			if clientListLine.MatchString(reply) {
+				reply = clientListLine.ReplaceAllString(bulkLength.ReplaceAllString(reply, "${1}N"), "$1 $2")
+			}
+			out[i] += reply
+		}
+	}
+	return out
+}
+
+// clientListLine matches a line of CLIENT LIST, keeping its name and
+// flags and its last command.
+var clientListLine = regexp.MustCompile(`id=\d+ .*( name=\S*) .*( cmd=\S+) .*`)
+
+// bulkLength matches the length of a bulk string or verbatim string.
+var bulkLength = regexp.MustCompile(`^([$=])\d+`)
 
 // splitReplies splits what a server sent into its replies, each with the
 // client IDs HELLO reports masked.
