@@ -636,6 +636,9 @@ var diffScripts = []struct{ name, script string }{
 		LRANGE dst 0 -1
 		SORT l BY w_* STORE dst GET #
 		LRANGE dst 0 -1
+		SORT l BY nope_* GET hash_*->nope GET nope
+		SORT l BY hash_*->nope
+		SORT l BY w_* ALPHA DESC LIMIT 0 3 GET #
 		SORT nope STORE dst
 		EXISTS dst
 		RPUSH bad a b 1
@@ -856,6 +859,15 @@ var diffScripts = []struct{ name, script string }{
 		FLUSHDB ASYNC
 		FLUSHDB SYNC
 		FLUSHDB FOO
+		SET k v
+		SET t v EX 1000
+		INFO keyspace
+		CONFIG SET notify-keyspace-events KEA
+		CONFIG GET notify-keyspace-events
+		CONFIG GET maxclients
+		CONFIG GET client-output-buffer-limit
+		CONFIG GET proto-max-bulk-len
+		CONFIG GET maxmemory-policy
 		SET k v
 		MOVE k 1
 		SWAPDB 0 1
@@ -1130,6 +1142,13 @@ var diffRaw = []string{
 	"HELLO 3\r\nSUBSCRIBE a\r\nPSUBSCRIBE a*\r\nPUBLISH a hi\r\nPUBLISH ab x\r\nSPUBLISH a y\r\nSSUBSCRIBE a\r\nSPUBLISH a z\r\nPUNSUBSCRIBE a*\r\nPUBLISH a w\r\nRESET\r\nPUBLISH a v\r\n",
 	"SUBSCRIBE a\r\nPUBLISH a x\r\nPING\r\nQUIT\r\n",
 	"HELLO 3\r\nSUBSCRIBE a\r\nHELLO 2\r\nPING\r\n",
+	"ECHO\ta\r\nECHO a\tb\r\n\tPING\r\nECHO a\x00b\r\nECHO \"\\x00\"\r\n",
+	"SET k \"a\\\"b\"\r\nGET k\r\nECHO '\\\\'\r\nECHO \"\\u0041\"\r\n",
+	"*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$0\r\n\r\nGET k\r\n*1\r\n$3\r\nget\r\n",
+	"MULTI\r\nSET a 1\r\n*1\r\n$x\r\n",
+	"CLIENT REPLY SKIP\r\nPING skipped\r\nPING\r\nCLIENT REPLY OFF\r\nPING off\r\nCLIENT REPLY ON\r\nPING on\r\n",
+	"CLIENT REPLY OFF\r\nGET\r\nCLIENT REPLY SKIP\r\nCLIENT REPLY ON\r\nCLIENT REPLY SKIP\r\nGET\r\nPING\r\n",
+	"SUBSCRIBE a\r\n*2\r\n$4\r\nPING\r\n$1\r\nx\r\nUNSUBSCRIBE\r\nPING x\r\n",
 }
 
 // diffSessions are scripts of several clients, a, b and c, each on its
@@ -1255,6 +1274,12 @@ var diffDifferences = map[string]string{
 	"COMMAND DOCS get":                      "COMMAND DOCS replies no complexity, history or arguments",
 	"COMMAND DOCS client|kill":              "COMMAND DOCS replies no complexity, history or arguments",
 	"LASTSAVE":                              "nothing kept on disk",
+	"INFO keyspace":                         "expires counted, avg_ttl not kept",
+	"CONFIG SET notify-keyspace-events KEA": "no keyspace notifications",
+	"CONFIG GET notify-keyspace-events":     "no keyspace notifications",
+	"CONFIG GET maxclients":                 "the engine's -maxclients",
+	"CONFIG GET proto-max-bulk-len":         "-max-request",
+	"CONFIG GET client-output-buffer-limit": "the normal class is the engine's bound; no replicas",
 	"CLIENT NO-EVICT on":                    "no eviction",
 	"CLIENT PAUSE 1":                        "no CLIENT PAUSE",
 	"COMMAND INFO substr":                   "COMMAND replies no key specifications",
@@ -1271,7 +1296,6 @@ var diffShapes = map[string]bool{
 	"OBJECT IDLETIME i":                 true,
 	"TIME":                              true,
 	"INFO server":                       true,
-	"INFO keyspace":                     true,
 	"CLIENT LIST":                       true,
 	"CLIENT INFO":                       true,
 	"CLIENT ID":                         true,
