@@ -1274,7 +1274,7 @@ var diffDifferences = map[string]string{
 	"COMMAND DOCS get":                      "COMMAND DOCS replies no complexity, history or arguments",
 	"COMMAND DOCS client|kill":              "COMMAND DOCS replies no complexity, history or arguments",
 	"LASTSAVE":                              "nothing kept on disk",
-	"INFO keyspace":                         "expires counted, avg_ttl not kept",
+
 	"CONFIG SET notify-keyspace-events KEA": "no keyspace notifications",
 	"CONFIG GET notify-keyspace-events":     "no keyspace notifications",
 	"CONFIG GET maxclients":                 "the engine's -maxclients",
