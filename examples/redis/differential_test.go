@@ -1146,6 +1146,8 @@ var diffRaw = []string{
 	"SET k \"a\\\"b\"\r\nGET k\r\nECHO '\\\\'\r\nECHO \"\\u0041\"\r\n",
 	"*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$0\r\n\r\nGET k\r\n*1\r\n$3\r\nget\r\n",
 	"MULTI\r\nSET a 1\r\n*1\r\n$x\r\n",
+	resp("SET", "big", strings.Repeat("0123456789", 20000)) + "STRLEN big\r\nGETRANGE big 199990 -1\r\nGET big\r\nAPPEND big x\r\n" +
+		resp("LCS", "big", "x") + "SETRANGE big 300000 y\r\nSTRLEN big\r\nBITCOUNT big\r\nOBJECT ENCODING big\r\n",
 	"CLIENT REPLY SKIP\r\nPING skipped\r\nPING\r\nCLIENT REPLY OFF\r\nPING off\r\nCLIENT REPLY ON\r\nPING on\r\n",
 	"CLIENT REPLY OFF\r\nGET\r\nCLIENT REPLY SKIP\r\nCLIENT REPLY ON\r\nCLIENT REPLY SKIP\r\nGET\r\nPING\r\n",
 	"SUBSCRIBE a\r\n*2\r\n$4\r\nPING\r\n$1\r\nx\r\nUNSUBSCRIBE\r\nPING x\r\n",
