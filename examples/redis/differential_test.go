@@ -433,6 +433,13 @@ var diffScripts = []struct{ name, script string }{
 		SISMEMBER nope 1
 		SCARD a
 		SCARD nope
+		SMEMBERS a
+		SINTER a b
+		SUNION a c
+		SDIFF a b
+		SADD n 10 -5 9223372036854775807 -9223372036854775808 0 7
+		SMEMBERS n
+		SINTER n n
 		SINTERSTORE d a b
 		SORT d
 		SUNIONSTORE d a c
@@ -821,6 +828,17 @@ var diffScripts = []struct{ name, script string }{
 		SCAN 0 COUNT 0
 		SCAN x
 		SSCAN big 0 MATCH z
+		SADD ints 3 1 2
+		SSCAN ints 0
+		SSCAN ints 0 MATCH 1*
+		ZSCAN zbig 0
+		ZSCAN zbig 0 MATCH [ab]
+		HSCAN hbig 0 NOVALUES
+		HSCAN hbig 0 MATCH a
+		SSCAN ints 1
+		SSCAN ints x
+		SSCAN ints 0 COUNT -1
+		SSCAN ints 0 TYPE set
 		ZSCAN zbig 0 MATCH a
 		ZSCAN zbig 0 COUNT x
 		COMMAND INFO get
