@@ -734,6 +734,26 @@ var diffScripts = []struct{ name, script string }{
 		COMMAND GETKEYS BLPOP a b 0
 		COMMAND GETKEYS XREAD STREAMS a b 0 0
 		COMMAND GETKEYS
+		COMMAND GETKEYS SET a
+		COMMAND GETKEYS ZUNIONSTORE d 5 a
+		COMMAND GETKEYS ZUNIONSTORE d 0 a
+		COMMAND GETKEYS ZUNIONSTORE d x a
+		COMMAND GETKEYS LMPOP 3 a b
+		COMMAND GETKEYS SINTERCARD 2 a b LIMIT 1
+		COMMAND GETKEYS ZINTER 2 a b WEIGHTS 1 2
+		COMMAND GETKEYS BLMPOP 0 2 a b LEFT
+		COMMAND GETKEYS BZMPOP 0 1 a MIN
+		COMMAND GETKEYS RENAME a b
+		COMMAND GETKEYS COPY a b DB 0
+		COMMAND GETKEYS LCS a b
+		COMMAND GETKEYS SORT l
+		COMMAND GETKEYS SORT l STORE
+		COMMAND GETKEYS SORT_RO l BY x
+		COMMAND GETKEYS OBJECT ENCODING k
+		COMMAND GETKEYS CLIENT KILL x
+		COMMAND GETKEYS MIGRATE h 1 "" 0 5 KEYS a b
+		COMMAND GETKEYS get k
+		COMMAND GETKEYS MSET a 1 b
 		COMMAND COUNT x
 		COMMAND INFO nope
 		COMMAND FOO
@@ -1295,18 +1315,19 @@ var diffDifferences = map[string]string{
 	"COMMAND DOCS client|kill":              "COMMAND DOCS replies no complexity, history or arguments",
 	"LASTSAVE":                              "nothing kept on disk",
 
-	"CONFIG SET notify-keyspace-events KEA": "no keyspace notifications",
-	"CONFIG GET notify-keyspace-events":     "no keyspace notifications",
-	"CONFIG GET maxclients":                 "the engine's -maxclients",
-	"CONFIG GET proto-max-bulk-len":         "-max-request",
-	"CONFIG GET client-output-buffer-limit": "the normal class is the engine's bound; no replicas",
-	"CLIENT NO-EVICT on":                    "no eviction",
-	"CLIENT PAUSE 1":                        "no CLIENT PAUSE",
-	"COMMAND INFO substr":                   "COMMAND replies no key specifications",
-	"CLIENT GETREDIR":                       "no client-side caching",
-	"CLIENT TRACKINGINFO":                   "no client-side caching",
-	"DEBUG SLEEP 0":                         "no DEBUG command",
-	"WAIT 0 0":                              "no replication",
+	"CONFIG SET notify-keyspace-events KEA":         "no keyspace notifications",
+	"CONFIG GET notify-keyspace-events":             "no keyspace notifications",
+	"CONFIG GET maxclients":                         "the engine's -maxclients",
+	"CONFIG GET proto-max-bulk-len":                 "-max-request",
+	"CONFIG GET client-output-buffer-limit":         "the normal class is the engine's bound; no replicas",
+	"COMMAND GETKEYS MIGRATE h 1 \"\" 0 5 KEYS a b": "no MIGRATE",
+	"CLIENT NO-EVICT on":                            "no eviction",
+	"CLIENT PAUSE 1":                                "no CLIENT PAUSE",
+	"COMMAND INFO substr":                           "COMMAND replies no key specifications",
+	"CLIENT GETREDIR":                               "no client-side caching",
+	"CLIENT TRACKINGINFO":                           "no client-side caching",
+	"DEBUG SLEEP 0":                                 "no DEBUG command",
+	"WAIT 0 0":                                      "no replication",
 }
 
 // diffShapes are the commands of diffScripts whose replies Redis does not
