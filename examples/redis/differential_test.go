@@ -648,6 +648,21 @@ var diffScripts = []struct{ name, script string }{
 		SORT l BY w_* ALPHA DESC LIMIT 0 3 GET #
 		SORT nope STORE dst
 		EXISTS dst
+		RPUSH num 2 " 1" 0x10 inf +5 -INFINITY 0x1p-1074 "" "\t3"
+		SORT num
+		SORT num DESC
+		RPUSH n2 2 1e400
+		SORT n2
+		RPUSH n3 2 1e-400
+		SORT n3
+		RPUSH n4 2 1e-310
+		SORT n4
+		RPUSH n5 2 1_0
+		SORT n5
+		RPUSH n6 2 "1 "
+		SORT n6
+		RPUSH n7 2 nan
+		SORT n7
 		RPUSH bad a b 1
 		SORT bad
 		SORT bad ALPHA
