@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"cmp"
 	"errors"
+	"math"
 	"slices"
 	"strconv"
+	"strings"
 )
 
 var errSortScore = errors.New("ERR One or more scores can't be converted into double")
@@ -189,8 +191,8 @@ func (c *call) sortBy(elems []string, s *sortSpec) error {
 		case s.alpha && found:
 			ws[i].by = &val
 		case !s.alpha && found:
-			f, err := strconv.ParseFloat(val, 64)
-			if err != nil || f != f {
+			f, ok := sortScore(val)
+			if !ok {
 				return errSortScore
 			}
 			ws[i].score = f
@@ -299,4 +301,29 @@ func (c *call) sortStore(window []string, s *sortSpec) {
 		c.ready(sh, s.store)
 	}
 	c.integer(int64(l.len()))
+}
+
+// sortScore reads an element's or a weight's score as Redis's SORT does,
+// with strtod and no more checks than its: leading white space is
+// skipped, an empty string is 0, and any range error refuses it, an
+// inexact subnormal (1e-310) as well as an overflow.
+func sortScore(val string) (float64, bool) {
+	val = strings.TrimLeft(val, " \t\n\v\f\r")
+	if val == "" {
+		return 0, true
+	}
+	s, hex, ok := cFloat([]byte(val))
+	if !ok {
+		return 0, false
+	}
+	f, err := strconv.ParseFloat(s, 64)
+	switch {
+	case err != nil || math.IsNaN(f):
+		return 0, false
+	case f == 0:
+		return 0, !nonzeroMantissa(s, hex)
+	case !hex && math.Abs(f) < 0x1p-1022 && !math.IsInf(f, 0):
+		return 0, false // glibc reports a decimal's subnormal as a range error
+	}
+	return f, true
 }
