@@ -546,6 +546,19 @@ var diffScripts = []struct{ name, script string }{
 		ZCOUNT z -inf +inf
 		ZCOUNT z (1 (2
 		ZCOUNT z x 1
+		ZCOUNT z " 1" 2
+		ZCOUNT z "( 1" 2
+		ZCOUNT z 1e-400 1
+		ZCOUNT z (1e400 inf
+		ZCOUNT z 1e400 inf
+		ZCOUNT z "" 2
+		ZCOUNT z ( 2
+		ZCOUNT z 0x1 2
+		ZCOUNT z (1_0 2
+		ZCOUNT z "1 " 2
+		ZCOUNT z nan 2
+		ZRANGEBYSCORE z -1e400 " 2"
+		ZREMRANGEBYSCORE nope "" ""
 		ZRANGESTORE dst z 0 2
 		ZRANGE dst 0 -1 WITHSCORES
 		ZRANGESTORE dst l [b [d BYLEX
