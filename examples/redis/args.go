@@ -169,3 +169,30 @@ func printable(b []byte) bool {
 	}
 	return true
 }
+
+// strtod reads val as C's strtod does where Redis calls it with no
+// checks of its own beyond reading it whole and refusing NaN (SORT's
+// scores, the ends of a score range): leading white space skipped, an
+// empty string 0, an overflow infinite. rangeErr reports what strtod
+// reports as ERANGE: an overflow, an underflow to zero, and, as glibc
+// reports it, a decimal whose value is subnormal.
+func strtod(val string) (f float64, rangeErr, ok bool) {
+	val = strings.TrimLeft(val, " \t\n\v\f\r")
+	if val == "" {
+		return 0, false, true
+	}
+	s, hex, ok := cFloat([]byte(val))
+	if !ok {
+		return 0, false, false
+	}
+	f, err := strconv.ParseFloat(s, 64)
+	switch {
+	case math.IsNaN(f):
+		return 0, false, false
+	case err != nil:
+		return f, math.IsInf(f, 0), math.IsInf(f, 0)
+	case f == 0:
+		return 0, nonzeroMantissa(s, hex), true
+	}
+	return f, !hex && math.Abs(f) < 0x1p-1022 && !math.IsInf(f, 0), true
+}

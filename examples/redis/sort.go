@@ -4,10 +4,7 @@ import (
 	"bytes"
 	"cmp"
 	"errors"
-	"math"
 	"slices"
-	"strconv"
-	"strings"
 )
 
 var errSortScore = errors.New("ERR One or more scores can't be converted into double")
@@ -304,26 +301,9 @@ func (c *call) sortStore(window []string, s *sortSpec) {
 }
 
 // sortScore reads an element's or a weight's score as Redis's SORT does,
-// with strtod and no more checks than its: leading white space is
-// skipped, an empty string is 0, and any range error refuses it, an
-// inexact subnormal (1e-310) as well as an overflow.
+// with strtod, refusing any range error: an inexact subnormal (1e-310)
+// as well as an overflow or an underflow.
 func sortScore(val string) (float64, bool) {
-	val = strings.TrimLeft(val, " \t\n\v\f\r")
-	if val == "" {
-		return 0, true
-	}
-	s, hex, ok := cFloat([]byte(val))
-	if !ok {
-		return 0, false
-	}
-	f, err := strconv.ParseFloat(s, 64)
-	switch {
-	case err != nil || math.IsNaN(f):
-		return 0, false
-	case f == 0:
-		return 0, !nonzeroMantissa(s, hex)
-	case !hex && math.Abs(f) < 0x1p-1022 && !math.IsInf(f, 0):
-		return 0, false // glibc reports a decimal's subnormal as a range error
-	}
-	return f, true
+	f, rangeErr, ok := strtod(val)
+	return f, ok && !rangeErr
 }
