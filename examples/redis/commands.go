@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"fmt"
 	"slices"
 	"strings"
@@ -200,6 +201,13 @@ func init() {
 		{name: "unlink", arity: -2, flags: flags("write", "fast"), firstKey: 1, lastKey: -1, step: 1, acl: flags("@keyspace", "@write", "@fast"), group: "generic", since: "4.0.0", summary: "Delete a key asynchronously in another thread. Otherwise it is just as DEL, but non blocking.", run: del},
 		{name: "exists", arity: -2, flags: flags("readonly", "fast"), firstKey: 1, lastKey: -1, step: 1, acl: flags("@keyspace", "@read", "@fast"), group: "generic", since: "1.0.0", summary: "Determine if a key exists", run: exists},
 		{name: "touch", arity: -2, flags: flags("readonly", "fast"), firstKey: 1, lastKey: -1, step: 1, acl: flags("@keyspace", "@read", "@fast"), group: "generic", since: "3.2.1", summary: "Alters the last access time of a key(s). Returns the number of existing keys specified.", run: touchCmd},
+		{name: "object", arity: -2, acl: flags("@slow"), group: "generic", since: "2.2.3", summary: "A container for object introspection commands", subs: newTable("object", []*command{
+			{name: "encoding", arity: 3, flags: flags("readonly"), firstKey: 2, lastKey: 2, step: 1, acl: flags("@keyspace", "@read", "@slow"), group: "generic", since: "2.2.3", summary: "Inspect the internal encoding of a Redis object", run: objectEncoding},
+			{name: "freq", arity: 3, flags: flags("readonly"), firstKey: 2, lastKey: 2, step: 1, acl: flags("@keyspace", "@read", "@slow"), group: "generic", since: "4.0.0", summary: "Get the logarithmic access frequency counter of a Redis object", run: objectFreq},
+			{name: "help", arity: 2, flags: flags("loading", "stale"), acl: flags("@keyspace", "@slow"), group: "generic", since: "6.2.0", summary: "Show helpful text about the different subcommands", run: objectHelpCmd},
+			{name: "idletime", arity: 3, flags: flags("readonly"), firstKey: 2, lastKey: 2, step: 1, acl: flags("@keyspace", "@read", "@slow"), group: "generic", since: "2.2.3", summary: "Get the time since a Redis object was last accessed", run: objectIdletime},
+			{name: "refcount", arity: 3, flags: flags("readonly"), firstKey: 2, lastKey: 2, step: 1, acl: flags("@keyspace", "@read", "@slow"), group: "generic", since: "2.2.3", summary: "Get the number of references to the value of the key", run: objectRefcount},
+		})},
 		{name: "type", arity: 2, flags: flags("readonly", "fast"), firstKey: 1, lastKey: 1, step: 1, acl: flags("@keyspace", "@read", "@fast"), group: "generic", since: "1.0.0", summary: "Determine the type stored at key", run: typeOf},
 		{name: "expire", arity: -3, flags: flags("write", "fast"), firstKey: 1, lastKey: 1, step: 1, acl: flags("@keyspace", "@write", "@fast"), group: "generic", since: "1.0.0", summary: "Set a key's time to live in seconds", run: expire},
 		{name: "pexpire", arity: -3, flags: flags("write", "fast"), firstKey: 1, lastKey: 1, step: 1, acl: flags("@keyspace", "@write", "@fast"), group: "generic", since: "2.6.0", summary: "Set a key's time to live in milliseconds", run: expire},
@@ -241,6 +249,7 @@ func init() {
 		{name: "append", arity: 3, flags: flags("write", "denyoom", "fast"), firstKey: 1, lastKey: 1, step: 1, acl: flags("@write", "@string", "@fast"), group: "string", since: "2.0.0", summary: "Append a value to a key", run: appendString},
 		{name: "strlen", arity: 2, flags: flags("readonly", "fast"), firstKey: 1, lastKey: 1, step: 1, acl: flags("@read", "@string", "@fast"), group: "string", since: "2.2.0", summary: "Get the length of the value stored in a key", run: strlen},
 		{name: "getrange", arity: 4, flags: flags("readonly"), firstKey: 1, lastKey: 1, step: 1, acl: flags("@read", "@string", "@slow"), group: "string", since: "2.4.0", summary: "Get a substring of the string stored at a key", run: getrange},
+		{name: "substr", arity: 4, flags: flags("readonly"), firstKey: 1, lastKey: 1, step: 1, acl: flags("@read", "@string", "@slow"), group: "string", since: "1.0.0", summary: "Get a substring of the string stored at a key", run: getrange},
 		{name: "setrange", arity: 4, flags: flags("write", "denyoom"), firstKey: 1, lastKey: 1, step: 1, acl: flags("@write", "@string", "@slow"), group: "string", since: "2.2.0", summary: "Overwrite part of a string at key starting at the specified offset", run: setrange},
 		{name: "lcs", arity: -3, flags: flags("readonly"), firstKey: 1, lastKey: 2, step: 1, acl: flags("@read", "@string", "@slow"), group: "string", since: "7.0.0", summary: "Find longest common substring", run: lcs},
 
@@ -388,9 +397,23 @@ func (c *call) namedCommands() []*command {
 	}
 	cmds := make([]*command, len(c.args)-2)
 	for i, name := range c.args[2:] {
-		cmds[i] = commands.lookup(name)
+		cmds[i] = lookupFullName(name)
 	}
 	return cmds
+}
+
+// lookupFullName finds a command by the name COMMAND replies for it:
+// "get", or a container's subcommand as "client|kill".
+func lookupFullName(name []byte) *command {
+	parent, sub, ok := bytes.Cut(name, []byte("|"))
+	cmd := commands.lookup(parent)
+	if !ok || cmd == nil {
+		return cmd
+	}
+	if cmd.subs == nil {
+		return nil
+	}
+	return cmd.subs.lookup(sub)
 }
 
 // commandInfo is COMMAND, and COMMAND INFO [name ...]: the description of
@@ -400,7 +423,7 @@ func commandInfo(c *call) {
 	c.array(len(cmds))
 	for _, cmd := range cmds {
 		if cmd == nil {
-			c.nullArray()
+			c.null()
 		} else {
 			c.commandEntry(cmd)
 		}
@@ -426,10 +449,10 @@ func (c *call) commandEntry(cmd *command) {
 	for _, a := range cmd.acl {
 		c.simple(a)
 	}
-	c.array(0)
-	c.array(0)
+	c.setOf(0) // tips
+	c.setOf(0) // key specifications
 	subs := cmd.subs.sorted()
-	c.array(len(subs))
+	c.setOf(len(subs))
 	for _, sub := range subs {
 		c.commandEntry(sub)
 	}

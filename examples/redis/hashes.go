@@ -94,7 +94,12 @@ func hincrby(c *call) {
 	c.integer(sum)
 }
 
-var errHashNotFloat = errors.New("ERR hash value is not a float")
+var (
+	errHashNotFloat = errors.New("ERR hash value is not a float")
+	// errIncrNaNOrInf refuses an infinite increment before the hash is
+	// looked at, as Redis does.
+	errIncrNaNOrInf = errors.New("ERR value is NaN or Infinity")
+)
 
 // hkeys is HKEYS key, and hvals HVALS.
 func hkeys(c *call) { c.hashList(true) }
@@ -183,6 +188,10 @@ func hincrbyfloat(c *call) {
 	by, err := parseLongDouble(c.args[3])
 	if err != nil {
 		c.error(err)
+		return
+	}
+	if by.IsInf() {
+		c.error(errIncrNaNOrInf)
 		return
 	}
 	sh, m, ok := openOrAdd(c, newHash)

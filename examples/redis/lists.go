@@ -1,6 +1,9 @@
 package main
 
-import "errors"
+import (
+	"errors"
+	"math"
+)
 
 // list is a double-ended queue of strings in a ring buffer whose length is
 // a power of two, so that both ends push and pop in constant time and any
@@ -309,7 +312,12 @@ func lpos(c *call) {
 	var found []int64
 	want := string(c.args[2])
 	skip := rank - 1 // matches to pass over before the first that counts
-	if rank < 0 {
+	switch {
+	case rank == math.MinInt64:
+		// Redis negates the rank: this one stays negative, and every
+		// match then counts, as for -1.
+		skip = 0
+	case rank < 0:
 		skip = -rank - 1
 	}
 	for j := 0; j < l.len() && (maxlen == 0 || int64(j) < maxlen); j++ {

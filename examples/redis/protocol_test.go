@@ -46,6 +46,7 @@ var protocolCases = []struct {
 	{"a quote opened inside a word", "ECHO a\"b c\"d\r\n", "-ERR Protocol error: unbalanced quotes in request\r\n"},
 	{"an escaped closing quote", "ECHO \"\\\"\r\n", "-ERR Protocol error: unbalanced quotes in request\r\n"},
 	{"an unclosed quote", "PING\r\nECHO \"abc\r\nPING\r\n", "+PONG\r\n-ERR Protocol error: unbalanced quotes in request\r\n"},
+	{"a NUL byte in an inline line", "PING\r\nECHO a\x00b\r\nPING\r\n", "+PONG\r\n"},
 	{"HTTP", "POST / HTTP/1.1\r\nHost: x\r\n\r\n", ""},
 	{"a Host line", "Host: x\r\nPING\r\n", ""},
 }

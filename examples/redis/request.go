@@ -221,6 +221,12 @@ func (r *request) multibulk(buf []byte) (int, bool, error) {
 
 func (r *request) inline(buf []byte) (int, bool, error) {
 	nl := bytes.IndexByte(buf, '\n')
+	if nl >= 0 && bytes.IndexByte(buf[:nl], 0) >= 0 {
+		// Redis looks for the line's end with strchr, which stops at a
+		// NUL byte: for it the line never ends, and the request grows
+		// until it is too big.
+		nl = -1
+	}
 	if nl < 0 {
 		if len(buf) > min(inlineMax, r.maxSize) {
 			return 0, false, errInlineTooBig
@@ -242,11 +248,8 @@ func (r *request) inline(buf []byte) (int, bool, error) {
 // quotes, "\x41" is a byte in hex and "\n", "\r", "\t", "\b", "\a" and
 // "\" before any other byte are C's escapes; in single quotes only "\'"
 // is. A closing quote must end its word, and a line that ends inside
-// quotes is an error. A NUL byte ends the line, as it ends a C string.
+// quotes is an error. The line holds no NUL byte (inline).
 func (r *request) split(line []byte) error {
-	if i := bytes.IndexByte(line, 0); i >= 0 {
-		line = line[:i]
-	}
 	if bytes.IndexByte(line, '"') < 0 && bytes.IndexByte(line, '\'') < 0 {
 		// No quotes: the words are where they arrived.
 		for i := 0; i < len(line); {

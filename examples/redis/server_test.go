@@ -91,8 +91,9 @@ func hasTool(name string) bool {
 }
 
 // tool returns the path of one of the Redis tools, redis-cli or
-// redis-benchmark (Debian package redis-tools). Without it the test is
-// skipped, except in CI, where it must be there.
+// redis-benchmark (Debian package redis-tools), or of redis-server
+// (package redis-server). Without it the test is skipped, except in CI,
+// where it must be there.
 func tool(t testing.TB, name string) string {
 	t.Helper()
 	path, err := exec.LookPath(name)
@@ -100,9 +101,9 @@ func tool(t testing.TB, name string) string {
 		return path
 	}
 	if os.Getenv("CI") != "" {
-		t.Fatalf("%s is not installed, and CI is set: install redis-tools", name)
+		t.Fatalf("%s is not installed, and CI is set: install redis-tools and redis-server", name)
 	}
-	t.Skipf("%s is not installed (apt-get install redis-tools)", name)
+	t.Skipf("%s is not on PATH, so this test, which compares with the real Redis, is skipped (apt-get install redis-tools redis-server)", name)
 	return ""
 }
 

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"errors"
 	"math/rand/v2"
 	"slices"
@@ -76,12 +77,31 @@ func spop(c *call) {
 }
 
 func smembers(c *call) {
-	readKey(c, func(s set) {
-		c.setOf(len(s))
-		for m := range s {
-			c.bulkString(m)
-		}
-	})
+	readKey(c, func(s set) { c.members(s) })
+}
+
+// members replies the members of s as a set. Redis holds a set of at
+// most 512 integers as a sorted array (an intset) and replies them in
+// order; so does this server, and any other set in its map's order.
+func (c *call) members(s set) {
+	c.setOf(len(s))
+	for _, m := range orderedMembers(s) {
+		c.bulkString(m)
+	}
+}
+
+// orderedMembers returns the members of s, in order where Redis would
+// hold them in an intset.
+func orderedMembers(s set) []string {
+	ms := names(s)
+	if len(s) <= maxIntsetEntries && allIntegers(s) {
+		slices.SortFunc(ms, func(a, b string) int {
+			x, _ := parseInt([]byte(a))
+			y, _ := parseInt([]byte(b))
+			return cmp.Compare(x, y)
+		})
+	}
+	return ms
 }
 
 func sismember(c *call) {
@@ -180,10 +200,7 @@ func (c *call) setAlgebra(op string, keys [][]byte, dst []byte) {
 	}
 	out := setOp(op, sets)
 	if dst == nil {
-		c.setOf(len(out))
-		for m := range out {
-			c.bulkString(m)
-		}
+		c.members(out)
 		return
 	}
 	sh, h := c.srv.db.shardOf(dst)
@@ -340,5 +357,5 @@ func sscan(c *call) {
 		c.error(err)
 		return
 	}
-	readKey(c, func(s set) { c.scanReply(o, names(s), nil) })
+	readKey(c, func(s set) { c.scanReply(o, orderedMembers(s), nil) })
 }

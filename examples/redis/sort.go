@@ -5,7 +5,6 @@ import (
 	"cmp"
 	"errors"
 	"slices"
-	"strconv"
 )
 
 var errSortScore = errors.New("ERR One or more scores can't be converted into double")
@@ -189,8 +188,8 @@ func (c *call) sortBy(elems []string, s *sortSpec) error {
 		case s.alpha && found:
 			ws[i].by = &val
 		case !s.alpha && found:
-			f, err := strconv.ParseFloat(val, 64)
-			if err != nil || f != f {
+			f, ok := sortScore(val)
+			if !ok {
 				return errSortScore
 			}
 			ws[i].score = f
@@ -299,4 +298,12 @@ func (c *call) sortStore(window []string, s *sortSpec) {
 		c.ready(sh, s.store)
 	}
 	c.integer(int64(l.len()))
+}
+
+// sortScore reads an element's or a weight's score as Redis's SORT does,
+// with strtod, refusing any range error: an inexact subnormal (1e-310)
+// as well as an overflow or an underflow.
+func sortScore(val string) (float64, bool) {
+	f, rangeErr, ok := strtod(val)
+	return f, ok && !rangeErr
 }

@@ -507,21 +507,32 @@ func incrbyfloat(c *call) {
 // Redis adds floats in C's long double, which on x86-64 has a 64-bit
 // mantissa and an exponent of 15 bits, and writes the sum with 17
 // decimals, trailing zeros dropped. A big.Float of 64 bits rounding to
-// nearest even adds as the x87 unit does; maxLongDoubleExp bounds its
-// exponent as the long double's range does.
+// nearest even adds as the x87 unit does; maxLongDoubleExp and
+// minLongDoubleExp bound its exponent as the long double's range does.
 const (
 	longDoublePrec   = 64
 	maxLongDoubleExp = 16384
+	minLongDoubleExp = -16444
 )
 
-// parseLongDouble parses a float as Redis's string2ld does, into a
-// long double's precision: no spaces, no NaN.
+// parseLongDouble parses a float as Redis's string2ld does with C's
+// strtold (cFloat), into a long double's precision and range: no NaN,
+// nothing past the largest long double or below its least subnormal,
+// 2**-16445, which strtold reads as zero.
 func parseLongDouble(b []byte) (*big.Float, error) {
-	if len(b) == 0 || isSpace(b[0]) {
+	s, hex, ok := cFloat(b)
+	if !ok {
 		return nil, errNotFloat
 	}
-	f, _, err := new(big.Float).SetPrec(longDoublePrec).Parse(string(b), 10)
-	if err != nil || (!f.IsInf() && f.MantExp(nil) > maxLongDoubleExp) {
+	base := 10
+	if hex {
+		base = 0
+	}
+	f, _, err := new(big.Float).SetPrec(longDoublePrec).Parse(s, base)
+	if err != nil {
+		return nil, errNotFloat
+	}
+	if exp := f.MantExp(nil); !f.IsInf() && f.Sign() != 0 && (exp > maxLongDoubleExp || exp < minLongDoubleExp) {
 		return nil, errNotFloat
 	}
 	return f, nil

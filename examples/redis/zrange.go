@@ -40,14 +40,15 @@ const (
 )
 
 // parseScore parses one end of a score range: a float, "(" before it for
-// an exclusive end.
+// an exclusive end. Redis reads it with strtod alone: leading spaces, an
+// empty string (0) and an overflow (infinite) pass.
 func parseScore(b []byte) (float64, bool, error) {
 	ex := len(b) > 0 && b[0] == '('
 	if ex {
 		b = b[1:]
 	}
-	f, err := parseFloat(b)
-	if err != nil {
+	f, _, ok := strtod(string(b))
+	if !ok {
 		return 0, false, errScoreRange
 	}
 	return f, ex, nil

@@ -1,0 +1,140 @@
+package main
+
+import "errors"
+
+// OBJECT's subcommands report how Redis would hold a value. This server
+// holds every value one way per type, so ENCODING names the encoding
+// Redis 7.0 chooses for the value as it is now, by its default limits
+// (set-max-intset-entries, hash-max-listpack-entries and -value,
+// zset-max-listpack-entries and -value); REFCOUNT reports the shared
+// integers Redis keeps for 0 to 9,999; and IDLETIME is 0, since access
+// times are not kept.
+const (
+	maxIntsetEntries = 512
+	maxHashListpack  = 512
+	maxZsetListpack  = 128
+	maxListpackValue = 64
+	maxEmbstrLen     = 44
+	sharedIntegers   = 10000
+	sharedRefcount   = 1<<31 - 1
+)
+
+var errNoLFU = errors.New("ERR An LFU maxmemory policy is not selected, access frequency not tracked. Please note that when switching between policies at runtime LRU and LFU data will take some time to adjust.")
+
+// objectHelp is OBJECT HELP's reply, a line each.
+var objectHelp = []string{
+	"OBJECT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+	"ENCODING <key>",
+	"    Return the kind of internal representation used in order to store the value",
+	"    associated with a <key>.",
+	"FREQ <key>",
+	"    Return the access frequency index of the <key>. The returned integer is",
+	"    proportional to the logarithm of the recent access frequency of the key.",
+	"IDLETIME <key>",
+	"    Return the idle time of the <key>, that is the approximated number of",
+	"    seconds elapsed since the last access to the key.",
+	"REFCOUNT <key>",
+	"    Return the number of references of the value associated with the specified",
+	"    <key>.",
+	"HELP",
+	"    Prints this help.",
+}
+
+// objectHelpCmd is OBJECT HELP.
+func objectHelpCmd(c *call) {
+	c.array(len(objectHelp))
+	for _, l := range objectHelp {
+		c.simple(l)
+	}
+}
+
+// objectKey runs reply on the entry of OBJECT's key, args[2], or replies
+// a null for a missing key.
+func objectKey(c *call, reply func(e *entry)) {
+	sh, _ := c.lock(c.args[2])
+	defer c.unlock(sh)
+	if e := sh.find(c.args[2], c.now); e != nil {
+		reply(e)
+	} else {
+		c.null()
+	}
+}
+
+// objectEncoding is OBJECT ENCODING key.
+func objectEncoding(c *call) { objectKey(c, func(e *entry) { c.bulkString(e.encoding()) }) }
+
+// objectRefcount is OBJECT REFCOUNT key.
+func objectRefcount(c *call) {
+	objectKey(c, func(e *entry) {
+		if n, err := parseInt(e.str); e.obj == nil && err == nil && n >= 0 && n < sharedIntegers {
+			c.integer(sharedRefcount)
+		} else {
+			c.integer(1)
+		}
+	})
+}
+
+// objectIdletime is OBJECT IDLETIME key.
+func objectIdletime(c *call) { objectKey(c, func(*entry) { c.integer(0) }) }
+
+// objectFreq is OBJECT FREQ key: refused, as by Redis under any policy
+// but an LFU one.
+func objectFreq(c *call) { objectKey(c, func(*entry) { c.error(errNoLFU) }) }
+
+// encoding returns the name of the encoding Redis 7.0 would give e's
+// value as it is now.
+func (e *entry) encoding() string {
+	switch v := e.obj.(type) {
+	case *list:
+		return "quicklist"
+	case set:
+		if len(v) <= maxIntsetEntries && allIntegers(v) {
+			return "intset"
+		}
+		return "hashtable"
+	case hash:
+		if len(v) <= maxHashListpack && shortPairs(v) {
+			return "listpack"
+		}
+		return "hashtable"
+	case *zset:
+		if v.len() <= maxZsetListpack && shortMembers(v.scores) {
+			return "listpack"
+		}
+		return "skiplist"
+	}
+	switch _, err := parseInt(e.str); {
+	case err == nil:
+		return "int"
+	case len(e.str) <= maxEmbstrLen:
+		return "embstr"
+	}
+	return "raw"
+}
+
+func allIntegers(s set) bool {
+	for m := range s {
+		if _, err := parseInt([]byte(m)); err != nil {
+			return false
+		}
+	}
+	return true
+}
+
+func shortPairs(h hash) bool {
+	for f, v := range h {
+		if len(f) > maxListpackValue || len(v) > maxListpackValue {
+			return false
+		}
+	}
+	return true
+}
+
+func shortMembers(scores map[string]float64) bool {
+	for m := range scores {
+		if len(m) > maxListpackValue {
+			return false
+		}
+	}
+	return true
+}
