@@ -63,7 +63,10 @@ type Conn interface {
 	// Writable reports, from any goroutine, whether OutboundQueued is
 	// not past the high-water mark (WithWriteBufferCap): whether the peer
 	// is keeping up with what it is sent. Past it is where a DrainHandler
-	// is owed OnDrain, once the output drains to half the mark.
+	// is owed OnDrain, once the output drains to half the mark: a false
+	// answer is always followed by OnDrain while the connection is open,
+	// however the output that made it false drains, also when the loop
+	// sent it before anything the asking goroutine writes after.
 	Writable() bool
 
 	// Context returns the value set by SetContext.
@@ -238,9 +241,10 @@ const (
 	// before it offered, reading stopped, OnHalfClose called.
 	flagHalfClose
 	flagInputEnded
-	// flagOverHigh: its unsent output passed the high-water mark; the
-	// handler hears when it drains (OnDrain), which queues it in
-	// eventloop.drained with flagDrainQueued.
+	// flagOverHigh: its unsent output passed the high-water mark, or
+	// Writable reported false (drainOwed); the handler hears when it
+	// drains (OnDrain), which queues it in eventloop.drained with
+	// flagDrainQueued.
 	flagOverHigh
 	flagDrainQueued
 	// flagAbort: SetLinger(0) asked for closes to reset.
@@ -282,6 +286,10 @@ type conn struct {
 	// AsyncWrite posted that the loop has yet to take, and the loop's
 	// last look at the unsent output (watch).
 	posted, held atomic.Int64
+	// drainOwed: Writable reported false, so OnDrain is owed, however the
+	// output that made it false drains; watch and unpost, which see it
+	// fall, turn it into flagOverHigh.
+	drainOwed atomic.Bool
 	// owed: closing, the bytes posted before its close began whose tasks
 	// have yet to queue them (closeSent waits for them).
 	owed int64
@@ -412,7 +420,19 @@ func (c *conn) OutboundBuffered() int {
 
 func (c *conn) OutboundQueued() int { return int(c.posted.Load() + c.held.Load()) }
 
-func (c *conn) Writable() bool { return c.OutboundQueued() <= c.loop.eng.opts.writeBufCap }
+func (c *conn) Writable() bool {
+	mark := c.loop.eng.opts.writeBufCap
+	if c.OutboundQueued() <= mark {
+		return true
+	}
+	// The loop may send what it counted, or take what was posted, before
+	// the goroutine that asked writes anything: the answer is noted for
+	// it, and then the count read again. The loop reads the note after
+	// each fall in the count (watch, unpost), so either it sees the note,
+	// or this second read sees the fall and the answer is true.
+	c.drainOwed.Store(true)
+	return c.OutboundQueued() <= mark
+}
 
 func (c *conn) Context() any     { return c.ctx }
 func (c *conn) SetContext(v any) { c.ctx = v }

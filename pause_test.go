@@ -933,3 +933,73 @@ func (echoOrClose) OnTraffic(c Conn) Action {
 	}
 	return None
 }
+
+// A goroutine that saw Conn.Writable report false is owed OnDrain, also
+// when the output that made it false was partly queued on the loop and
+// the loop sent that before the goroutine's own AsyncWrite ran, so that
+// neither the queued output nor the posted bytes alone ever passed the
+// mark on the loop. A task holds the loop while the peer drains, which
+// makes that order certain.
+func TestWritableFalseOwesDrainAfterQueueSent(t *testing.T) {
+	const (
+		mark   = 16 << 10
+		queued = 8 << 10 // left queued on the loop, under the mark
+		posted = 10 << 10
+	)
+	onEachPoller(t, func(t *testing.T, p Option) outcome {
+		var total atomic.Int64 // what the server wrote before the post
+		drained := make(chan struct{}, 1)
+		h := &drainer{lifetimes: newLifetimes()}
+		h.traffic = func(c Conn) Action {
+			c.Next(-1)
+			// Fill the socket, then queue a little more on the loop.
+			chunk := make([]byte, 1<<10)
+			n := 0
+			for c.OutboundBuffered() == 0 && n < 64<<20 {
+				c.Write(chunk)
+				c.Flush()
+				n += len(chunk)
+			}
+			c.Write(make([]byte, queued))
+			total.Store(int64(n + queued))
+			return None
+		}
+		h.drain = func(c Conn) Action {
+			select {
+			case drained <- struct{}{}:
+			default:
+			}
+			return None
+		}
+		_, addr := serve(t, h, p, WithNumEventLoop(1), WithWriteBufferCap(mark), WithSocketSendBuffer(16<<10))
+		client := dialSmall(t, addr)
+		c := h.conn(h.next(t))
+		_, err := client.Write([]byte("go"))
+		require.NoError(t, err)
+		waitFor(t, 5*time.Second, func() bool { return total.Load() > 0 && c.OutboundQueued() > 0 },
+			func() string { return "the server never queued output" })
+		onLoop := c.OutboundQueued()
+		require.LessOrEqual(t, onLoop, mark, "queued past the mark on the loop")
+
+		running, release := make(chan struct{}), make(chan struct{})
+		var once sync.Once
+		t.Cleanup(func() { once.Do(func() { close(release) }) })
+		require.NoError(t, c.Loop().Execute(func() { close(running); <-release }))
+		<-running
+		require.NoError(t, c.AsyncWrite(make([]byte, posted), nil))
+		require.False(t, c.Writable(), "%d bytes queued", c.OutboundQueued())
+		// The peer takes what the socket holds; released, the loop sends
+		// what it queued before it runs the AsyncWrite.
+		client.SetReadDeadline(time.Now().Add(10 * time.Second))
+		_, err = io.ReadFull(client, make([]byte, total.Load()-int64(onLoop)))
+		require.NoError(t, err)
+		once.Do(func() { close(release) })
+		go io.Copy(io.Discard, client)
+		select {
+		case <-drained:
+		case <-time.After(5 * time.Second):
+			t.Fatalf("no OnDrain after Writable reported false (%d bytes queued now)", c.OutboundQueued())
+		}
+		return outcome{}
+	})
+}
