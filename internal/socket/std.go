@@ -436,15 +436,21 @@ func PendingError(fd int) error {
 // Listen opens a listener. network is tcp, tcp4, tcp6 or unix. It
 // returns its descriptor and the address it is bound to, which tells the
 // port when addr asked for port 0.
-// The standard library's listeners take none of o's options: the
-// per-connection ones reach each connection through Configure.
+// Of o's options the listener takes only the buffer sizes, which the
+// connections it accepts inherit, as epoll's does: set on a connection
+// once accepted, a smaller receive buffer shrinks the window its peer was
+// offered in the handshake, and the peer stalls in zero-window probes.
+// The other per-connection ones reach each connection through Configure.
 func Listen(network, addr string, o Options) (int, net.Addr, error) {
 	switch network {
 	case "tcp", "tcp4", "tcp6", "unix":
 	default:
 		return -1, nil, fmt.Errorf("%w: %q", ErrNetwork, network)
 	}
-	ln, err := net.Listen(network, addr)
+	lc := net.ListenConfig{Control: func(_, _ string, rc syscall.RawConn) error {
+		return controlBuffers(rc, o)
+	}}
+	ln, err := lc.Listen(context.Background(), network, addr)
 	if err != nil {
 		return -1, nil, err
 	}
@@ -546,6 +552,23 @@ func Configure(fd int, unixSocket bool, o Options) error {
 		return nil
 	}
 	return configure(nc, o)
+}
+
+// controlBuffers sets o's buffer sizes on the socket rc stands for.
+func controlBuffers(rc syscall.RawConn, o Options) error {
+	var err error
+	cerr := rc.Control(func(s uintptr) {
+		if o.RecvBuf > 0 {
+			err = setBuffer(s, syscall.SO_RCVBUF, o.RecvBuf)
+		}
+		if o.SendBuf > 0 && err == nil {
+			err = setBuffer(s, syscall.SO_SNDBUF, o.SendBuf)
+		}
+	})
+	if cerr != nil {
+		return cerr
+	}
+	return err
 }
 
 func configure(nc net.Conn, o Options) error {
