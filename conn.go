@@ -52,7 +52,10 @@ type Conn interface {
 	// is a write(2) of its own, where otherwise the output goes in the
 	// loop's next io_uring_enter with everything else.
 	Flush() error
-	// OutboundBuffered returns how many bytes are queued but not yet sent.
+	// OutboundBuffered returns how many bytes are queued but not yet sent:
+	// those the socket did not take, and on the development backend those
+	// its writer has yet to send, which a kernel socket would not have
+	// taken either.
 	OutboundBuffered() int
 	// OutboundQueued returns, from any goroutine, how much output the
 	// connection holds against its bound (WithMaxOutbound): what
@@ -408,10 +411,7 @@ func (c *conn) Flush() error {
 }
 
 func (c *conn) OutboundBuffered() int {
-	n := 0
-	if c.out != nil {
-		n = len(c.out.B) - c.outHead
-	}
+	n := c.pending()
 	if c.loop.cur == c {
 		n += len(c.loop.wbuf)
 	}
@@ -688,11 +688,15 @@ func (c *conn) queueRaw(p []byte) {
 	c.out.B = append(c.out.B, p...)
 }
 
+// pending returns how much output c has yet to send: what it queued, and
+// on the development backend what the socket's writer still holds
+// (socket.Unsent), which a kernel socket would have refused.
 func (c *conn) pending() int {
-	if c.out == nil {
-		return 0
+	n := socket.Unsent(c.fd)
+	if c.out != nil {
+		n += len(c.out.B) - c.outHead
 	}
-	return len(c.out.B) - c.outHead
+	return n
 }
 
 // feed makes p, just read, the unread inbound bytes, behind any kept from

@@ -51,11 +51,12 @@ type handle struct {
 	errSeen bool          // PendingError has reported inErr or outErr
 	more    chan struct{} // in is empty: the reader may read again
 
-	out     []byte // written, not yet sent
-	sending bool   // the writer is sending a batch
-	outErr  error
-	shut    bool // ShutdownWrite asked for: the writer ends output once out is sent
-	kick    chan struct{}
+	out      []byte // written, not yet sent
+	inFlight int    // the bytes of the batch the writer is sending
+	unsent   int    // out and inFlight as the loop last saw them (Unsent)
+	outErr   error
+	shut     bool // ShutdownWrite asked for: the writer ends output once out is sent
+	kick     chan struct{}
 }
 
 // readSize is how much a connection's reader takes from the network at a
@@ -151,8 +152,32 @@ func Poll(fd int) (readable, writable, failed, gone bool) {
 	}
 	failed = !h.errSeen && (h.outErr != nil || h.inErr != nil && h.inErr != io.EOF)
 	readable = len(h.in) > 0 || h.inErr != nil
-	writable = h.outErr != nil || len(h.out) < outCap && !h.shut
+	// Writable once the writer has sent all it took, not merely while
+	// Write has room: the loop counts what the writer holds as unsent
+	// (Unsent) and watches for writable until it has gone, so readiness
+	// while it has not would have it look again and again for nothing.
+	h.unsent = len(h.out) + h.inFlight
+	writable = h.outErr != nil || h.unsent == 0 && !h.shut
 	return readable, writable, failed, false
+}
+
+// Unsent returns how many bytes Write took for fd that its writer had yet
+// to hand to the network whole when the loop last looked: what waits for
+// it, and the batch it is sending. The loop counts them as its own unsent
+// output, as it counts what a socket of the kernel's would not take, so
+// that OutboundQueued, the high-water mark and the bounds on output see
+// the same bytes on every backend. It changes only as the loop looks
+// (Write, Poll): the writer's progress reaches the loop as a socket's
+// does, as readiness, and never between a callback's answer and what
+// the loop does after it.
+func Unsent(fd int) int {
+	h := lookup(fd)
+	if h == nil {
+		return 0
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.unsent
 }
 
 // signal tells h's poller to look at h again. Call it without h.mu.
@@ -213,6 +238,7 @@ func Write(fd int, p []byte) (int, error) {
 	}
 	n := min(outCap-len(h.out), len(p))
 	h.out = append(h.out, p[:n]...)
+	h.unsent += n
 	poke(h.kick)
 	return n, nil
 }
@@ -289,7 +315,7 @@ func (h *handle) write() {
 func (h *handle) send() bool {
 	h.mu.Lock()
 	batch := h.out
-	h.out, h.sending = nil, len(batch) > 0
+	h.out, h.inFlight = nil, len(batch)
 	failed := h.outErr != nil
 	h.mu.Unlock()
 	if len(batch) == 0 || failed {
@@ -299,7 +325,7 @@ func (h *handle) send() bool {
 	clear(batch)
 	outPool.Put(&batch)
 	h.mu.Lock()
-	h.sending = false
+	h.inFlight = 0
 	if err != nil && h.outErr == nil {
 		h.outErr = errno(err)
 	}
@@ -401,7 +427,7 @@ func Settled(fd int) bool {
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	return len(h.in) == 0 && len(h.out) == 0 && !h.sending
+	return len(h.in) == 0 && len(h.out) == 0 && h.inFlight == 0
 }
 
 // PendingError returns the error fd holds, once: how its dial ended (nil:
