@@ -52,7 +52,10 @@ type Conn interface {
 	// is a write(2) of its own, where otherwise the output goes in the
 	// loop's next io_uring_enter with everything else.
 	Flush() error
-	// OutboundBuffered returns how many bytes are queued but not yet sent.
+	// OutboundBuffered returns how many bytes are queued but not yet sent:
+	// those the socket did not take, and on the development backend those
+	// its writer has yet to send, which a kernel socket would not have
+	// taken either.
 	OutboundBuffered() int
 	// OutboundQueued returns, from any goroutine, how much output the
 	// connection holds against its bound (WithMaxOutbound): what
@@ -63,7 +66,10 @@ type Conn interface {
 	// Writable reports, from any goroutine, whether OutboundQueued is
 	// not past the high-water mark (WithWriteBufferCap): whether the peer
 	// is keeping up with what it is sent. Past it is where a DrainHandler
-	// is owed OnDrain, once the output drains to half the mark.
+	// is owed OnDrain, once the output drains to half the mark: a false
+	// answer is always followed by OnDrain while the connection is open,
+	// however the output that made it false drains, also when the loop
+	// sent it before anything the asking goroutine writes after.
 	Writable() bool
 
 	// Context returns the value set by SetContext.
@@ -238,9 +244,10 @@ const (
 	// before it offered, reading stopped, OnHalfClose called.
 	flagHalfClose
 	flagInputEnded
-	// flagOverHigh: its unsent output passed the high-water mark; the
-	// handler hears when it drains (OnDrain), which queues it in
-	// eventloop.drained with flagDrainQueued.
+	// flagOverHigh: its unsent output passed the high-water mark, or
+	// Writable reported false (drainOwed); the handler hears when it
+	// drains (OnDrain), which queues it in eventloop.drained with
+	// flagDrainQueued.
 	flagOverHigh
 	flagDrainQueued
 	// flagAbort: SetLinger(0) asked for closes to reset.
@@ -282,6 +289,10 @@ type conn struct {
 	// AsyncWrite posted that the loop has yet to take, and the loop's
 	// last look at the unsent output (watch).
 	posted, held atomic.Int64
+	// drainOwed: Writable reported false, so OnDrain is owed, however the
+	// output that made it false drains; watch and unpost, which see it
+	// fall, turn it into flagOverHigh.
+	drainOwed atomic.Bool
 	// owed: closing, the bytes posted before its close began whose tasks
 	// have yet to queue them (closeSent waits for them).
 	owed int64
@@ -400,10 +411,7 @@ func (c *conn) Flush() error {
 }
 
 func (c *conn) OutboundBuffered() int {
-	n := 0
-	if c.out != nil {
-		n = len(c.out.B) - c.outHead
-	}
+	n := c.pending()
 	if c.loop.cur == c {
 		n += len(c.loop.wbuf)
 	}
@@ -412,7 +420,19 @@ func (c *conn) OutboundBuffered() int {
 
 func (c *conn) OutboundQueued() int { return int(c.posted.Load() + c.held.Load()) }
 
-func (c *conn) Writable() bool { return c.OutboundQueued() <= c.loop.eng.opts.writeBufCap }
+func (c *conn) Writable() bool {
+	mark := c.loop.eng.opts.writeBufCap
+	if c.OutboundQueued() <= mark {
+		return true
+	}
+	// The loop may send what it counted, or take what was posted, before
+	// the goroutine that asked writes anything: the answer is noted for
+	// it, and then the count read again. The loop reads the note after
+	// each fall in the count (watch, unpost), so either it sees the note,
+	// or this second read sees the fall and the answer is true.
+	c.drainOwed.Store(true)
+	return c.OutboundQueued() <= mark
+}
 
 func (c *conn) Context() any     { return c.ctx }
 func (c *conn) SetContext(v any) { c.ctx = v }
@@ -668,11 +688,15 @@ func (c *conn) queueRaw(p []byte) {
 	c.out.B = append(c.out.B, p...)
 }
 
+// pending returns how much output c has yet to send: what it queued, and
+// on the development backend what the socket's writer still holds
+// (socket.Unsent), which a kernel socket would have refused.
 func (c *conn) pending() int {
-	if c.out == nil {
-		return 0
+	n := socket.Unsent(c.fd)
+	if c.out != nil {
+		n += len(c.out.B) - c.outHead
 	}
-	return len(c.out.B) - c.outHead
+	return n
 }
 
 // feed makes p, just read, the unread inbound bytes, behind any kept from

@@ -385,6 +385,11 @@ func TestManyConnectionsTimeOut(t *testing.T) {
 }
 
 func TestNoDeadlinesNoWheel(t *testing.T) {
+	if stdBackend {
+		// Each answer waits in the socket's writer until it is sent,
+		// which counts as queued output, so the write deadline is armed.
+		t.Skip("the development backend queues every answer in its writer")
+	}
 	h := newLifetimes()
 	_, addr := serve(t, h, WithNumEventLoop(1))
 	c := dialRaw(t, addr)

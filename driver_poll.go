@@ -94,7 +94,9 @@ func (d *pollDriver) dispatch(r poller.Ready) {
 		d.connectDone(c, r.Events)
 		return
 	}
-	if r.Events&poller.Writable != 0 && c.out != nil {
+	if r.Events&poller.Writable != 0 {
+		// Also with nothing queued: on the development backend the
+		// socket's writer has sent what it held (socket.Unsent).
 		l.writable(c)
 	}
 	if r.Events&poller.Readable != 0 {

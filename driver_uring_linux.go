@@ -1052,10 +1052,16 @@ func (rg *ringDriver) ringReceived(fd int, gen uint32, e uring.CQE) {
 	rg.received(l.now())
 }
 
-// ringReceive handles a receive that brought p, or ended.
+// ringReceive handles a receive that brought p, or ended. Bytes for a
+// connection closed since, as when an earlier completion of the same turn
+// closed it, are dropped unseen, wiped first WithWipeBuffers, as arrived
+// wipes what it hands over.
 func (rg *ringDriver) ringReceive(fd int, gen uint32, e uring.CQE, p []byte) {
 	l := rg.l
 	if !rg.ended(fd, gen, e) || fd >= len(l.conns) || l.conns[fd] == nil {
+		if l.eng.opts.wipe {
+			clear(p)
+		}
 		return
 	}
 	c := l.conns[fd]

@@ -818,6 +818,7 @@ func (l *eventloop) watch(c *conn) {
 	if c.held.Load() != int64(n) {
 		c.held.Store(int64(n)) // for OutboundQueued, from any goroutine
 	}
+	l.owesDrain(c)
 	l.overSoft(c, n)
 	o := &l.eng.opts
 	if l.passed(c, n, o.writeBufCap, flagOverHigh, &want) {
@@ -888,6 +889,18 @@ func (l *eventloop) passed(c *conn, n, mark int, flag connFlags, want *poller.Ev
 		return true
 	}
 	return false
+}
+
+// owesDrain has c heard of when its output drains (flagOverHigh) if
+// Conn.Writable has reported false since the loop last looked: the output
+// that made it false may have been sent, or posted bytes taken, without
+// ever passing the mark on the loop. It runs after each fall in what
+// OutboundQueued counts.
+func (l *eventloop) owesDrain(c *conn) {
+	if c.drainOwed.Load() {
+		c.drainOwed.Store(false)
+		c.flags |= flagOverHigh
+	}
 }
 
 // overSoft keeps c's soft-limit timer armed while its unsent output n is
@@ -1281,12 +1294,6 @@ func (l *eventloop) runTask(t *task) {
 	l.cur = c
 	a := None
 	var err error // the write's: after CloseWrite, ErrConnClosed
-	if c.posted.Load()+int64(c.pending()) > int64(l.eng.opts.writeBufCap) {
-		// Its poster may have seen Conn.Writable report false, counting
-		// the writes still posted, and wait for OnDrain, though each of
-		// them alone may pass no mark, and the socket take it all.
-		c.flags |= flagOverHigh
-	}
 	switch t.kind {
 	case taskWrite:
 		_, err = c.write(t.buf)
@@ -1320,6 +1327,10 @@ func (l *eventloop) runTask(t *task) {
 // taken for one posted just before: either is a race the poster lost.
 func (l *eventloop) unpost(c *conn, n int64) {
 	c.posted.Add(-n)
+	if c.drainOwed.Load() && c.state == stateOpen {
+		l.watch(c) // Writable said false, which the posted bytes may have made
+		return
+	}
 	if c.state != stateClosing || c.owed <= 0 || n == 0 {
 		return
 	}

@@ -16,6 +16,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"golang.org/x/sys/unix"
+
+	"github.com/sluicenet/sluice/internal/socket"
 )
 
 // unreadBytes returns how many bytes c's peer has sent that the handler
@@ -808,7 +810,9 @@ func (h *forwarder) OnTraffic(c Conn) Action {
 	if err := peer.Flush(); err != nil {
 		h.errs = append(h.errs, err)
 	}
-	h.held = append(h.held, peer.OutboundBuffered())
+	// What the socket did not take: on the development backend its writer
+	// holds the bytes a moment, which OutboundBuffered counts too.
+	h.held = append(h.held, peer.OutboundBuffered()-socket.Unsent(peer.Fd()))
 	return None
 }
 
@@ -932,4 +936,75 @@ func (echoOrClose) OnTraffic(c Conn) Action {
 		return Close
 	}
 	return None
+}
+
+// A goroutine that saw Conn.Writable report false is owed OnDrain, also
+// when the output that made it false was partly queued on the loop and
+// the loop sent that before the goroutine's own AsyncWrite ran, so that
+// neither the queued output nor the posted bytes alone ever passed the
+// mark on the loop. A task holds the loop while the peer drains, which
+// makes that order certain. The mark is larger than what the development
+// backend's writer holds with the socket full, which counts as queued.
+func TestWritableFalseOwesDrainAfterQueueSent(t *testing.T) {
+	const (
+		mark   = 256 << 10
+		queued = 8 << 10 // queued on the loop behind a full socket
+	)
+	onEachPoller(t, func(t *testing.T, p Option) outcome {
+		var total atomic.Int64 // what the server wrote before the post
+		drained := make(chan struct{}, 1)
+		h := &drainer{lifetimes: newLifetimes()}
+		h.traffic = func(c Conn) Action {
+			c.Next(-1)
+			// Fill the socket, then queue a little more on the loop.
+			chunk := make([]byte, 1<<10)
+			n := 0
+			for c.(*conn).out == nil && n < 64<<20 {
+				c.Write(chunk)
+				c.Flush()
+				n += len(chunk)
+			}
+			c.Write(make([]byte, queued))
+			total.Store(int64(n + queued))
+			return None
+		}
+		h.drain = func(c Conn) Action {
+			select {
+			case drained <- struct{}{}:
+			default:
+			}
+			return None
+		}
+		_, addr := serve(t, h, p, WithNumEventLoop(1), WithWriteBufferCap(mark), WithSocketSendBuffer(16<<10))
+		client := dialSmall(t, addr)
+		c := h.conn(h.next(t))
+		_, err := client.Write([]byte("go"))
+		require.NoError(t, err)
+		waitFor(t, 5*time.Second, func() bool { return total.Load() > 0 && c.OutboundQueued() > 0 },
+			func() string { return "the server never queued output" })
+
+		running, release := make(chan struct{}), make(chan struct{})
+		var once sync.Once
+		t.Cleanup(func() { once.Do(func() { close(release) }) })
+		require.NoError(t, c.Loop().Execute(func() { close(running); <-release }))
+		<-running
+		// Queued on the loop, and posted: past the mark only together.
+		onLoop := c.OutboundQueued()
+		require.LessOrEqual(t, onLoop, mark, "queued past the mark on the loop")
+		require.NoError(t, c.AsyncWrite(make([]byte, mark-onLoop+1), nil))
+		require.False(t, c.Writable(), "%d bytes queued", c.OutboundQueued())
+		// The peer takes what the socket holds; released, the loop sends
+		// what it queued before it runs the AsyncWrite.
+		client.SetReadDeadline(time.Now().Add(10 * time.Second))
+		_, err = io.ReadFull(client, make([]byte, total.Load()-int64(onLoop)))
+		require.NoError(t, err)
+		once.Do(func() { close(release) })
+		go io.Copy(io.Discard, client)
+		select {
+		case <-drained:
+		case <-time.After(5 * time.Second):
+			t.Fatalf("no OnDrain after Writable reported false (%d bytes queued now)", c.OutboundQueued())
+		}
+		return outcome{}
+	})
 }

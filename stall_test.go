@@ -276,13 +276,6 @@ func TestStreamWhileReadingSlowly(t *testing.T) {
 				if b.refuses && !h.bounded {
 					continue
 				}
-				if stdBackend && b.name == "tiny-socket" {
-					// It completes, but the development backend moves
-					// about 40 KB/s through 4 KiB socket buffers (215 s
-					// for 8.4 MB, where epoll and io_uring take about a
-					// second): too slow for the suite.
-					continue
-				}
 				t.Run(b.name+"/"+end+"/"+h.name, func(t *testing.T) {
 					onEachPoller(t, func(t *testing.T, p Option) outcome {
 						opts := append([]Option{p, WithNumEventLoop(1)}, b.opts...)

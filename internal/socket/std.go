@@ -51,11 +51,12 @@ type handle struct {
 	errSeen bool          // PendingError has reported inErr or outErr
 	more    chan struct{} // in is empty: the reader may read again
 
-	out     []byte // written, not yet sent
-	sending bool   // the writer is sending a batch
-	outErr  error
-	shut    bool // ShutdownWrite asked for: the writer ends output once out is sent
-	kick    chan struct{}
+	out      []byte // written, not yet sent
+	inFlight int    // the bytes of the batch the writer is sending
+	unsent   int    // out and inFlight as the loop last saw them (Unsent)
+	outErr   error
+	shut     bool // ShutdownWrite asked for: the writer ends output once out is sent
+	kick     chan struct{}
 }
 
 // readSize is how much a connection's reader takes from the network at a
@@ -151,8 +152,32 @@ func Poll(fd int) (readable, writable, failed, gone bool) {
 	}
 	failed = !h.errSeen && (h.outErr != nil || h.inErr != nil && h.inErr != io.EOF)
 	readable = len(h.in) > 0 || h.inErr != nil
-	writable = h.outErr != nil || len(h.out) < outCap && !h.shut
+	// Writable once the writer has sent all it took, not merely while
+	// Write has room: the loop counts what the writer holds as unsent
+	// (Unsent) and watches for writable until it has gone, so readiness
+	// while it has not would have it look again and again for nothing.
+	h.unsent = len(h.out) + h.inFlight
+	writable = h.outErr != nil || h.unsent == 0 && !h.shut
 	return readable, writable, failed, false
+}
+
+// Unsent returns how many bytes Write took for fd that its writer had yet
+// to hand to the network whole when the loop last looked: what waits for
+// it, and the batch it is sending. The loop counts them as its own unsent
+// output, as it counts what a socket of the kernel's would not take, so
+// that OutboundQueued, the high-water mark and the bounds on output see
+// the same bytes on every backend. It changes only as the loop looks
+// (Write, Poll): the writer's progress reaches the loop as a socket's
+// does, as readiness, and never between a callback's answer and what
+// the loop does after it.
+func Unsent(fd int) int {
+	h := lookup(fd)
+	if h == nil {
+		return 0
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.unsent
 }
 
 // signal tells h's poller to look at h again. Call it without h.mu.
@@ -213,6 +238,7 @@ func Write(fd int, p []byte) (int, error) {
 	}
 	n := min(outCap-len(h.out), len(p))
 	h.out = append(h.out, p[:n]...)
+	h.unsent += n
 	poke(h.kick)
 	return n, nil
 }
@@ -289,7 +315,7 @@ func (h *handle) write() {
 func (h *handle) send() bool {
 	h.mu.Lock()
 	batch := h.out
-	h.out, h.sending = nil, len(batch) > 0
+	h.out, h.inFlight = nil, len(batch)
 	failed := h.outErr != nil
 	h.mu.Unlock()
 	if len(batch) == 0 || failed {
@@ -299,7 +325,7 @@ func (h *handle) send() bool {
 	clear(batch)
 	outPool.Put(&batch)
 	h.mu.Lock()
-	h.sending = false
+	h.inFlight = 0
 	if err != nil && h.outErr == nil {
 		h.outErr = errno(err)
 	}
@@ -401,7 +427,7 @@ func Settled(fd int) bool {
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	return len(h.in) == 0 && len(h.out) == 0 && !h.sending
+	return len(h.in) == 0 && len(h.out) == 0 && h.inFlight == 0
 }
 
 // PendingError returns the error fd holds, once: how its dial ended (nil:
@@ -436,15 +462,21 @@ func PendingError(fd int) error {
 // Listen opens a listener. network is tcp, tcp4, tcp6 or unix. It
 // returns its descriptor and the address it is bound to, which tells the
 // port when addr asked for port 0.
-// The standard library's listeners take none of o's options: the
-// per-connection ones reach each connection through Configure.
+// Of o's options the listener takes only the buffer sizes, which the
+// connections it accepts inherit, as epoll's does: set on a connection
+// once accepted, a smaller receive buffer shrinks the window its peer was
+// offered in the handshake, and the peer stalls in zero-window probes.
+// The other per-connection ones reach each connection through Configure.
 func Listen(network, addr string, o Options) (int, net.Addr, error) {
 	switch network {
 	case "tcp", "tcp4", "tcp6", "unix":
 	default:
 		return -1, nil, fmt.Errorf("%w: %q", ErrNetwork, network)
 	}
-	ln, err := net.Listen(network, addr)
+	lc := net.ListenConfig{Control: func(_, _ string, rc syscall.RawConn) error {
+		return controlBuffers(rc, o)
+	}}
+	ln, err := lc.Listen(context.Background(), network, addr)
 	if err != nil {
 		return -1, nil, err
 	}
@@ -546,6 +578,23 @@ func Configure(fd int, unixSocket bool, o Options) error {
 		return nil
 	}
 	return configure(nc, o)
+}
+
+// controlBuffers sets o's buffer sizes on the socket rc stands for.
+func controlBuffers(rc syscall.RawConn, o Options) error {
+	var err error
+	cerr := rc.Control(func(s uintptr) {
+		if o.RecvBuf > 0 {
+			err = setBuffer(s, syscall.SO_RCVBUF, o.RecvBuf)
+		}
+		if o.SendBuf > 0 && err == nil {
+			err = setBuffer(s, syscall.SO_SNDBUF, o.SendBuf)
+		}
+	})
+	if cerr != nil {
+		return cerr
+	}
+	return err
 }
 
 func configure(nc net.Conn, o Options) error {
