@@ -150,7 +150,7 @@ func (b *SendBatch) Add(p []byte, to netip.AddrPort, v6 bool) bool {
 	h.SetIovlen(1)
 	if to.IsValid() {
 		h.Name = (*byte)(unsafe.Pointer(&b.names[i]))
-		h.Namelen = putSockaddr(&b.names[i], to, v6)
+		h.Namelen = PutSockaddr(&b.names[i], to, v6)
 	}
 	return true
 }
@@ -201,9 +201,9 @@ func (b *SendBatch) Send(fd int) (lost int, err error) {
 	return 0, nil
 }
 
-// putSockaddr lays to out in sa as the kernel reads it for a socket of
+// PutSockaddr lays to out in sa as the kernel reads it for a socket of
 // IPv6 (v6) or IPv4, and returns its length.
-func putSockaddr(sa *unix.RawSockaddrInet6, to netip.AddrPort, v6 bool) uint32 {
+func PutSockaddr(sa *unix.RawSockaddrInet6, to netip.AddrPort, v6 bool) uint32 {
 	*sa = unix.RawSockaddrInet6{}
 	ip := to.Addr()
 	if !v6 {
