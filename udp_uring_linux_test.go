@@ -94,8 +94,8 @@ func (h *udpGate) OnTraffic(c Conn) Action {
 }
 
 // Where the ring's send takes no address (before Linux 6.1), a datagram
-// goes as a sendmsg: answers of every size reach their senders, over
-// IPv4 and IPv6, as they do by the send that takes one.
+// goes as a sendmsg: answers of every size, empty ones too, reach their
+// senders over IPv4 and IPv6, as they do by the send that takes one.
 func TestRingUDPSendmsg(t *testing.T) {
 	skipWithoutRing(t)
 	for _, sendsTo := range []bool{false, true} {
@@ -108,9 +108,11 @@ func TestRingUDPSendmsg(t *testing.T) {
 				rg, ok := eng.e.loops[0].drv.(*ringDriver)
 				require.True(t, ok, "the loop runs on %T", eng.e.loops[0].drv)
 				c := udpDial(t, addr)
-				for _, n := range []int{1, 64, 2048} {
+				for _, n := range []int{0, 1, 64, 2048} {
 					p := make([]byte, n)
-					p[0] = byte(n)
+					if n > 0 {
+						p[0] = byte(n)
+					}
 					assert.Equal(t, p, udptest.RoundTrip(t, c, p), "%s, %d bytes", network, n)
 				}
 				assert.Equal(t, sendsTo && saved(), rg.pk.sendsTo)
