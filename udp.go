@@ -380,7 +380,7 @@ func (l *eventloop) receivePackets(u *udpConn, budget int) (got int, empty bool)
 		ask := min(b.Len(), budget-got)
 		n, err := b.Recv(u.fd, ask)
 		switch {
-		case err == syscall.EAGAIN:
+		case isErrno(err, syscall.EAGAIN):
 			return got, true
 		case err != nil:
 			l.packetFailed(u, err)
@@ -400,6 +400,13 @@ func (l *eventloop) receivePackets(u *udpConn, budget int) (got int, empty bool)
 		}
 	}
 	return got, false
+}
+
+// isErrno reports whether err is e itself: a comparison of the concrete
+// type, cheaper than comparing interfaces once per receive.
+func isErrno(err error, e syscall.Errno) bool {
+	got, ok := err.(syscall.Errno)
+	return ok && got == e
 }
 
 // dropReceived drops the datagrams from to n of b, received for a socket

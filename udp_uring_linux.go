@@ -27,16 +27,20 @@ type ringPackets struct {
 	msg  unix.Msghdr
 	poll bool
 	out  ringSends
+	// sendsTo: the ring's send takes an address (uring.SendsTo), so a
+	// datagram goes without a msghdr.
+	sendsTo bool
 }
 
 // ringSends holds the datagrams a turn sends through the ring, each a
-// sendmsg of its own: their bytes, copied, and the msghdrs, iovecs and
-// addresses the kernel reads, which stay in place until the turn's
-// io_uring_enter has submitted them. A sendmsg with MSG_DONTWAIT never
-// waits, so the kernel is done with them once that returns, and they are
-// let go for the next turn's (submitted). A datagram that finds them
-// full is sent with sendto at once. Made with the loop's first UDP
-// socket: 256 KiB of bytes and 256 datagrams a turn.
+// send of its own (sendDatagram): their bytes, copied, and the addresses
+// (and, for a sendmsg, the msghdrs and iovecs) the kernel reads, which
+// stay in place until the turn's io_uring_enter has submitted them. A
+// send with MSG_DONTWAIT never waits, so the kernel is done with them
+// once that returns, and they are let go for the next turn's
+// (submitted). A datagram that finds them full is sent with sendto at
+// once. Made with the loop's first UDP socket: 256 KiB of bytes and 256
+// datagrams a turn.
 type ringSends struct {
 	buf   []byte // it never grows: the kernel holds pointers into it
 	msgs  []unix.Msghdr
@@ -71,6 +75,11 @@ func (s *ringSends) submitted(wipe bool) {
 // that way on a kernel that has one.
 var ringPacketsPolled = false
 
+// ringSendsTo reports whether the ring's send takes an address; a
+// variable so that a test can take the sendmsg way on a kernel where it
+// does.
+var ringSendsTo = uring.SendsTo
+
 // packetGroup is the buffer group of the ring's UDP buffers; the stream
 // receives' is 0.
 const packetGroup = 1
@@ -101,6 +110,7 @@ func (rg *ringDriver) watchPackets(u *udpConn) error {
 		o.msgs = make([]unix.Msghdr, ringSendSlots)
 		o.iovs = make([]unix.Iovec, ringSendSlots)
 		o.names = make([]unix.RawSockaddrInet6, ringSendSlots)
+		pk.sendsTo = ringSendsTo()
 	}
 	rg.gens++
 	u.ds = ringSlot{gen: rg.gens}
@@ -192,9 +202,12 @@ func (rg *ringDriver) releasePackets() error {
 	return rg.pk.bufs.Release()
 }
 
-// sendDatagram queues p, copied, as a sendmsg from u to to (or to u's
-// peer), sent with the turn's other submissions; only a failure posts a
-// completion (ringPacketSendFailed). It takes all of p or fails.
+// sendDatagram queues p, copied, as a send from u to to (or to u's peer),
+// sent with the turn's other submissions; only a failure posts a
+// completion (ringPacketSendFailed). It takes all of p or fails. Where
+// the ring's send takes an address (uring.SendsTo) the datagram goes as
+// sendto(2) goes, and otherwise as a sendmsg, whose msghdr and iovec the
+// kernel reads besides.
 func (rg *ringDriver) sendDatagram(u *udpConn, p []byte, to netip.AddrPort) (int, error) {
 	o := &rg.pk.out
 	if rg.failed || o.n == len(o.msgs) || len(o.buf)+len(p) > cap(o.buf) {
@@ -204,36 +217,30 @@ func (rg *ringDriver) sendDatagram(u *udpConn, p []byte, to netip.AddrPort) (int
 	o.n++
 	off := len(o.buf)
 	o.buf = append(o.buf, p...)
+	b := o.buf[off:len(o.buf):len(o.buf)]
+	var (
+		name    unsafe.Pointer
+		nameLen uint32
+	)
+	if to.IsValid() {
+		name, nameLen = unsafe.Pointer(&o.names[i]), socket.PutSockaddr(&o.names[i], to, u.v6)
+	}
+	ud := userData(opPacketSent, uint32(len(p))<<sentGenBits|u.ds.gen&sentGenMask, u.fd)
+	const flags = unix.MSG_DONTWAIT | unix.MSG_NOSIGNAL
+	if name == nil || rg.pk.sendsTo {
+		rg.r.PrepSendTo(u.fd, b, name, nameLen, flags, ud).SetFlags(uring.SkipSuccess)
+		return len(p), nil
+	}
 	iov := &o.iovs[i]
 	iov.Base = nil
 	if len(p) > 0 {
-		iov.Base = &o.buf[off]
+		iov.Base = &b[0]
 	}
 	iov.SetLen(len(p))
 	m := &o.msgs[i]
-	*m = unix.Msghdr{Iov: iov}
+	*m = unix.Msghdr{Iov: iov, Name: (*byte)(name), Namelen: nameLen}
 	m.SetIovlen(1)
-	if to.IsValid() {
-		sa := &o.names[i]
-		*sa = unix.RawSockaddrInet6{}
-		port := [2]byte{byte(to.Port() >> 8), byte(to.Port())}
-		if u.v6 {
-			sa.Family = unix.AF_INET6
-			sa.Port = *(*uint16)(unsafe.Pointer(&port))
-			sa.Addr = to.Addr().As16()
-			sa.Scope_id = socket.ZoneIndex(to.Addr().Zone())
-			m.Namelen = unix.SizeofSockaddrInet6
-		} else {
-			sa4 := (*unix.RawSockaddrInet4)(unsafe.Pointer(sa))
-			sa4.Family = unix.AF_INET
-			sa4.Port = *(*uint16)(unsafe.Pointer(&port))
-			sa4.Addr = to.Addr().Unmap().As4()
-			m.Namelen = unix.SizeofSockaddrInet4
-		}
-		m.Name = (*byte)(unsafe.Pointer(sa))
-	}
-	ud := userData(opPacketSent, uint32(len(p))<<sentGenBits|u.ds.gen&sentGenMask, u.fd)
-	rg.r.PrepSendmsg(u.fd, m, unix.MSG_DONTWAIT|unix.MSG_NOSIGNAL, ud).SetFlags(uring.SkipSuccess)
+	rg.r.PrepSendmsg(u.fd, m, flags, ud).SetFlags(uring.SkipSuccess)
 	return len(p), nil
 }
 

@@ -92,3 +92,32 @@ func (h *udpGate) OnTraffic(c Conn) Action {
 	}
 	return h.udpCounted.OnTraffic(c)
 }
+
+// Where the ring's send takes no address (before Linux 6.1), a datagram
+// goes as a sendmsg: answers of every size, empty ones too, reach their
+// senders over IPv4 and IPv6, as they do by the send that takes one.
+func TestRingUDPSendmsg(t *testing.T) {
+	skipWithoutRing(t)
+	for _, sendsTo := range []bool{false, true} {
+		t.Run(fmt.Sprint("sendsTo=", sendsTo), func(t *testing.T) {
+			saved := ringSendsTo
+			t.Cleanup(func() { ringSendsTo = saved }) // after the engine stops
+			ringSendsTo = func() bool { return sendsTo && saved() }
+			for _, network := range []string{"udp4://127.0.0.1:0", "udp6://[::1]:0"} {
+				eng, addr := serveAddr(t, network, &udpEcho{}, WithPoller(poller.IOUring), WithNumEventLoop(1), WithReadBufferCap(2048))
+				rg, ok := eng.e.loops[0].drv.(*ringDriver)
+				require.True(t, ok, "the loop runs on %T", eng.e.loops[0].drv)
+				c := udpDial(t, addr)
+				for _, n := range []int{0, 1, 64, 2048} {
+					p := make([]byte, n)
+					if n > 0 {
+						p[0] = byte(n)
+					}
+					assert.Equal(t, p, udptest.RoundTrip(t, c, p), "%s, %d bytes", network, n)
+				}
+				assert.Equal(t, sendsTo && saved(), rg.pk.sendsTo)
+				assert.Zero(t, eng.Stats().DatagramsSendFailed)
+			}
+		})
+	}
+}

@@ -25,6 +25,7 @@ type Batch struct {
 	iovs  []unix.Iovec
 	names []unix.RawSockaddrInet6
 	bufs  [][]byte
+	used  int // headers the last Recv filled, whose name lengths the kernel rewrote
 }
 
 // NewBatch makes a Batch of n buffers of size bytes.
@@ -43,6 +44,7 @@ func NewBatch(n, size int) *Batch {
 		b.hdrs[i].hdr.Iov = &b.iovs[i]
 		b.hdrs[i].hdr.SetIovlen(1)
 		b.hdrs[i].hdr.Name = (*byte)(unsafe.Pointer(&b.names[i]))
+		b.hdrs[i].hdr.Namelen = unix.SizeofSockaddrInet6
 	}
 	return b
 }
@@ -56,16 +58,23 @@ func (b *Batch) Len() int { return len(b.hdrs) }
 // connected socket the error an ICMP message reported.
 func (b *Batch) Recv(fd, max int) (int, error) {
 	syscount.Inc()
-	hdrs := b.hdrs[:min(max, len(b.hdrs))]
-	for i := range hdrs {
-		hdrs[i].hdr.Namelen = unix.SizeofSockaddrInet6
-		hdrs[i].hdr.Flags = 0
+	// The kernel writes a header's name length (the room for the
+	// sender's address, read as well as written: an IPv4 socket's 16
+	// would cut an IPv6 one's 28 short) and its flags only for a datagram
+	// it received into it, and the flags every time, so only the last
+	// Recv's name lengths need setting again: one or two under a light
+	// load, not the whole batch.
+	for i := range b.used {
+		b.hdrs[i].hdr.Namelen = unix.SizeofSockaddrInet6
 	}
+	b.used = 0
+	hdrs := b.hdrs[:min(max, len(b.hdrs))]
 	for {
 		n, _, e := syscall.RawSyscall6(unix.SYS_RECVMMSG, uintptr(fd), uintptr(unsafe.Pointer(&hdrs[0])), uintptr(len(hdrs)),
 			unix.MSG_DONTWAIT|unix.MSG_TRUNC, 0, 0)
 		switch e {
 		case 0:
+			b.used = int(n)
 			return int(n), nil
 		case unix.EINTR:
 			continue
@@ -141,7 +150,7 @@ func (b *SendBatch) Add(p []byte, to netip.AddrPort, v6 bool) bool {
 	h.SetIovlen(1)
 	if to.IsValid() {
 		h.Name = (*byte)(unsafe.Pointer(&b.names[i]))
-		h.Namelen = putSockaddr(&b.names[i], to, v6)
+		h.Namelen = PutSockaddr(&b.names[i], to, v6)
 	}
 	return true
 }
@@ -160,12 +169,25 @@ func (b *SendBatch) Reset(wipe bool) {
 
 // Send sends what is pending on fd with one sendmmsg, and when a datagram
 // fails, gives up on that one and returns its error and its length (lost):
-// call it again while any is pending, then Reset.
+// call it again while any is pending, then Reset. One datagram alone goes
+// with sendto(2), which the kernel serves without reading a msghdr and an
+// iovec from memory and writing the length back: the usual case under a
+// light load, where a readiness brings one datagram.
 func (b *SendBatch) Send(fd int) (lost int, err error) {
 	for b.next < b.n {
 		syscount.Inc()
-		sent, _, e := syscall.RawSyscall6(unix.SYS_SENDMMSG, uintptr(fd), uintptr(unsafe.Pointer(&b.hdrs[b.next])),
-			uintptr(b.n-b.next), unix.MSG_NOSIGNAL, 0, 0)
+		var (
+			sent uintptr
+			e    syscall.Errno
+		)
+		if h := &b.hdrs[b.next].hdr; b.n-b.next == 1 {
+			_, _, e = syscall.RawSyscall6(unix.SYS_SENDTO, uintptr(fd), uintptr(unsafe.Pointer(h.Iov.Base)), uintptr(h.Iov.Len),
+				unix.MSG_NOSIGNAL, uintptr(unsafe.Pointer(h.Name)), uintptr(h.Namelen))
+			sent = 1
+		} else {
+			sent, _, e = syscall.RawSyscall6(unix.SYS_SENDMMSG, uintptr(fd), uintptr(unsafe.Pointer(h)),
+				uintptr(b.n-b.next), unix.MSG_NOSIGNAL, 0, 0)
+		}
 		switch e {
 		case 0:
 			b.next += int(sent)
@@ -179,9 +201,9 @@ func (b *SendBatch) Send(fd int) (lost int, err error) {
 	return 0, nil
 }
 
-// putSockaddr lays to out in sa as the kernel reads it for a socket of
+// PutSockaddr lays to out in sa as the kernel reads it for a socket of
 // IPv6 (v6) or IPv4, and returns its length.
-func putSockaddr(sa *unix.RawSockaddrInet6, to netip.AddrPort, v6 bool) uint32 {
+func PutSockaddr(sa *unix.RawSockaddrInet6, to netip.AddrPort, v6 bool) uint32 {
 	*sa = unix.RawSockaddrInet6{}
 	ip := to.Addr()
 	if !v6 {

@@ -1,7 +1,10 @@
 package uring
 
 import (
+	"net"
 	"testing"
+	"time"
+	"unsafe"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -231,4 +234,35 @@ func TestRecvRunsOutOfBuffers(t *testing.T) {
 	require.True(t, ok)
 	assert.Equal(t, "c", string(bufs.Buf(id)[:c.Res]))
 	assert.True(t, c.More())
+}
+
+// PrepSendTo sends a datagram to the address it names, from a socket
+// that is not connected, where the kernel takes one; where it does not,
+// SendsTo says so and the send fails with EINVAL.
+func TestPrepSendTo(t *testing.T) {
+	r := newTestRing(t, 8, 0)
+	pc, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	require.NoError(t, err)
+	t.Cleanup(func() { pc.Close() })
+	to := pc.LocalAddr().(*net.UDPAddr)
+	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
+	require.NoError(t, err)
+	t.Cleanup(func() { unix.Close(fd) })
+	name := &unix.RawSockaddrInet4{Family: unix.AF_INET, Addr: [4]byte{127, 0, 0, 1}}
+	port := (*[2]byte)(unsafe.Pointer(&name.Port))
+	port[0], port[1] = byte(to.Port>>8), byte(to.Port)
+
+	p := []byte("datagram")
+	r.PrepSendTo(fd, p, unsafe.Pointer(name), unix.SizeofSockaddrInet4, unix.MSG_DONTWAIT, 5)
+	got := collect(t, r, 1)
+	if !SendsTo() {
+		assert.Equal(t, CQE{UserData: 5, Res: -int32(unix.EINVAL)}, got[0])
+		return
+	}
+	assert.Equal(t, CQE{UserData: 5, Res: int32(len(p))}, got[0])
+	buf := make([]byte, 16)
+	require.NoError(t, pc.SetReadDeadline(time.Now().Add(5*time.Second)))
+	n, _, err := pc.ReadFromUDP(buf)
+	require.NoError(t, err)
+	assert.Equal(t, "datagram", string(buf[:n]))
 }

@@ -115,6 +115,7 @@ type Ring struct {
 	timeouts []kernelTimespec
 
 	lastAddr unsafe.Pointer // see prep
+	lastName unsafe.Pointer // see PrepSendTo
 
 	// err is the error of a submission forced by a full queue; see next.
 	err   error

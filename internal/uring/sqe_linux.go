@@ -107,6 +107,20 @@ func (r *Ring) PrepSend(fd int, p []byte, msgFlags int, userData uint64) *SQE {
 	return s
 }
 
+// PrepSendTo queues a send of p on the socket fd to the address name of
+// n bytes (a sockaddr), as sendto(2) sends, with the MSG_* flags
+// msgFlags: one datagram, with no msghdr or iovec for the kernel to read.
+// name, like p, must stay in place until the send completes. Before
+// Linux 6.1 a send takes no address and fails with EINVAL (SendsTo); with
+// name nil it is PrepSend's.
+func (r *Ring) PrepSendTo(fd int, p []byte, name unsafe.Pointer, n uint32, msgFlags int, userData uint64) *SQE {
+	s := r.PrepSend(fd, p, msgFlags, userData)
+	r.lastName = name             // escapes, as prep's addr does
+	s.off = uint64(uintptr(name)) // addr2
+	s.fileIndex = n               // addr_len, its low 16 bits
+	return s
+}
+
 // PrepSendmsg queues a sendmsg(2) of msg on the socket fd with the MSG_*
 // flags msgFlags: one send of several slices, each an iovec of msg.
 func (r *Ring) PrepSendmsg(fd int, msg *unix.Msghdr, msgFlags int, userData uint64) *SQE {
