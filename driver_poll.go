@@ -1,9 +1,14 @@
 package sluice
 
 import (
+	"fmt"
 	"net/netip"
 	"os"
+	"runtime"
+	"strconv"
+	"sync/atomic"
 	"syscall"
+	"time"
 
 	"github.com/sluicenet/sluice/internal/socket"
 	"github.com/sluicenet/sluice/poller"
@@ -27,9 +32,7 @@ type pollDriver struct {
 	p         *poller.Poller
 	out       *socket.SendBatch // made with the loop's first UDP readiness
 	gathering *udpConn
-	busy      bool   // the turn found work enough that the next looks before it waits (look)
-	looks     uint64 // looks made, and those that found something: the loop's own counts
-	found     uint64
+	busy      int // how much the last turn found: from 2, the next looks again before it waits
 }
 
 // The room a pollDriver's out has: as many datagrams as one readiness
@@ -59,14 +62,21 @@ func (d *pollDriver) start() (driver, error) {
 	return d, nil
 }
 
-// turn hands the loop what the poller reports. After a busy turn it
-// first looks without waiting (look), and waits only when that finds
-// nothing.
 func (d *pollDriver) turn() error {
 	l := d.l
-	if d.busy {
-		if found, err := d.look(); found || err != nil {
-			return err
+	if d.busy >= repollMin && repollMode != 0 {
+		d.busy = 0
+		if ready := d.repoll(); len(ready) > 0 {
+			l.clockRead = false
+			l.yield()
+			d.busy = len(ready)
+			if repollChain {
+				d.busy = max(d.busy, repollMin)
+			}
+			for _, r := range ready {
+				d.dispatch(r)
+			}
+			return nil
 		}
 	}
 	timeout, _ := l.sleep(false) // only a gathering ring holds its waits
@@ -75,46 +85,61 @@ func (d *pollDriver) turn() error {
 	if err != nil {
 		return err
 	}
-	d.dispatchAll(ready)
+	d.busy = len(ready)
+	repollStats.turns.Add(1)
+	if len(ready) > 1 {
+		repollStats.multi.Add(1)
+	}
+	for _, r := range ready {
+		d.dispatch(r)
+	}
 	return nil
 }
 
-// look asks the poller what is ready without waiting, and hands the loop
-// whatever it found. A client that keeps several connections busy (a
-// pipelining Redis client, a load generator) sends again while the loop
-// answers: a loop that went straight back to its wait would find that
-// wait returning at once, or, worse, block just before the next request
-// arrives, and pay the sleep and the wake-up (the scheduler's context
-// switch, the Go runtime's handing off of its P) for each batch. So a
-// turn that found more than one socket ready, or more than one datagram
-// on a socket, and a look that found anything at all, are followed by a
-// look; every other turn waits at once, so a lone request-response
-// connection, whose peer never sends before its answer comes, pays no
-// look that cannot find anything. A look needs no word to the Go
-// scheduler (Poller.Poll). Tasks posted meanwhile are run after the
-// turn, as after a wait, and due timers fire.
-func (d *pollDriver) look() (found bool, err error) {
-	d.busy = false
-	d.looks++
-	ready, err := d.p.Poll()
-	if err != nil || len(ready) == 0 {
-		return false, err
+// EXPERIMENT: repollMode 0 off, 1 one raw zero-timeout poll, 2 raw poll,
+// Gosched, raw poll again, 3 one ordinary zero-timeout wait.
+var repollMode, _ = strconv.Atoi(os.Getenv("SLUICE_REPOLL"))
+
+var repollMin = func() int {
+	if n, err := strconv.Atoi(os.Getenv("SLUICE_REPOLL_MIN")); err == nil {
+		return n
 	}
-	d.found++
-	l := d.l
-	l.clockRead = false // as awake: the time is read again when needed
-	l.yield()           // a loop that keeps finding work never reaches sleep's
-	d.dispatchAll(ready)
-	d.busy = true
-	return true, nil
+	return 2
+}()
+
+var repollChain = os.Getenv("SLUICE_REPOLL_CHAIN") == "1"
+
+var repollStats struct{ tries, hits, turns, multi atomic.Int64 }
+
+func (d *pollDriver) repoll() []poller.Ready {
+	repollStats.tries.Add(1)
+	var ready []poller.Ready
+	switch repollMode {
+	case 1:
+		ready, _ = d.p.Poll()
+	case 2:
+		ready, _ = d.p.Poll()
+		if len(ready) == 0 {
+			runtime.Gosched()
+			ready, _ = d.p.Poll()
+		}
+	case 3:
+		ready, _ = d.p.Wait(0)
+	}
+	if len(ready) > 0 {
+		repollStats.hits.Add(1)
+	}
+	return ready
 }
 
-// dispatchAll acts on what the poller reported, and notes whether that
-// was more than one socket (receivePackets notes more than one datagram).
-func (d *pollDriver) dispatchAll(ready []poller.Ready) {
-	d.busy = d.busy || len(ready) > 1
-	for _, r := range ready {
-		d.dispatch(r)
+func init() {
+	if f := os.Getenv("SLUICE_REPOLL_LOG"); f != "" {
+		go func() {
+			for {
+				time.Sleep(time.Second)
+				os.WriteFile(f, []byte(fmt.Sprintf("mode %d min %d waits %d multi %d tries %d hits %d\n", repollMode, repollMin, repollStats.turns.Load(), repollStats.multi.Load(), repollStats.tries.Load(), repollStats.hits.Load())), 0o644)
+			}
+		}()
 	}
 }
 
@@ -294,7 +319,7 @@ func (d *pollDriver) receivePackets(u *udpConn) {
 	for budget := packetBatch; budget > 0; {
 		d.gathering = u
 		n, empty := d.l.receivePackets(u, budget)
-		d.busy = d.busy || n > 1
+		d.busy += n - 1
 		d.sendGathered(u)
 		if !empty || n < 2 || u.state == stateClosed {
 			return
