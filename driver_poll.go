@@ -1,14 +1,9 @@
 package sluice
 
 import (
-	"fmt"
 	"net/netip"
 	"os"
-	"runtime"
-	"strconv"
-	"sync/atomic"
 	"syscall"
-	"time"
 
 	"github.com/sluicenet/sluice/internal/socket"
 	"github.com/sluicenet/sluice/poller"
@@ -32,7 +27,6 @@ type pollDriver struct {
 	p         *poller.Poller
 	out       *socket.SendBatch // made with the loop's first UDP readiness
 	gathering *udpConn
-	busy      int // how much the last turn found: from 2, the next looks again before it waits
 }
 
 // The room a pollDriver's out has: as many datagrams as one readiness
@@ -64,83 +58,16 @@ func (d *pollDriver) start() (driver, error) {
 
 func (d *pollDriver) turn() error {
 	l := d.l
-	if d.busy >= repollMin && repollMode != 0 {
-		d.busy = 0
-		if ready := d.repoll(); len(ready) > 0 {
-			l.clockRead = false
-			l.yield()
-			d.busy = len(ready)
-			if repollChain {
-				d.busy = max(d.busy, repollMin)
-			}
-			for _, r := range ready {
-				d.dispatch(r)
-			}
-			return nil
-		}
-	}
 	timeout, _ := l.sleep(false) // only a gathering ring holds its waits
 	ready, err := d.p.Wait(timeout)
 	l.awake(len(ready) == 0)
 	if err != nil {
 		return err
 	}
-	d.busy = len(ready)
-	repollStats.turns.Add(1)
-	if len(ready) > 1 {
-		repollStats.multi.Add(1)
-	}
 	for _, r := range ready {
 		d.dispatch(r)
 	}
 	return nil
-}
-
-// EXPERIMENT: repollMode 0 off, 1 one raw zero-timeout poll, 2 raw poll,
-// Gosched, raw poll again, 3 one ordinary zero-timeout wait.
-var repollMode, _ = strconv.Atoi(os.Getenv("SLUICE_REPOLL"))
-
-var repollMin = func() int {
-	if n, err := strconv.Atoi(os.Getenv("SLUICE_REPOLL_MIN")); err == nil {
-		return n
-	}
-	return 2
-}()
-
-var repollChain = os.Getenv("SLUICE_REPOLL_CHAIN") == "1"
-
-var repollStats struct{ tries, hits, turns, multi atomic.Int64 }
-
-func (d *pollDriver) repoll() []poller.Ready {
-	repollStats.tries.Add(1)
-	var ready []poller.Ready
-	switch repollMode {
-	case 1:
-		ready, _ = d.p.Poll()
-	case 2:
-		ready, _ = d.p.Poll()
-		if len(ready) == 0 {
-			runtime.Gosched()
-			ready, _ = d.p.Poll()
-		}
-	case 3:
-		ready, _ = d.p.Wait(0)
-	}
-	if len(ready) > 0 {
-		repollStats.hits.Add(1)
-	}
-	return ready
-}
-
-func init() {
-	if f := os.Getenv("SLUICE_REPOLL_LOG"); f != "" {
-		go func() {
-			for {
-				time.Sleep(time.Second)
-				os.WriteFile(f, []byte(fmt.Sprintf("mode %d min %d waits %d multi %d tries %d hits %d\n", repollMode, repollMin, repollStats.turns.Load(), repollStats.multi.Load(), repollStats.tries.Load(), repollStats.hits.Load())), 0o644)
-			}
-		}()
-	}
 }
 
 func (d *pollDriver) wake() error { return d.p.Wake() }
@@ -319,7 +246,6 @@ func (d *pollDriver) receivePackets(u *udpConn) {
 	for budget := packetBatch; budget > 0; {
 		d.gathering = u
 		n, empty := d.l.receivePackets(u, budget)
-		d.busy += n - 1
 		d.sendGathered(u)
 		if !empty || n < 2 || u.state == stateClosed {
 			return

@@ -5,7 +5,6 @@ package poller
 import (
 	"os"
 	"time"
-	"unsafe"
 
 	"golang.org/x/sys/unix"
 
@@ -85,29 +84,6 @@ func (p *Poller) Wait(timeout time.Duration) ([]Ready, error) {
 		}
 		return nil, os.NewSyscallError("epoll_wait", err)
 	}
-	return p.collect(n), nil
-}
-
-// Poll returns what is ready now, without waiting. A wait that cannot
-// block needs no word to the Go scheduler (entersyscall, exitsyscall),
-// so it is made as a raw system call, which costs about as little as the
-// kernel's side of it. The returned slice is reused by the next call.
-func (p *Poller) Poll() ([]Ready, error) {
-	syscount.Inc()
-	n, _, e := unix.RawSyscall6(unix.SYS_EPOLL_PWAIT, uintptr(p.epfd),
-		uintptr(unsafe.Pointer(&p.events[0])), uintptr(len(p.events)), 0, 0, 0)
-	if e != 0 {
-		if e == unix.EINTR {
-			return nil, nil
-		}
-		return nil, os.NewSyscallError("epoll_pwait", e)
-	}
-	return p.collect(int(n)), nil
-}
-
-// collect turns the first n events epoll returned into Ready, leaving out
-// the wake-ups.
-func (p *Poller) collect(n int) []Ready {
 	ready := p.ready[:0]
 	for i := range n {
 		e := &p.events[i]
@@ -126,7 +102,7 @@ func (p *Poller) collect(n int) []Ready {
 		}
 		ready = append(ready, Ready{Fd: int(e.Fd), Events: ev})
 	}
-	return ready
+	return ready, nil
 }
 
 // Wake makes a Wait in progress, or the next one, return at once. It is

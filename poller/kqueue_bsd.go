@@ -88,10 +88,6 @@ func (p *Poller) change(fd int, old, ev Event) error {
 	return os.NewSyscallError("kevent", err)
 }
 
-// Poll returns what is ready now, without waiting. The returned slice is
-// reused by the next call.
-func (p *Poller) Poll() ([]Ready, error) { return p.Wait(0) }
-
 // Wait blocks until a descriptor is ready, Wake is called, or timeout
 // passes (a negative timeout waits without limit). The returned slice is
 // reused by the next call.

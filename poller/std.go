@@ -80,10 +80,6 @@ func (p *Poller) notify(fd int) {
 	p.Wake()
 }
 
-// Poll returns what is ready now, without waiting. The returned slice is
-// reused by the next call.
-func (p *Poller) Poll() ([]Ready, error) { return p.collect(), nil }
-
 // Wait blocks until a descriptor is ready, Wake is called, or timeout
 // passes (a negative timeout waits without limit). The returned slice is
 // reused by the next call.
