@@ -20,7 +20,7 @@ type reqContext struct {
 
 	mu     sync.Mutex
 	done   chan struct{} // made by the first Done
-	err    error
+	ended  bool          // Err is context.Canceled: the only way it ends
 	afters []*afterFunc
 }
 
@@ -35,7 +35,7 @@ func (c *reqContext) Done() <-chan struct{} {
 	defer c.mu.Unlock()
 	if c.done == nil {
 		c.done = make(chan struct{})
-		if c.err != nil {
+		if c.ended {
 			close(c.done)
 		}
 	}
@@ -45,7 +45,10 @@ func (c *reqContext) Done() <-chan struct{} {
 func (c *reqContext) Err() error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.err
+	if c.ended {
+		return context.Canceled
+	}
+	return nil
 }
 
 func (c *reqContext) Value(key any) any {
@@ -72,7 +75,7 @@ func (c *reqContext) String() string { return "sluicehttp.requestContext" }
 // goroutine of its own, which the context package starts.)
 func (c *reqContext) AfterFunc(f func()) (stop func() bool) {
 	c.mu.Lock()
-	if c.err != nil {
+	if c.ended {
 		c.mu.Unlock()
 		go f()
 		return func() bool { return false }
@@ -106,18 +109,18 @@ func (c *reqContext) forget(a *afterFunc) bool {
 // cancel ends the context; later calls do nothing.
 func (c *reqContext) cancel() {
 	c.mu.Lock()
-	if c.err != nil {
+	if c.ended {
 		c.mu.Unlock()
 		return
 	}
-	c.err = context.Canceled
+	c.ended = true
 	if c.done != nil {
 		close(c.done)
 	}
 	afters := c.afters
 	c.afters = nil
 	c.mu.Unlock()
-	// Once err is set, stop changes nothing.
+	// Once it has ended, stop changes nothing.
 	for _, a := range afters {
 		a.f()
 	}

@@ -21,11 +21,13 @@
 // therefore not locked to OS threads (sluice.WithLockOSThread) unless the
 // options say so.
 //
-// A request costs five heap allocations, alone or pipelined, on the pool
-// or inline: the request, with its context, its URL, its answer's state
-// and the copy of its head that its strings point into; its header map,
-// two; and its answer's header map, two. A head longer than 256 bytes
-// costs one more, its own copy. What serves a run of requests is kept by
+// A request whose only header field is Host (Host is never in a
+// request's header map, as with net/http's server) costs four heap
+// allocations, alone or pipelined, on the pool or inline: the request,
+// with its context, its URL, its answer's state and the copy of its head
+// that its strings point into; its header map, empty; and its answer's
+// header map, two. Other fields cost one more, their map's room; a head
+// longer than 256 bytes one more, its own copy. What serves a run of requests is kept by
 // the loop for the next; an answer's header map is not, since a handler
 // may keep it past its return.
 //

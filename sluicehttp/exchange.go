@@ -30,6 +30,7 @@ type exchange struct {
 	mu    sync.Mutex // the output, for the handler and a body reader sending 100 Continue
 	out   *pool.Buffer
 	stage *pool.Buffer // the answer being written, until its head is known
+	ans   decided      // what the header of the answer being written decides
 	p     poster
 	last  *pool.Buffer // the final output, in flight
 
@@ -208,6 +209,7 @@ func (hc *hconn) recycle(x *exchange) {
 	}
 	clear(x.reqs)
 	x.reqs = x.reqs[:0]
+	x.ans = decided{} // it points into the last handler's header
 	hc.ls.spares = append(hc.ls.spares, x)
 }
 

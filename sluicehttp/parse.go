@@ -77,17 +77,19 @@ func (e *reqError) Error() string {
 // head is what the parser learns of a request beyond the http.Request it
 // fills: how its body is framed.
 type head struct {
-	chunked bool
 	length  int64 // the body's length when not chunked
-	expect  bool  // Expect: 100-continue, with a body to come
-	both    bool  // Content-Length and Transfer-Encoding both came
+	chunked bool
+	expect  bool // Expect: 100-continue, with a body to come
+	both    bool // Content-Length and Transfer-Encoding both came
 	has     fieldBits
+	hosts   uint8  // how many Host fields came: 0, 1, or 2 for more
+	host    string // the first Host field's value
 
 	// Room for the request's URL, its header's values and the copy of a
 	// small head, made with the head rather than one by one: the
 	// request points into it.
 	url   url.URL
-	vals  [8]string
+	vals  [7]string
 	small [smallHead]byte
 }
 
@@ -166,19 +168,17 @@ func parseHead(b []byte, r *http.Request, h *head) *reqError {
 	}
 	r.URL = u
 
-	hdr, has, invalid, e := parseFields(rest, h.vals[:])
+	hdr, invalid, e := parseFields(rest, h)
 	if e != nil {
 		return e
 	}
-	h.has = has
 	r.Header = hdr
-	hosts, haveHost := hdr["Host"] // nothing below adds or takes Host until its delete
-	if len(hosts) > 1 {
+	if h.hosts > 1 {
 		return errBadRequest
 	}
 	r.Host = u.Host
-	if r.Host == "" && len(hosts) > 0 {
-		r.Host = hosts[0]
+	if r.Host == "" {
+		r.Host = h.host
 	}
 	if pv := h.values(hdr, hasPragma, "Pragma"); len(pv) > 0 && pv[0] == "no-cache" {
 		if _, ok := hdr["Cache-Control"]; !ok {
@@ -189,7 +189,8 @@ func parseHead(b []byte, r *http.Request, h *head) *reqError {
 	if e := transfer(r, h); e != nil {
 		return e
 	}
-	h2 := r.Method == "PRI" && len(hdr) == 0 && u.Path == "*" && r.Proto == "HTTP/2.0"
+	// net/http asks this of the header with its Host field still in it.
+	h2 := r.Method == "PRI" && len(hdr) == 0 && h.hosts == 0 && u.Path == "*" && r.Proto == "HTTP/2.0"
 	if h2 {
 		r.ContentLength = -1
 		r.Close = true
@@ -199,17 +200,14 @@ func parseHead(b []byte, r *http.Request, h *head) *reqError {
 	if major != 1 && !(major == 2 && minor == 0 && r.Method == "PRI" && r.RequestURI == "*") {
 		return errVersion
 	}
-	if r.ProtoAtLeast(1, 1) && (!haveHost || len(hosts) == 0) && !h2 && r.Method != "CONNECT" {
+	if r.ProtoAtLeast(1, 1) && h.hosts == 0 && !h2 && r.Method != "CONNECT" {
 		return errMissingHost
 	}
-	if len(hosts) == 1 && !validHost(hosts[0]) {
+	if h.hosts == 1 && !validHost(h.host) {
 		return errMalformedHost
 	}
 	if invalid != nil {
 		return invalid
-	}
-	if haveHost {
-		delete(hdr, "Host")
 	}
 
 	if expect := h.values(hdr, hasExpect, "Expect"); len(expect) > 0 {
@@ -333,14 +331,18 @@ var plainPathByte = func() (t [256]bool) {
 // parseFields parses header lines up to the blank line, as
 // net/textproto's ReadMIMEHeader does: keys in canonical form (b's bytes
 // are changed in place for it), values with the spaces around them
-// trimmed, obsolete line folding joined with a space. The first values
-// go in room's strings, when it has enough. What net/textproto refuses
-// is err; invalid is what it takes but net/http's server refuses once
-// the request is read, after its other checks: a key with a space in it
-// (errHeaderName). Values are checked whole here, folded or not, so none
-// reaches that later check. has says which fields the server reads
-// itself came (fieldBits).
-func parseFields(b []byte, room []string) (hdr http.Header, has fieldBits, invalid, err *reqError) {
+// trimmed, obsolete line folding joined with a space. For a request's
+// head, h is its head: the first values go in h.vals, when it has room
+// enough, and Host fields are not put in the map, which net/http's
+// server takes them out of once the request is read: h.hosts counts them
+// and h.host holds the first, so that a request with only a Host field
+// gets an empty map, which costs one allocation less. For a trailer, h is
+// nil, and every field goes in the map. What net/textproto refuses is err; invalid is what it takes but
+// net/http's server refuses once the request is read, after its other
+// checks: a key with a space in it (errHeaderName). Values are checked
+// whole here, folded or not, so none reaches that later check. h.has
+// says which fields the server reads itself came (fieldBits).
+func parseFields(b []byte, h *head) (hdr http.Header, invalid, err *reqError) {
 	n := 0
 	for p := b; len(p) > 0; {
 		var line []byte
@@ -348,26 +350,30 @@ func parseFields(b []byte, room []string) (hdr http.Header, has fieldBits, inval
 		if len(line) == 0 {
 			break
 		}
-		if line[0] != ' ' && line[0] != '\t' {
+		if line[0] != ' ' && line[0] != '\t' && (h == nil || !isHostLine(line)) {
 			n++
 		}
 	}
 	hdr = make(http.Header, n)
+	var room []string
+	if h != nil {
+		room = h.vals[:]
+	}
 	strs := room[:min(n, len(room))]
 	if n > len(room) {
 		strs = make([]string, n)
 	}
 	if len(b) > 0 && (b[0] == ' ' || b[0] == '\t') {
-		return nil, 0, nil, errBadRequest // a first line may not be a continuation
+		return nil, nil, errBadRequest // a first line may not be a continuation
 	}
 	for {
 		var line []byte
 		line, b = nextLine(b)
 		if len(line) == 0 {
-			return hdr, has, invalid, nil
+			return hdr, invalid, nil
 		}
 		if bytes.IndexByte(line, ':') < 0 {
-			return nil, 0, nil, errBadRequest
+			return nil, nil, errBadRequest
 		}
 		kv := trim(line)
 		if len(b) > 0 && (b[0] == ' ' || b[0] == '\t') {
@@ -388,20 +394,29 @@ func parseFields(b []byte, room []string) (hdr http.Header, has fieldBits, inval
 		k, v, _ := bytes.Cut(kv, []byte{':'})
 		key, ok := canonicalKey(k)
 		if !ok {
-			return nil, 0, nil, errBadRequest
+			return nil, nil, errBadRequest
 		}
 		for _, c := range v {
 			if !validValueByte(c) {
-				return nil, 0, nil, errBadRequest
+				return nil, nil, errBadRequest
 			}
 		}
 		for len(v) > 0 && (v[0] == ' ' || v[0] == '\t') {
 			v = v[1:]
 		}
 		value := str(v)
-		has |= fieldBit(key)
 		if invalid == nil && !isToken(key) {
 			invalid = errHeaderName // a space in it
+		}
+		if h != nil { // a request's head, not a trailer
+			h.has |= fieldBit(key)
+			if key == "Host" {
+				if h.hosts == 0 {
+					h.host = value
+				}
+				h.hosts = min(h.hosts+1, 2)
+				continue
+			}
 		}
 		if vv, ok := hdr[key]; ok {
 			hdr[key] = append(vv, value)
@@ -413,6 +428,13 @@ func parseFields(b []byte, room []string) (hdr http.Header, has fieldBits, inval
 			hdr[key] = []string{value}
 		}
 	}
+}
+
+// isHostLine reports whether line, a header line, is a Host field's, in
+// any case, so that parseFields sizes the map without it. A line it
+// misses ("Host :", which is malformed anyway) only sizes the map larger.
+func isHostLine(line []byte) bool {
+	return len(line) >= 5 && line[4] == ':' && asciiEqualFold(str(line[:4]), "host")
 }
 
 // first returns the first value of h's field key, which is in canonical

@@ -44,16 +44,21 @@ type response struct {
 	wants10KeepAlive, wantsClose        bool
 	fullDuplex                          bool
 
-	// What the handler's header said when WriteHeader ran of the fields
-	// the server writes itself once it knows the body; the rest of the
-	// header is written to the output then, where hdrStart says.
-	hdrStart              int
+	hdrStart int      // where the answer's head begins in the output
+	trailers []string // the trailer's fields, as Trailer declared them
+}
+
+// decided is what the handler's header said, when WriteHeader ran, of the
+// fields the server writes itself once it knows the body (commit); the
+// rest of the header is written to the output then. An exchange holds it
+// for the one answer being written between the two, rather than each
+// response, which keeps a response within a smaller size class.
+type decided struct {
 	ct, cl, te, conn      []string
 	haveCT, haveCL, haveC bool
 	hasCE, hasDate        bool
 	upgrade               bool // Upgrade is set, for a protocol switch
 	trailerSet            bool // Trailer is set, or a key has http.TrailerPrefix
-	trailers              []string
 }
 
 // errHandlerDone fails what a handler asks of its http.ResponseWriter
@@ -119,42 +124,44 @@ func (w *response) writeHeaderLocked(code int) {
 	w.wroteHeader, w.status = true, code
 	// One pass over the handler's header learns the fields the server
 	// decides on and gathers those it writes as they are.
+	d := &x.ans
+	*d = decided{}
 	h := w.header
 	var room [32]field
 	fields, trailer := room[:0], []string(nil)
 	for key, vv := range h {
 		switch key {
 		case "Content-Type":
-			w.ct, w.haveCT = vv, true
+			d.ct, d.haveCT = vv, true
 		case "Content-Length":
-			w.cl, w.haveCL = vv, true
+			d.cl, d.haveCL = vv, true
 		case "Transfer-Encoding":
-			w.te = vv
+			d.te = vv
 		case "Connection":
-			w.conn, w.haveC = vv, true
+			d.conn, d.haveC = vv, true
 		case "Content-Encoding":
-			w.hasCE = len(vv) > 0 && vv[0] != ""
+			d.hasCE = len(vv) > 0 && vv[0] != ""
 		case "Date":
-			w.hasDate = true
+			d.hasDate = true
 		case "Upgrade":
-			w.upgrade = len(vv) > 0 && vv[0] != ""
+			d.upgrade = len(vv) > 0 && vv[0] != ""
 		case "Trailer":
 			trailer = vv
 		}
 		if strings.HasPrefix(key, http.TrailerPrefix) {
-			w.trailerSet = true
+			d.trailerSet = true
 		}
 		if !skipDecided.skips(key) {
 			fields = append(fields, field{key, vv})
 		}
 	}
-	if len(w.cl) > 0 && w.cl[0] != "" {
-		if v, err := strconv.ParseInt(w.cl[0], 10, 64); err == nil && v >= 0 {
+	if len(d.cl) > 0 && d.cl[0] != "" {
+		if v, err := strconv.ParseInt(d.cl[0], 10, 64); err == nil && v >= 0 {
 			w.contentLength = v
 		} else {
-			x.s.logf("http: invalid Content-Length of %q", w.cl[0])
+			x.s.logf("http: invalid Content-Length of %q", d.cl[0])
 			h.Del("Content-Length")
-			w.cl, w.haveCL = nil, false
+			d.cl, d.haveCL = nil, false
 		}
 	}
 	x.appendRaw(nil)
@@ -162,7 +169,7 @@ func (w *response) writeHeaderLocked(code int) {
 	x.out.B = appendStatusLine(x.out.B, w.req.ProtoAtLeast(1, 1), code)
 	x.out.B = appendFields(x.out.B, fields)
 	for _, v := range trailer {
-		w.trailerSet = true
+		d.trailerSet = true
 		forEachElement(v, w.declareTrailer)
 	}
 }
@@ -288,18 +295,19 @@ func (w *response) emit(p []byte) error {
 // framed and whether the connection is kept. x.mu is held.
 func (w *response) commit(p []byte) {
 	x := w.x
+	d := &x.ans
 	w.committed = true
 	keepAlives := !x.s.shutting.Load()
 	isHEAD := w.req.Method == http.MethodHead
 	code := w.status
-	hasTE := len(w.te) > 0 && w.te[0] != ""
+	hasTE := len(d.te) > 0 && d.te[0] != ""
 	te := ""
 	if hasTE {
-		te = w.te[0]
+		te = d.te[0]
 	}
 	connection := ""
-	if len(w.conn) > 0 {
-		connection = w.conn[0]
+	if len(d.conn) > 0 {
+		connection = d.conn[0]
 	}
 	// What the server writes beside the handler's fields, and which of
 	// those it drops.
@@ -307,18 +315,18 @@ func (w *response) commit(p []byte) {
 	setTE := false
 	dropCL, dropTE, dropConn, dropCT := false, false, false, false
 
-	if w.handlerDone && !w.trailerSet && !hasTE && bodyAllowed(code) && !w.haveCL && (!isHEAD || len(p) > 0) {
+	if w.handlerDone && !d.trailerSet && !hasTE && bodyAllowed(code) && !d.haveCL && (!isHEAD || len(p) > 0) {
 		w.contentLength = int64(len(p))
 		setCL = strconv.Itoa(len(p))
 	}
 	if w.wants10KeepAlive && keepAlives {
-		if len(w.cl) > 0 && w.cl[0] != "" && connection == "keep-alive" {
+		if len(d.cl) > 0 && d.cl[0] != "" && connection == "keep-alive" {
 			w.closeAfter = false
 		}
 	}
 	hasCL := w.contentLength != -1
 	if w.wants10KeepAlive && (isHEAD || hasCL || !bodyAllowed(code)) {
-		if !w.haveC {
+		if !d.haveC {
 			setConn = "keep-alive"
 		}
 	} else if !w.req.ProtoAtLeast(1, 1) || w.wantsClose {
@@ -343,7 +351,7 @@ func (w *response) commit(p []byte) {
 		}
 	}
 	if bodyAllowed(code) {
-		if !w.hasCE && !w.haveCT && !hasTE && len(p) > 0 {
+		if !d.hasCE && !d.haveCT && !hasTE && len(p) > 0 {
 			setCT = http.DetectContentType(p)
 		}
 	} else {
@@ -378,7 +386,7 @@ func (w *response) commit(p []byte) {
 		dropCL = true
 	}
 	if w.closeAfter && (!keepAlives || !hasToken(connection, "close")) &&
-		!(code == http.StatusSwitchingProtocols && w.upgrade && valuesHaveToken(w.conn, "Upgrade")) {
+		!(code == http.StatusSwitchingProtocols && d.upgrade && valuesHaveToken(d.conn, "Upgrade")) {
 		dropConn = true
 		setConn = ""
 		if w.req.ProtoAtLeast(1, 1) {
@@ -388,18 +396,18 @@ func (w *response) commit(p []byte) {
 
 	out := x.out.B
 	if !dropCT {
-		out = appendValues(out, "Content-Type", w.ct)
+		out = appendValues(out, "Content-Type", d.ct)
 	}
 	if !dropCL {
-		out = appendValues(out, "Content-Length", w.cl)
+		out = appendValues(out, "Content-Length", d.cl)
 	}
 	if !dropTE {
-		out = appendValues(out, "Transfer-Encoding", w.te)
+		out = appendValues(out, "Transfer-Encoding", d.te)
 	}
 	if !dropConn {
-		out = appendValues(out, "Connection", w.conn)
+		out = appendValues(out, "Connection", d.conn)
 	}
-	if !w.hasDate {
+	if !d.hasDate {
 		out = append(out, *x.s.date.Load()...)
 	}
 	if setCL != "" {
