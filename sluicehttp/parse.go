@@ -166,7 +166,7 @@ func parseHead(b []byte, r *http.Request, h *head) *reqError {
 	}
 	r.URL = u
 
-	hdr, has, invalid, e := parseFields(rest, h.vals[:])
+	hdr, has, invalid, e := parseFields(rest, h.vals[:], r.Header)
 	if e != nil {
 		return e
 	}
@@ -339,8 +339,9 @@ var plainPathByte = func() (t [256]bool) {
 // the request is read, after its other checks: a key with a space in it
 // (errHeaderName). Values are checked whole here, folded or not, so none
 // reaches that later check. has says which fields the server reads
-// itself came (fieldBits).
-func parseFields(b []byte, room []string) (hdr http.Header, has fieldBits, invalid, err *reqError) {
+// itself came (fieldBits). The fields go in hdr, an empty map, or a new
+// one when hdr is nil.
+func parseFields(b []byte, room []string, hdr http.Header) (_ http.Header, has fieldBits, invalid, err *reqError) {
 	n := 0
 	for p := b; len(p) > 0; {
 		var line []byte
@@ -352,7 +353,9 @@ func parseFields(b []byte, room []string) (hdr http.Header, has fieldBits, inval
 			n++
 		}
 	}
-	hdr = make(http.Header, n)
+	if hdr == nil {
+		hdr = make(http.Header, n)
+	}
 	strs := room[:min(n, len(room))]
 	if n > len(room) {
 		strs = make([]string, n)
