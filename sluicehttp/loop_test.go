@@ -104,8 +104,10 @@ var loopRoutes = map[string]func(w *LoopResponse){
 		w.AddHeader("Content-Type", "text/plain")
 		w.AddHeader("X-Two", "a")
 		w.AddHeader("X-Two", "b\r\nX-Injected: 1")
+		w.AddHeader("Bad Key", "dropped")
 		w.WriteHeader(http.StatusTeapot)
-		w.WriteString("short and stout")
+		w.WriteString("short and stout ")
+		w.Write(strconv.AppendInt(w.AvailableBuffer(), 42, 10))
 	},
 }
 
@@ -124,8 +126,9 @@ var stdRoutes = map[string]http.HandlerFunc{
 		w.Header().Set("Content-Type", "text/plain")
 		w.Header().Add("X-Two", "a")
 		w.Header().Add("X-Two", "b\r\nX-Injected: 1")
+		w.Header().Add("Bad Key", "dropped")
 		w.WriteHeader(http.StatusTeapot)
-		io.WriteString(w, "short and stout")
+		io.WriteString(w, "short and stout 42")
 	},
 }
 

@@ -89,6 +89,10 @@ type head struct {
 	url   url.URL
 	vals  [8]string
 	small [smallHead]byte
+
+	// room, when not nil, holds the first values instead of vals: a
+	// LoopRequest's, kept by its loop, has room for more.
+	room []string
 }
 
 // fieldBits says which of the header fields the server reads itself came
@@ -166,7 +170,11 @@ func parseHead(b []byte, r *http.Request, h *head) *reqError {
 	}
 	r.URL = u
 
-	hdr, has, invalid, e := parseFields(rest, h.vals[:], r.Header)
+	room := h.room
+	if room == nil {
+		room = h.vals[:]
+	}
+	hdr, has, invalid, e := parseFields(rest, room, r.Header)
 	if e != nil {
 		return e
 	}
