@@ -330,6 +330,11 @@ func (hc *hconn) dispatch(x *exchange) {
 			hc.body.fail(errBodyCut)
 			hc.body = nil
 		}
+		if x.out != nil {
+			// A LoopHandler's answers to the requests before it.
+			_ = x.writeOnLoop()
+			x.releaseLocked()
+		}
 		hc.answer(errOverloaded)
 		return
 	}

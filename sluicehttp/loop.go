@@ -76,7 +76,8 @@ func (r *LoopRequest) Proto() string { return r.req.Proto }
 
 // Header returns the first value of the request's header field key, in
 // any case, or "": http.Header.Get. As in an *http.Request, Host is not
-// among the fields (Host has it).
+// among the fields (Host has it). A key longer than 64 bytes not in
+// canonical form costs an allocation.
 func (r *LoopRequest) Header(key string) string {
 	var room [64]byte
 	if len(key) > len(room) {
@@ -187,8 +188,7 @@ func (hc *hconn) serveLoop(lh LoopHandler, p []byte, xp **exchange) bool {
 	}
 	copy(b, p)
 	if e := parseHead(b, &r.req, &r.head); e != nil {
-		r.req.Header = nil // parseHead may have left it half made
-		return false
+		return false // the ordinary path refuses it
 	}
 	if r.head.length != 0 || r.head.chunked ||
 		r.req.Method == http.MethodOptions && r.req.RequestURI == "*" {

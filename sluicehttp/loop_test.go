@@ -19,6 +19,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sluicenet/sluice"
+	"github.com/sluicenet/sluice/pool"
 )
 
 // describeLoop answers every request it is offered below the Handler
@@ -346,4 +347,33 @@ func (s *slowStd) ServeLoop(w *LoopResponse, r *LoopRequest) bool {
 func (s *slowStd) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	<-s.release
 	io.WriteString(w, "slow")
+}
+
+// TestLoopHandlerPoolBusy checks that ServeLoop's answers to the requests
+// before one that finds every worker of the pool busy reach the client,
+// before that request's 503.
+func TestLoopHandlerPoolBusy(t *testing.T) {
+	p, err := pool.New(pool.WithSize(1))
+	require.NoError(t, err)
+	t.Cleanup(p.Release)
+	release := make(chan struct{})
+	h := &slowStd{release: release}
+	addr := serve(t, &Server{Pool: p, Handler: h})
+	busy := dial(t, addr)
+	_, err = io.WriteString(busy, "GET /slow HTTP/1.1\r\nHost: x\r\n\r\n")
+	require.NoError(t, err)
+	waitFor(t, func() bool { return p.Running() == 1 }, func() string { return "the slow handler never ran" })
+	c := dial(t, addr)
+	br := bufio.NewReader(c)
+	_, err = io.WriteString(c, "GET /fast HTTP/1.1\r\nHost: x\r\n\r\nGET /fast HTTP/1.1\r\nHost: x\r\n\r\nGET /slow HTTP/1.1\r\nHost: x\r\n\r\n")
+	require.NoError(t, err)
+	for range 2 {
+		_, body := readResponse(t, br, http.MethodGet)
+		assert.Equal(t, "fast", body)
+	}
+	resp, _ := readResponse(t, br, http.MethodGet)
+	assert.Equal(t, http.StatusServiceUnavailable, resp.StatusCode)
+	close(release)
+	_, body := readResponse(t, bufio.NewReader(busy), http.MethodGet)
+	assert.Equal(t, "slow", body)
 }
