@@ -30,9 +30,9 @@ import (
 // The server frames the answer as it frames ServeHTTP's: it writes the
 // status line, the handler's header fields, Date, Content-Length (of the
 // body written; none for a HEAD request whose handler wrote none, nor
-// for a status that has no body), Connection as the request and the
-// server's state ask (close, or keep-alive for an HTTP/1.0 client that
-// asked to be kept), and the body, dropped for HEAD. A pipelined
+// for a status that has no body), Connection as the request asks
+// (close, or keep-alive for an HTTP/1.0 client that asked to be kept),
+// and the body, dropped for HEAD. A pipelined
 // request's answer follows the answers of the requests before it, and
 // the answers to the requests that came together go out in one write. A
 // ServeLoop that panics gets 500 Internal Server Error, and its

@@ -377,3 +377,4 @@ func TestLoopHandlerPoolBusy(t *testing.T) {
 	_, body := readResponse(t, bufio.NewReader(busy), http.MethodGet)
 	assert.Equal(t, "slow", body)
 }
+
