@@ -377,4 +377,3 @@ func TestLoopHandlerPoolBusy(t *testing.T) {
 	_, body := readResponse(t, bufio.NewReader(busy), http.MethodGet)
 	assert.Equal(t, "slow", body)
 }
-
