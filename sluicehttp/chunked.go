@@ -208,8 +208,8 @@ func (d *decoder) readTrailer(p []byte) (int, error) {
 	if end <= 0 {
 		return 0, errTrailer // unreachable: the window holds a blank line
 	}
-	b := append([]byte(nil), p[:end]...) // the trailer's strings point into b
-	hdr, _, e := parseFields(b, nil)     // net/http checks no trailer key further
+	b := append([]byte(nil), p[:end]...)       // the trailer's strings point into b
+	hdr, _, e := parseFields(b, nil, nil, nil) // net/http checks no trailer key further
 	if e != nil {
 		return 0, errTrailer
 	}

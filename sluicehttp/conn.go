@@ -156,7 +156,7 @@ func (hc *hconn) parse() {
 		if x != nil && len(x.reqs) >= maxRun {
 			break // the rest wait, as bytes, for this run's answers
 		}
-		if s.Inline && hc.outFull() {
+		if (s.Inline || hc.ls.lh != nil) && hc.outFull() {
 			break // the rest wait for the client to read (serve)
 		}
 		p, _ := c.Peek(-1)
@@ -196,6 +196,14 @@ func (hc *hconn) parse() {
 		}
 		if hc.wait != readHead {
 			hc.start = hc.ls.now()
+		}
+		if lh := hc.ls.lh; lh != nil {
+			if x != nil && !x.inline && len(x.reqs) > 0 {
+				break // it may be lh's: it waits for the answers before it
+			}
+			if hc.serveLoop(lh, p[:end], &x) {
+				continue
+			}
 		}
 		w, e := hc.newRequest(p[:end])
 		if e == nil && w.body != nil && x != nil && !x.inline && len(x.reqs) > 0 &&
@@ -294,8 +302,8 @@ func (hc *hconn) flush(x *exchange) {
 		hc.recycle(x)
 	case len(x.reqs) > 0:
 		hc.dispatch(x)
-	case x.tail != nil:
-		hc.answer(x.tail)
+	default:
+		hc.flushLoop(x)
 	}
 }
 
@@ -322,6 +330,11 @@ func (hc *hconn) dispatch(x *exchange) {
 			hc.body.fail(errBodyCut)
 			hc.body = nil
 		}
+		if x.out != nil {
+			// A LoopHandler's answers to the requests before it.
+			_ = x.writeOnLoop()
+			x.releaseLocked()
+		}
 		hc.answer(errOverloaded)
 		return
 	}
@@ -339,7 +352,7 @@ func (hc *hconn) newRequest(p []byte) (*response, *reqError) {
 	}
 	copy(b, p)
 	r := &w.req
-	if e := parseHead(b, r, &w.head); e != nil {
+	if e := parseHead(b, r, &w.head, nil); e != nil {
 		return nil, e
 	}
 	if hc.local == nil {

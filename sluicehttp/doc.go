@@ -46,6 +46,12 @@
 // answer; keep-alive as the request asks; 100 Continue on the first read
 // of a body whose client expects it.
 //
+// A Handler that also implements LoopHandler answers the requests it
+// chooses below the http.Handler API: its ServeLoop runs on the loop with
+// a view of each request without a body, parsed and checked as for
+// ServeHTTP, and writes an answer the server frames; it costs no heap
+// allocation. What it declines goes to ServeHTTP.
+//
 // Requests are accepted and refused as net/http's server accepts and
 // refuses them, so that a proxy in front of either frames every request
 // the same way: no request smuggling. The same statuses answer the same

@@ -266,23 +266,29 @@ func (x *exchange) post() error {
 		return x.p.failure()
 	}
 	if x.inline {
-		// A write refused (past sluice.WithMaxOutbound) fails every one
-		// after it, as the poster's do: an answer with a hole in it must
-		// not go on as if whole. finish then closes the connection.
-		err := x.p.failure()
-		if err == nil {
-			if _, err = x.c.Write(x.out.B); err != nil {
-				x.p.fail(err)
-			}
-		}
-		x.out.B = x.out.B[:0]
-		return err
+		return x.writeOnLoop()
 	}
 	buf := x.out
 	x.out = nil
 	x.mu.Unlock()
 	err := x.p.send(buf, true, time.Time{})
 	x.mu.Lock()
+	return err
+}
+
+// writeOnLoop writes the output gathered so far with the loop's own
+// Write, which gathers it further. A write refused (past
+// sluice.WithMaxOutbound) fails every one after it, as the poster's do:
+// an answer with a hole in it must not go on as if whole. finish then
+// closes the connection. On the loop, with x.out not nil.
+func (x *exchange) writeOnLoop() error {
+	err := x.p.failure()
+	if err == nil {
+		if _, err = x.c.Write(x.out.B); err != nil {
+			x.p.fail(err)
+		}
+	}
+	x.out.B = x.out.B[:0]
 	return err
 }
 

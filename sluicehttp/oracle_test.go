@@ -119,7 +119,7 @@ func ourAnswer(raw []byte) string {
 	b := append([]byte(nil), raw[:end]...)
 	r := new(http.Request)
 	var h head
-	if e := parseHead(b, r, &h); e != nil {
+	if e := parseHead(b, r, &h, nil); e != nil {
 		return refusal(e)
 	}
 	if r.Method == "OPTIONS" && r.RequestURI == "*" {

@@ -134,9 +134,11 @@ const smallHead = 256
 
 // parseHead parses b, a whole request head (request line, header lines
 // and the blank line), into r and h. b becomes the request's: its strings
-// point into it, so it must not change afterwards. It returns nil or why
-// net/http's server would refuse the request.
-func parseHead(b []byte, r *http.Request, h *head) *reqError {
+// point into it, so it must not change afterwards. The header's first
+// values go in room, when not nil, rather than in h.vals: a LoopRequest's,
+// kept by its loop, holds more. It returns nil or why net/http's server
+// would refuse the request.
+func parseHead(b []byte, r *http.Request, h *head, room []string) *reqError {
 	// The strings of the request are views of b, which nothing writes to
 	// once the header keys are put in their canonical form below.
 	line, rest := nextLine(b)
@@ -168,7 +170,7 @@ func parseHead(b []byte, r *http.Request, h *head) *reqError {
 	}
 	r.URL = u
 
-	hdr, invalid, e := parseFields(rest, h)
+	hdr, invalid, e := parseFields(rest, h, room, r.Header)
 	if e != nil {
 		return e
 	}
@@ -332,17 +334,19 @@ var plainPathByte = func() (t [256]bool) {
 // net/textproto's ReadMIMEHeader does: keys in canonical form (b's bytes
 // are changed in place for it), values with the spaces around them
 // trimmed, obsolete line folding joined with a space. For a request's
-// head, h is its head: the first values go in h.vals, when it has room
-// enough, and Host fields are not put in the map, which net/http's
-// server takes them out of once the request is read: h.hosts counts them
-// and h.host holds the first, so that a request with only a Host field
-// gets an empty map, which costs one allocation less. For a trailer, h is
-// nil, and every field goes in the map. What net/textproto refuses is err; invalid is what it takes but
+// head, h is its head: the first values go in room, or h.vals when room
+// is nil, when either has room enough, and Host fields are not put
+// in the map, which net/http's server takes them out of once the request
+// is read: h.hosts counts them and h.host holds the first, so that a
+// request with only a Host field gets an empty map, which costs one
+// allocation less. For a trailer, h is nil, and every field goes in the
+// map. The fields go in hdr, an empty map, or a new one when hdr is nil.
+// What net/textproto refuses is err; invalid is what it takes but
 // net/http's server refuses once the request is read, after its other
 // checks: a key with a space in it (errHeaderName). Values are checked
 // whole here, folded or not, so none reaches that later check. h.has
 // says which fields the server reads itself came (fieldBits).
-func parseFields(b []byte, h *head) (hdr http.Header, invalid, err *reqError) {
+func parseFields(b []byte, h *head, room []string, hdr http.Header) (_ http.Header, invalid, err *reqError) {
 	n := 0
 	for p := b; len(p) > 0; {
 		var line []byte
@@ -354,9 +358,10 @@ func parseFields(b []byte, h *head) (hdr http.Header, invalid, err *reqError) {
 			n++
 		}
 	}
-	hdr = make(http.Header, n)
-	var room []string
-	if h != nil {
+	if hdr == nil {
+		hdr = make(http.Header, n)
+	}
+	if h != nil && room == nil {
 		room = h.vals[:]
 	}
 	strs := room[:min(n, len(room))]

@@ -80,7 +80,7 @@ func framedByBoth(raw string) bool {
 		return false
 	}
 	var h head
-	return parseHead([]byte(raw[:end]), new(http.Request), &h) == nil && h.both
+	return parseHead([]byte(raw[:end]), new(http.Request), &h, nil) == nil && h.both
 }
 
 // pipelinedVectors are requests whose framing decides what the bytes after

@@ -403,6 +403,9 @@ type loopState struct {
 	yielding bool
 	yieldFn  func()
 	handed   int // handlers handed to the pool since the loop last yielded
+
+	lh  LoopHandler  // the Server's Handler, if it is one
+	lsc *loopScratch // the LoopHandler's request and answer, once it has had one
 }
 
 func newLoopState(s *Server, loop sluice.Loop) *loopState {
@@ -413,6 +416,7 @@ func newLoopState(s *Server, loop sluice.Loop) *loopState {
 	ls.alarm = time.AfterFunc(time.Duration(math.MaxInt64), ls.post)
 	ls.alarm.Stop()
 	ls.yieldFn = ls.yield
+	ls.lh, _ = s.handler.(LoopHandler)
 	return ls
 }
 

@@ -13,8 +13,15 @@
 // Date is the server's: formatted once a second by the first event loop,
 // not for each request.
 //
-// The handlers never block, so they run inline, on the event loops; with
-// -inline=false they run on the goroutine pool, as a handler that waits
+// Both tests are answered on the event loops below the http.Handler API:
+// the handler is also a sluicehttp.LoopHandler, whose ServeLoop sees a
+// view of each request the server has parsed and checked, and writes
+// its answer without an *http.Request, an http.ResponseWriter or a heap
+// allocation; every other request (a 404, a request with a body) goes to
+// its ServeHTTP. With -below=false ServeHTTP answers everything.
+//
+// ServeHTTP never blocks, so it runs inline, on the event loops; with
+// -inline=false it runs on the goroutine pool, as a handler that waits
 // on a database would.
 //
 // With -tls-cert and -tls-key (PEM files), or -tls-self-signed, it serves
@@ -36,6 +43,7 @@ import (
 	"runtime"
 	"syscall"
 	"time"
+	"unicode/utf8"
 
 	"github.com/sluicenet/sluice"
 	"github.com/sluicenet/sluice/examples/internal/tlsflag"
@@ -51,8 +59,37 @@ var (
 	helloWorld = []byte("Hello, World!")
 )
 
-// techEmpower answers the plaintext and JSON tests.
-func techEmpower(w http.ResponseWriter, r *http.Request) {
+// message is the JSON test's object, made for each request.
+type message struct {
+	Message string `json:"message"`
+}
+
+// techEmpower answers the plaintext and JSON tests. As a
+// sluicehttp.LoopHandler it answers them on the event loop, below the
+// http.Handler API, without a heap allocation; ServeHTTP answers
+// everything else (404), and the same two tests when they come with a
+// body, which ServeLoop is not offered.
+type techEmpower struct{}
+
+// ServeLoop answers /plaintext and /json, and leaves the rest to
+// ServeHTTP.
+func (techEmpower) ServeLoop(w *sluicehttp.LoopResponse, r *sluicehttp.LoopRequest) bool {
+	switch r.Path() {
+	case "/plaintext":
+		w.AddHeader("Server", "Sluice")
+		w.AddHeader("Content-Type", "text/plain")
+		w.Write(helloWorld)
+	case "/json":
+		w.AddHeader("Server", "Sluice")
+		w.AddHeader("Content-Type", "application/json")
+		w.Write(message{Message: "Hello, World!"}.appendJSON(w.AvailableBuffer()))
+	default:
+		return false
+	}
+	return true
+}
+
+func (techEmpower) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h := w.Header()
 	h["Server"] = serverName
 	switch r.URL.Path {
@@ -60,9 +97,7 @@ func techEmpower(w http.ResponseWriter, r *http.Request) {
 		h["Content-Type"] = textPlain
 		w.Write(helloWorld)
 	case "/json":
-		b, err := json.Marshal(struct {
-			Message string `json:"message"`
-		}{"Hello, World!"})
+		b, err := json.Marshal(message{Message: "Hello, World!"})
 		if err != nil {
 			http.Error(w, err.Error(), http.StatusInternalServerError)
 			return
@@ -74,12 +109,66 @@ func techEmpower(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
+// appendJSON appends m serialized as encoding/json serializes it, without
+// the reflection and the allocations of json.Marshal.
+func (m message) appendJSON(b []byte) []byte {
+	b = append(b, `{"message":`...)
+	b = appendJSONString(b, m.Message)
+	return append(b, '}')
+}
+
+// appendJSONString appends s as a JSON string, escaped as encoding/json
+// escapes it: quotes, backslashes, control characters, the HTML
+// characters <, > and &, and U+2028 and U+2029; invalid UTF-8 becomes
+// U+FFFD.
+func appendJSONString(b []byte, s string) []byte {
+	const hex = "0123456789abcdef"
+	b = append(b, '"')
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			switch {
+			case c == '"' || c == '\\':
+				b = append(b, '\\', c)
+			case c == '\n':
+				b = append(b, `\n`...)
+			case c == '\r':
+				b = append(b, `\r`...)
+			case c == '\t':
+				b = append(b, `\t`...)
+			case c == '\b':
+				b = append(b, `\b`...)
+			case c == '\f':
+				b = append(b, `\f`...)
+			case c < ' ' || c == '<' || c == '>' || c == '&':
+				b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
+			default:
+				b = append(b, c)
+			}
+			i++
+			continue
+		}
+		r, n := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == utf8.RuneError && n == 1:
+			b = append(b, `\ufffd`...)
+		case r == '\u2028' || r == '\u2029':
+			b = append(b, '\\', 'u', '2', '0', '2', hex[r&0xf])
+		default:
+			b = append(b, s[i:i+n]...)
+		}
+		i += n
+	}
+	return append(b, '"')
+}
+
 // config is what the flags set.
 type config struct {
 	addr             string
 	loops            int
 	poller           poller.Kind
 	inline           bool
+	below            bool
 	tls              tlsflag.Server
 	shutdownDeadline time.Duration
 }
@@ -105,7 +194,11 @@ func start(cfg config) (*sluicehttp.Server, sluice.Engine, error) {
 	if err != nil {
 		return nil, sluice.Engine{}, err
 	}
-	s := &sluicehttp.Server{Handler: http.HandlerFunc(techEmpower), Inline: cfg.inline}
+	var h http.Handler = techEmpower{}
+	if !cfg.below {
+		h = http.HandlerFunc(techEmpower{}.ServeHTTP) // hides ServeLoop
+	}
+	s := &sluicehttp.Server{Handler: h, Inline: cfg.inline}
 	eng, err := s.Start(cfg.addr, opts...)
 	return s, eng, err
 }
@@ -116,6 +209,7 @@ func main() {
 	flag.IntVar(&cfg.loops, "loops", runtime.NumCPU(), "number of event loops")
 	flag.TextVar(&cfg.poller, "poller", poller.Epoll, "how the event loops wait: epoll, uring or auto")
 	flag.BoolVar(&cfg.inline, "inline", true, "run the handlers on the event loops rather than on the goroutine pool")
+	flag.BoolVar(&cfg.below, "below", true, "answer /plaintext and /json on the event loops below the http.Handler API (sluicehttp.LoopHandler); false answers them with ServeHTTP")
 	cfg.tls.Register(flag.CommandLine)
 	flag.DurationVar(&cfg.shutdownDeadline, "shutdown-timeout", 30*time.Second, "how long a graceful stop waits for requests in flight")
 	flag.Parse()

@@ -1,13 +1,17 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/json"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -57,21 +61,69 @@ func get(t *testing.T, c *http.Client, url, contentType, body string) {
 	assert.Equal(t, int64(len(body)), resp.ContentLength)
 }
 
-// TestTechEmpower checks both tests' answers, inline and on the pool.
+// TestTechEmpower checks both tests' answers, below the Handler API and
+// with ServeHTTP, inline and on the pool, each request alone and
+// pipelined; a request with a body, which ServeLoop is not offered, and
+// the 404 that ServeHTTP answers.
 func TestTechEmpower(t *testing.T) {
-	for _, inline := range []bool{true, false} {
-		addr := run(t, config{inline: inline})
-		tr := &http.Transport{}
-		t.Cleanup(tr.CloseIdleConnections)
-		c := &http.Client{Transport: tr, Timeout: deadline}
-		for range 3 {
-			get(t, c, "http://"+addr+"/plaintext", "text/plain", "Hello, World!")
-			get(t, c, "http://"+addr+"/json", "application/json", `{"message":"Hello, World!"}`)
+	for _, below := range []bool{true, false} {
+		for _, inline := range []bool{true, false} {
+			addr := run(t, config{inline: inline, below: below})
+			tr := &http.Transport{}
+			t.Cleanup(tr.CloseIdleConnections)
+			c := &http.Client{Transport: tr, Timeout: deadline}
+			for range 3 {
+				get(t, c, "http://"+addr+"/plaintext", "text/plain", "Hello, World!")
+				get(t, c, "http://"+addr+"/json", "application/json", `{"message":"Hello, World!"}`)
+			}
+			resp, err := c.Post("http://"+addr+"/json", "text/plain", strings.NewReader("a body"))
+			require.NoError(t, err)
+			b, err := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			require.NoError(t, err)
+			assert.Equal(t, `{"message":"Hello, World!"}`, string(b))
+			resp, err = c.Get("http://" + addr + "/other")
+			require.NoError(t, err)
+			resp.Body.Close()
+			assert.Equal(t, http.StatusNotFound, resp.StatusCode)
+			pipelined(t, addr)
 		}
-		resp, err := c.Get("http://" + addr + "/other")
+	}
+}
+
+// pipelined sends 16 requests, both tests in turn, in one write, and
+// checks their answers, in order.
+func pipelined(t *testing.T, addr string) {
+	c, err := net.DialTimeout("tcp", addr, deadline)
+	require.NoError(t, err)
+	defer c.Close()
+	require.NoError(t, c.SetDeadline(time.Now().Add(deadline)))
+	var batch strings.Builder
+	for i := range 16 {
+		batch.WriteString([]string{"GET /plaintext HTTP/1.1\r\nHost: x\r\n\r\n", "GET /json HTTP/1.1\r\nHost: x\r\n\r\n"}[i%2])
+	}
+	_, err = io.WriteString(c, batch.String())
+	require.NoError(t, err)
+	br := bufio.NewReader(c)
+	for i := range 16 {
+		resp, err := http.ReadResponse(br, nil)
 		require.NoError(t, err)
-		resp.Body.Close()
-		assert.Equal(t, http.StatusNotFound, resp.StatusCode)
+		b, err := io.ReadAll(resp.Body)
+		require.NoError(t, err)
+		assert.Equal(t, []string{"Hello, World!", `{"message":"Hello, World!"}`}[i%2], string(b))
+		assert.Equal(t, "Sluice", resp.Header.Get("Server"))
+		assert.NotEmpty(t, resp.Header.Get("Date"))
+	}
+}
+
+// TestAppendJSON checks the JSON test's serializer against
+// encoding/json's, on strings that need escaping.
+func TestAppendJSON(t *testing.T) {
+	for _, s := range []string{"Hello, World!", "", `quote " backslash \\`, "\x00\x01\x1f\b\f\n\r\t",
+		"<a href='x'>&amp;</a>", "caf\u00e9 \u2028 \u2029 \U0001F600", "bad \xff\xfe utf-8 \xe2\x82", "\x7f"} {
+		want, err := json.Marshal(message{Message: s})
+		require.NoError(t, err)
+		assert.Equal(t, string(want), string(message{Message: s}.appendJSON(nil)), "%q", s)
 	}
 }
 
@@ -80,7 +132,7 @@ func TestTechEmpower(t *testing.T) {
 func TestTechEmpowerTLS(t *testing.T) {
 	dir := t.TempDir()
 	cert, key, roots := writeCert(t, dir)
-	addr := run(t, config{inline: true, tls: tlsflag.Server{CertFile: cert, KeyFile: key}})
+	addr := run(t, config{inline: true, below: true, tls: tlsflag.Server{CertFile: cert, KeyFile: key}})
 	tr := &http.Transport{TLSClientConfig: &tls.Config{RootCAs: roots, NextProtos: []string{"http/1.1"}}}
 	t.Cleanup(tr.CloseIdleConnections)
 	c := &http.Client{Transport: tr, Timeout: deadline}

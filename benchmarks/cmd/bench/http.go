@@ -57,6 +57,7 @@ var httpStacks = []httpStack{
 	{name: "sluicehttp-inline", pkg: "./servers/sluicehttp", flags: []string{"-inline"}},
 	{name: "sluicehttp-uring", pkg: "./servers/sluicehttp", flags: []string{"-poller", "uring"}},
 	{name: "examples/http", pkg: httpExample, root: true, scheme: "tcp://"},
+	{name: "examples/http-handler", pkg: httpExample, root: true, scheme: "tcp://", flags: []string{"-below=false"}},
 }
 
 // An httpShape is one measurement the runner takes of every HTTP server in
@@ -365,7 +366,7 @@ func httpPreamble(cfg config, wrk string, shapes []httpShape) string {
 		quick, pipelined, inWindow = quick || sh.quick, pipelined || sh.pipeline > 1, inWindow || sh.syscalls < 0
 	}
 	method := []string{fmt.Sprintf("HTTP. Each server on CPUs %s (GOMAXPROCS %s, -loops %s), a fresh one for each measurement; %s on CPUs %s (-t %s). "+
-		"Every server answers the TechEmpower plaintext and JSON tests: net/http, nbhttp and sluicehttp the same http.Handler, fasthttp its own RequestHandler, examples/http its own handler; "+
+		"Every server answers the TechEmpower plaintext and JSON tests: net/http, nbhttp and sluicehttp the same http.Handler, fasthttp its own RequestHandler, examples/http its own LoopHandler (examples/http-handler its own http.Handler); "+
 		"each is checked before it is measured (status, body, Content-Type, Server and Date of both answers), and any error wrk counts (connect, read, write, a status of 400 or more, a timeout) fails the run.",
 		cfg.server.spec, cfg.server.n(), cfg.server.n(), wrk, cfg.client.spec, cfg.client.n())}
 	if window > 0 {

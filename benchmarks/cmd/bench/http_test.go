@@ -17,7 +17,7 @@ import (
 
 func TestHTTPStacks(t *testing.T) {
 	assert.Equal(t, httpBase, httpStacks[0].name)
-	assert.Equal(t, []string{"net/http", "fasthttp", "nbhttp", "sluicehttp", "sluicehttp-inline", "sluicehttp-uring", "examples/http"}, httpColumns(httpStacks))
+	assert.Equal(t, []string{"net/http", "fasthttp", "nbhttp", "sluicehttp", "sluicehttp-inline", "sluicehttp-uring", "examples/http", "examples/http-handler"}, httpColumns(httpStacks))
 	for _, st := range httpStacks {
 		if st.root {
 			assert.Equal(t, httpExample, st.pkg)
