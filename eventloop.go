@@ -821,7 +821,7 @@ func (l *eventloop) watch(c *conn) {
 	l.owesDrain(c)
 	l.overSoft(c, n)
 	o := &l.eng.opts
-	if l.passed(c, n, o.writeBufCap, flagOverHigh, &want) {
+	if l.passed(c, l.drainedTo(c, n), o.writeBufCap, flagOverHigh, &want) {
 		l.queueDrained(c)
 	}
 	paused := c.flags & flagOutPaused
@@ -901,6 +901,19 @@ func (l *eventloop) owesDrain(c *conn) {
 		c.drainOwed.Store(false)
 		c.flags |= flagOverHigh
 	}
+}
+
+// drainedTo returns how much of c's output counts against the high-water
+// mark for OnDrain, n of it queued on the loop: once that is down to half
+// the mark with c owed OnDrain, the bytes AsyncWrite posted count too, as
+// OutboundQueued, which Writable answers from, counts them, so that
+// OnDrain never comes while writes still posted hold the output past the
+// mark. unpost looks again when they are taken.
+func (l *eventloop) drainedTo(c *conn, n int) int {
+	if c.flags&flagOverHigh != 0 && n <= l.eng.opts.writeBufCap/2 {
+		n += int(c.posted.Load())
+	}
+	return n
 }
 
 // overSoft keeps c's soft-limit timer armed while its unsent output n is
@@ -1327,8 +1340,10 @@ func (l *eventloop) runTask(t *task) {
 // taken for one posted just before: either is a race the poster lost.
 func (l *eventloop) unpost(c *conn, n int64) {
 	c.posted.Add(-n)
-	if c.drainOwed.Load() && c.state == stateOpen {
-		l.watch(c) // Writable said false, which the posted bytes may have made
+	if c.state == stateOpen && (c.drainOwed.Load() || c.flags&flagOverHigh != 0) {
+		// Writable said false, which the posted bytes may have made, or
+		// OnDrain waits for them to go (drainedTo).
+		l.watch(c)
 		return
 	}
 	if c.state != stateClosing || c.owed <= 0 || n == 0 {

@@ -1008,3 +1008,74 @@ func TestWritableFalseOwesDrainAfterQueueSent(t *testing.T) {
 		return outcome{}
 	})
 }
+
+// Goroutines that post past the mark, and hear Writable say false, are
+// owed OnDrain once what OutboundQueued counts is down to half the mark:
+// not while writes they posted are still to be taken, though what the
+// loop has queued so far is under it; once it has run and nothing more is
+// written, not again; and for a connection that closes owing it, never
+// after OnClose. A task holds the loop while they post, so that the loop
+// finds them all posted.
+func TestWritableFalseManyPosters(t *testing.T) {
+	const (
+		mark    = 64 << 10
+		posters = 8
+		chunk   = 4 << 10
+		each    = 4 // chunks a poster posts: 128 KiB in all
+		total   = posters * each * chunk
+	)
+	onEachPoller(t, func(t *testing.T, p Option) outcome {
+		var drains, late, early atomic.Int64
+		h := &drainer{lifetimes: newLifetimes()}
+		h.drain = func(c Conn) Action {
+			if _, closed := h.closing(c.ID()); closed {
+				late.Add(1)
+			}
+			if n := c.OutboundQueued(); n > mark/2 {
+				early.Add(1)
+				t.Logf("OnDrain with %d bytes queued", n)
+			}
+			drains.Add(1)
+			return None
+		}
+		_, addr := serve(t, h, p, WithNumEventLoop(1), WithWriteBufferCap(mark), WithSocketSendBuffer(16<<10))
+		client := dialSmall(t, addr)
+		c := h.conn(h.next(t))
+		post := func() {
+			running, release := make(chan struct{}), make(chan struct{})
+			require.NoError(t, c.Loop().Execute(func() { close(running); <-release }))
+			<-running
+			var wg sync.WaitGroup
+			for range posters {
+				wg.Go(func() {
+					for range each {
+						assert.NoError(t, c.AsyncWrite(make([]byte, chunk), nil))
+					}
+				})
+			}
+			wg.Wait()
+			assert.False(t, c.Writable(), "%d bytes queued", c.OutboundQueued())
+			close(release)
+		}
+		for episode := range 2 {
+			post()
+			// The peer reads nothing yet: the output stays past the mark.
+			assert.True(t, holdsFor(300*time.Millisecond, func() bool { return drains.Load() == int64(episode) }),
+				"episode %d: OnDrain before the peer read (%d bytes queued)", episode, c.OutboundQueued())
+			client.SetReadDeadline(time.Now().Add(10 * time.Second))
+			_, err := io.ReadFull(client, make([]byte, total))
+			require.NoError(t, err)
+			waitFor(t, 5*time.Second, func() bool { return drains.Load() > int64(episode) },
+				func() string { return fmt.Sprintf("episode %d: no OnDrain", episode) })
+			assert.True(t, holdsFor(300*time.Millisecond, func() bool { return drains.Load() == int64(episode+1) }),
+				"episode %d: %d OnDrain calls", episode, drains.Load())
+		}
+		post()
+		client.SetLinger(0)
+		client.Close()
+		h.waitClosed(t, c.ID())
+		assert.True(t, holdsFor(300*time.Millisecond, func() bool { return late.Load() == 0 }), "OnDrain after OnClose")
+		assert.Zero(t, early.Load(), "OnDrain calls with more than half the mark queued")
+		return outcome{}
+	})
+}

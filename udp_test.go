@@ -1259,3 +1259,48 @@ func (h *udpWritevBig) OnTraffic(c Conn) Action {
 	h.errs <- err
 	return None
 }
+
+// One loop serving an IPv4 and an IPv6 socket answers bursts from many
+// peers of both at once, each answer to its own sender: the receive
+// batch the two sockets share holds each sender's whole address whichever
+// socket filled it before, and a turn's answers go to many peers.
+func TestUDPBothFamiliesBurstsOneLoop(t *testing.T) {
+	if ln, err := net.ListenUDP("udp6", &net.UDPAddr{IP: net.IPv6loopback}); err != nil {
+		t.Skip("no IPv6 loopback:", err)
+	} else {
+		ln.Close()
+	}
+	const peers, burst = 8, 32
+	onEachPoller(t, func(t *testing.T, p Option) outcome {
+		eng, _ := serveAddr(t, "udp4://127.0.0.1:0", &udpEcho{}, p, WithNumEventLoop(1), WithListener("udp6://[::1]:0"))
+		var wg sync.WaitGroup
+		var answered atomic.Int64
+		for i := range 2 * peers {
+			to := eng.Addrs()[i%2].(*net.UDPAddr)
+			network := map[bool]string{true: "udp6", false: "udp4"}[to.IP.To4() == nil]
+			c := udptest.Dial(t, network, to.String())
+			require.NoError(t, c.SetReadBuffer(1<<20))
+			wg.Go(func() {
+				for j := range burst {
+					c.Write(fmt.Appendf(nil, "%s peer %d datagram %d", network, i, j))
+				}
+				buf := make([]byte, 256)
+				for range burst {
+					c.SetReadDeadline(time.Now().Add(5 * time.Second))
+					n, err := c.Read(buf)
+					if err != nil {
+						t.Errorf("%s peer %d: %v after %d answers", network, i, answered.Load(), err)
+						return
+					}
+					if want := fmt.Sprintf("%s peer %d datagram ", network, i); !strings.HasPrefix(string(buf[:n]), want) {
+						t.Errorf("%s peer %d got %q", network, i, buf[:n])
+						return
+					}
+					answered.Add(1)
+				}
+			})
+		}
+		wg.Wait()
+		return outcome{Delivered: []int{int(answered.Load())}}
+	})
+}
