@@ -1,0 +1,141 @@
+package sluicehttp
+
+import (
+	"bufio"
+	"context"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// TestLoopRequestForgets pipelines requests that the loop answers, one
+// it declines after writing, and one with a body for ServeHTTP, in one
+// write, and checks that no request sees a header field or a Host of
+// the one before it on the loop's reused request, that nothing the
+// declined ServeLoop wrote goes out, and that every answer comes, in
+// order.
+func TestLoopRequestForgets(t *testing.T) {
+	modes(t, func(t *testing.T, inline bool) {
+		h := loopFunc(func(w *LoopResponse, r *LoopRequest) bool {
+			w.AddHeader("X-Leak", "declined")
+			w.WriteString("declined|")
+			if r.Path() == "/decline" {
+				return false
+			}
+			w.fields = w.fields[:0]
+			w.body = w.body[:0]
+			w.WriteString(r.Path() + "|" + r.Host() + "|" + r.Header("X-A") + "|" + r.Header("F40") + "|" + r.Header("Connection"))
+			return true
+		})
+		addr := serve(t, &Server{Handler: h, Inline: inline})
+		c := dial(t, addr)
+		br := bufio.NewReader(c)
+		var many strings.Builder
+		for i := range 41 {
+			many.WriteString("F" + strconv.Itoa(i) + ": v\r\n")
+		}
+		_, err := io.WriteString(c, "GET /1 HTTP/1.1\r\nHost: one\r\nX-A: 1\r\n"+many.String()+"\r\n"+
+			"GET /2 HTTP/1.0\r\nConnection: keep-alive\r\n\r\n"+
+			"GET /decline HTTP/1.1\r\nHost: three\r\nX-A: 3\r\n\r\n"+
+			"POST /body HTTP/1.1\r\nHost: four\r\nContent-Length: 2\r\n\r\nhi"+
+			"GET http://five/5 HTTP/1.1\r\nHost: other\r\n\r\n"+
+			"HEAD /6 HTTP/1.1\r\nHost: six\r\n\r\n"+
+			"GET /7 HTTP/1.1\r\nHost: seven\r\nConnection: close\r\n\r\n")
+		require.NoError(t, err)
+		want := []struct{ method, body string }{
+			{"GET", "/1|one|1|v|"},
+			{"GET", "/2||||keep-alive"},
+			{"GET", "hello /decline"},
+			{"POST", "hello /body"},
+			{"GET", "/5|five|||"},
+			{"HEAD", ""},
+			{"GET", "/7|seven|||close"},
+		}
+		for i, w := range want {
+			resp, body := readResponse(t, br, w.method)
+			assert.Equal(t, w.body, body, "answer %d", i+1)
+			assert.Empty(t, resp.Header.Get("X-Leak"), "answer %d", i+1)
+			if i == 1 {
+				assert.Equal(t, "keep-alive", resp.Header.Get("Connection"))
+			}
+			if w.method == "HEAD" {
+				assert.Equal(t, int64(len("/6|six|||")), resp.ContentLength)
+			}
+		}
+		_, err = br.ReadByte()
+		assert.ErrorIs(t, err, io.EOF, "Connection: close ends it")
+	})
+}
+
+// headBegun reports whether one of s's connections holds part of a
+// request's head, read on its loop.
+func headBegun(s *Server) bool {
+	got := make(chan bool, len(s.loops))
+	for _, ls := range s.loops {
+		err := ls.loop.Execute(func() {
+			for _, hc := range ls.conns {
+				if hc != nil && hc.c.InboundBuffered() > 0 {
+					got <- true
+					return
+				}
+			}
+			got <- false
+		})
+		if err != nil {
+			got <- false
+		}
+	}
+	begun := false
+	for range s.loops {
+		begun = <-got || begun
+	}
+	return begun
+}
+
+// TestShutdownHalfHead checks that a connection whose request has begun
+// arriving when Shutdown begins is not closed as idle: its request, once
+// whole, is answered, with Connection: close, and Shutdown waits for it
+// (within its context). net/http's server is less kind: it closes a kept
+// connection in the middle of its next head as idle, and reads a first
+// head to its end only to close the connection unanswered.
+func TestShutdownHalfHead(t *testing.T) {
+	for _, loop := range []bool{false, true} {
+		t.Run(map[bool]string{false: "handler", true: "loop"}[loop], func(t *testing.T) {
+			modes(t, func(t *testing.T, inline bool) {
+				var h http.Handler = http.HandlerFunc(hello)
+				if loop {
+					h = loopFunc(func(w *LoopResponse, r *LoopRequest) bool {
+						w.WriteString("loop " + r.Path())
+						return true
+					})
+				}
+				s := &Server{Handler: h, Inline: inline}
+				addr := serve(t, s)
+				c := dial(t, addr)
+				_, err := io.WriteString(c, "GET /half HTTP/1.1\r\nHo")
+				require.NoError(t, err)
+				waitFor(t, func() bool { return headBegun(s) }, func() string { return "the half head is not read" })
+				done := make(chan error, 1)
+				go func() {
+					ctx, cancel := context.WithTimeout(context.Background(), deadline)
+					defer cancel()
+					done <- s.Shutdown(ctx)
+				}()
+				waitFor(t, s.shutting.Load, func() string { return "Shutdown did not begin" })
+				_, err = io.WriteString(c, "st: x\r\n\r\n")
+				require.NoError(t, err)
+				resp, body := readResponse(t, bufio.NewReader(c), http.MethodGet)
+				assert.Equal(t, http.StatusOK, resp.StatusCode)
+				assert.Contains(t, body, "/half")
+				assert.True(t, resp.Close)
+				c.Close()
+				require.NoError(t, <-done)
+			})
+		})
+	}
+}
