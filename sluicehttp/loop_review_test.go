@@ -3,14 +3,21 @@ package sluicehttp
 import (
 	"bufio"
 	"context"
+	"errors"
 	"io"
+	"log"
+	"net"
 	"net/http"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/sluicenet/sluice"
 )
 
 // TestLoopRequestForgets pipelines requests that the loop answers, one
@@ -137,5 +144,98 @@ func TestShutdownHalfHead(t *testing.T) {
 				require.NoError(t, <-done)
 			})
 		})
+	}
+}
+
+// TestLoopAnswersHeldBack pipelines requests whose ServeLoop answers are
+// each larger than Server.WriteBufferSize to a client that reads none of
+// them, and checks that the loop holds at most one answer past that mark
+// (the requests after it wait, unread), then that every answer comes
+// whole once the client reads.
+func TestLoopAnswersHeldBack(t *testing.T) {
+	const size, n = 1 << 20, 16
+	answer := strings.Repeat("a", size)
+	var served atomic.Int64
+	h := loopFunc(func(w *LoopResponse, r *LoopRequest) bool {
+		served.Add(1)
+		w.WriteString(answer)
+		return true
+	})
+	s := &Server{Handler: h}
+	addr := serve(t, s)
+	c := dial(t, addr)
+	_, err := io.WriteString(c, strings.Repeat("GET / HTTP/1.1\r\nHost: x\r\n\r\n", n))
+	require.NoError(t, err)
+	waitFor(t, func() bool { return served.Load() > 0 }, func() string { return "nothing served" })
+	bound := size + s.writeMark() + 64<<10 // one answer and its head past the mark
+	held := func() bool { return outbound(s) <= bound }
+	assert.True(t, holdsFor(300*time.Millisecond, held), "the loop holds %d bytes, past %d", outbound(s), bound)
+	assert.Less(t, served.Load(), int64(n), "every answer was made for a client that reads none")
+	br := bufio.NewReader(c)
+	for i := range n {
+		_, body := readResponse(t, br, http.MethodGet)
+		require.Equal(t, size, len(body), "answer %d", i+1)
+	}
+}
+
+// outbound returns the most output one of s's connections holds unsent.
+func outbound(s *Server) int {
+	got := make(chan int, len(s.loops))
+	for _, ls := range s.loops {
+		if ls.loop.Execute(func() {
+			most := 0
+			for _, hc := range ls.conns {
+				if hc != nil {
+					most = max(most, hc.c.OutboundBuffered())
+				}
+			}
+			got <- most
+		}) != nil {
+			got <- 0
+		}
+	}
+	most := 0
+	for range s.loops {
+		most = max(most, <-got)
+	}
+	return most
+}
+
+// isTimeout reports whether err is a read that ran past its deadline.
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
+}
+
+// TestLoopAnswerPastMaxOutbound pipelines requests whose ServeLoop
+// answers outgrow what the connection may hold queued
+// (sluice.WithMaxOutbound), to a client that reads late, and checks that
+// it never gets an answer that looks whole but lacks bytes, nor an answer
+// after one that was cut: each comes whole, or the connection ends (not
+// left open, its answer lost).
+func TestLoopAnswerPastMaxOutbound(t *testing.T) {
+	const size, n = 1 << 20, 4
+	answer := strings.Repeat("b", size)
+	h := loopFunc(func(w *LoopResponse, r *LoopRequest) bool {
+		w.WriteString(answer)
+		return true
+	})
+	addr := serve(t, &Server{Handler: h, ErrorLog: log.New(io.Discard, "", 0)}, sluice.WithMaxOutbound(256<<10))
+	c := dial(t, addr)
+	_, err := io.WriteString(c, strings.Repeat("GET / HTTP/1.1\r\nHost: x\r\n\r\n", n))
+	require.NoError(t, err)
+	br := bufio.NewReader(c)
+	for i := range n {
+		resp, err := http.ReadResponse(br, nil)
+		if err != nil {
+			require.False(t, isTimeout(err), "answer %d: the connection is left open, unanswered: %v", i+1, err)
+			return
+		}
+		m, err := io.Copy(io.Discard, resp.Body)
+		if err != nil {
+			require.False(t, isTimeout(err), "answer %d: the connection is left open, its body cut: %v", i+1, err)
+			return
+		}
+		require.Equal(t, int64(size), m, "a body that ends cleanly has every byte")
 	}
 }
