@@ -221,8 +221,10 @@ func (hc *hconn) serveLoop(lh LoopHandler, p []byte, xp **exchange) bool {
 	if cap(w.fields) > maxKeptBytes {
 		w.fields = nil
 	}
-	if len(x.out.B) >= postSize {
-		_ = x.writeOnLoop()
+	if len(x.out.B) >= postSize && x.writeOnLoop() != nil {
+		// Refused (past sluice.WithMaxOutbound): no answer may follow
+		// the one cut.
+		hc.flags |= fClosing
 	}
 	return true
 }
@@ -283,12 +285,19 @@ func (hc *hconn) frameLoop(x *exchange, w *LoopResponse, r *LoopRequest) (closeA
 }
 
 // flushLoop ends a run that handed nothing to the pool: it writes the
-// LoopHandler's answers, then the refusal that ended the run, if any.
+// LoopHandler's answers, then the refusal that ended the run, if any. A
+// write refused (past sluice.WithMaxOutbound) closes the connection, as
+// an inline answer's does: its client would otherwise wait for an answer
+// that never comes.
 func (hc *hconn) flushLoop(x *exchange) {
 	if x.out != nil && len(x.out.B) > 0 {
 		_ = x.writeOnLoop()
 	}
 	x.releaseLocked()
+	if x.p.failure() != nil {
+		hc.close()
+		return
+	}
 	if x.tail != nil {
 		hc.answer(x.tail)
 		return

@@ -214,28 +214,30 @@ func isTimeout(err error) bool {
 // after one that was cut: each comes whole, or the connection ends (not
 // left open, its answer lost).
 func TestLoopAnswerPastMaxOutbound(t *testing.T) {
-	const size, n = 1 << 20, 4
-	answer := strings.Repeat("b", size)
-	h := loopFunc(func(w *LoopResponse, r *LoopRequest) bool {
-		w.WriteString(answer)
-		return true
+	modes(t, func(t *testing.T, inline bool) {
+		const size, n = 1 << 20, 4
+		answer := strings.Repeat("b", size)
+		h := loopFunc(func(w *LoopResponse, r *LoopRequest) bool {
+			w.WriteString(answer)
+			return true
+		})
+		addr := serve(t, &Server{Handler: h, Inline: inline, ErrorLog: log.New(io.Discard, "", 0)}, sluice.WithMaxOutbound(256<<10))
+		c := dial(t, addr)
+		_, err := io.WriteString(c, strings.Repeat("GET / HTTP/1.1\r\nHost: x\r\n\r\n", n))
+		require.NoError(t, err)
+		br := bufio.NewReader(c)
+		for i := range n {
+			resp, err := http.ReadResponse(br, nil)
+			if err != nil {
+				require.False(t, isTimeout(err), "answer %d: the connection is left open, unanswered: %v", i+1, err)
+				return
+			}
+			m, err := io.Copy(io.Discard, resp.Body)
+			if err != nil {
+				require.False(t, isTimeout(err), "answer %d: the connection is left open, its body cut: %v", i+1, err)
+				return
+			}
+			require.Equal(t, int64(size), m, "a body that ends cleanly has every byte")
+		}
 	})
-	addr := serve(t, &Server{Handler: h, ErrorLog: log.New(io.Discard, "", 0)}, sluice.WithMaxOutbound(256<<10))
-	c := dial(t, addr)
-	_, err := io.WriteString(c, strings.Repeat("GET / HTTP/1.1\r\nHost: x\r\n\r\n", n))
-	require.NoError(t, err)
-	br := bufio.NewReader(c)
-	for i := range n {
-		resp, err := http.ReadResponse(br, nil)
-		if err != nil {
-			require.False(t, isTimeout(err), "answer %d: the connection is left open, unanswered: %v", i+1, err)
-			return
-		}
-		m, err := io.Copy(io.Discard, resp.Body)
-		if err != nil {
-			require.False(t, isTimeout(err), "answer %d: the connection is left open, its body cut: %v", i+1, err)
-			return
-		}
-		require.Equal(t, int64(size), m, "a body that ends cleanly has every byte")
-	}
 }
