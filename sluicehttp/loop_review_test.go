@@ -18,6 +18,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sluicenet/sluice"
+	"github.com/sluicenet/sluice/internal/syncbuf"
 )
 
 // TestLoopRequestForgets pipelines requests that the loop answers, one
@@ -240,4 +241,28 @@ func TestLoopAnswerPastMaxOutbound(t *testing.T) {
 			require.Equal(t, int64(size), m, "a body that ends cleanly has every byte")
 		}
 	})
+}
+
+// TestLoopHandlerAbortNotLogged checks that a ServeLoop that panics with
+// http.ErrAbortHandler is answered as a Handler's (500, the connection
+// closed) and, as a Handler's, not logged, while another panic is.
+func TestLoopHandlerAbortNotLogged(t *testing.T) {
+	var logged syncbuf.Buffer
+	h := loopFunc(func(w *LoopResponse, r *LoopRequest) bool {
+		if r.Path() == "/abort" {
+			panic(http.ErrAbortHandler)
+		}
+		panic("boom")
+	})
+	addr := serve(t, &Server{Handler: h, ErrorLog: log.New(&logged, "", 0)})
+	for _, path := range []string{"/abort", "/boom"} {
+		c := dial(t, addr)
+		_, err := io.WriteString(c, "GET "+path+" HTTP/1.1\r\nHost: x\r\n\r\n")
+		require.NoError(t, err)
+		resp, _ := readResponse(t, bufio.NewReader(c), http.MethodGet)
+		assert.Equal(t, http.StatusInternalServerError, resp.StatusCode, path)
+		assert.True(t, resp.Close, path)
+	}
+	assert.Equal(t, 1, strings.Count(logged.String(), "http: panic serving"), "only the panic that is not ErrAbortHandler is logged:\n%s", logged.String())
+	assert.Contains(t, logged.String(), "boom")
 }
