@@ -230,13 +230,16 @@ func (hc *hconn) serveLoop(lh LoopHandler, p []byte, xp **exchange) bool {
 }
 
 // callLoop runs ServeLoop, and reports whether it answered: a ServeLoop
-// that panicked answered, with w.code 0.
+// that panicked answered, with w.code 0. The panic is logged as a
+// Handler's is, unless it is http.ErrAbortHandler.
 func (hc *hconn) callLoop(lh LoopHandler, w *LoopResponse, r *LoopRequest) (answered bool) {
 	defer func() {
 		if v := recover(); v != nil {
-			buf := make([]byte, 64<<10)
-			buf = buf[:runtime.Stack(buf, false)]
-			hc.s.logf("http: panic serving %v: %v\n%s", hc.c.RemoteAddr(), v, buf)
+			if v != http.ErrAbortHandler {
+				buf := make([]byte, 64<<10)
+				buf = buf[:runtime.Stack(buf, false)]
+				hc.s.logf("http: panic serving %v: %v\n%s", hc.c.RemoteAddr(), v, buf)
+			}
 			w.code, answered = 0, true
 		}
 	}()
