@@ -80,29 +80,34 @@ func TestLoopRequestForgets(t *testing.T) {
 	})
 }
 
+// mostOf returns the most f gives of one of s's connections, asked on
+// its loop.
+func mostOf(s *Server, f func(hc *hconn) int) int {
+	got := make(chan int, len(s.loops))
+	for _, ls := range s.loops {
+		if ls.loop.Execute(func() {
+			most := 0
+			for _, hc := range ls.conns {
+				if hc != nil {
+					most = max(most, f(hc))
+				}
+			}
+			got <- most
+		}) != nil {
+			got <- 0
+		}
+	}
+	most := 0
+	for range s.loops {
+		most = max(most, <-got)
+	}
+	return most
+}
+
 // headBegun reports whether one of s's connections holds part of a
 // request's head, read on its loop.
 func headBegun(s *Server) bool {
-	got := make(chan bool, len(s.loops))
-	for _, ls := range s.loops {
-		err := ls.loop.Execute(func() {
-			for _, hc := range ls.conns {
-				if hc != nil && hc.c.InboundBuffered() > 0 {
-					got <- true
-					return
-				}
-			}
-			got <- false
-		})
-		if err != nil {
-			got <- false
-		}
-	}
-	begun := false
-	for range s.loops {
-		begun = <-got || begun
-	}
-	return begun
+	return mostOf(s, func(hc *hconn) int { return hc.c.InboundBuffered() }) > 0
 }
 
 // TestShutdownHalfHead checks that a connection whose request has begun
@@ -181,25 +186,7 @@ func TestLoopAnswersHeldBack(t *testing.T) {
 
 // outbound returns the most output one of s's connections holds unsent.
 func outbound(s *Server) int {
-	got := make(chan int, len(s.loops))
-	for _, ls := range s.loops {
-		if ls.loop.Execute(func() {
-			most := 0
-			for _, hc := range ls.conns {
-				if hc != nil {
-					most = max(most, hc.c.OutboundBuffered())
-				}
-			}
-			got <- most
-		}) != nil {
-			got <- 0
-		}
-	}
-	most := 0
-	for range s.loops {
-		most = max(most, <-got)
-	}
-	return most
+	return mostOf(s, func(hc *hconn) int { return hc.c.OutboundBuffered() })
 }
 
 // isTimeout reports whether err is a read that ran past its deadline.
