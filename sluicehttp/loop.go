@@ -221,20 +221,25 @@ func (hc *hconn) serveLoop(lh LoopHandler, p []byte, xp **exchange) bool {
 	if cap(w.fields) > maxKeptBytes {
 		w.fields = nil
 	}
-	if len(x.out.B) >= postSize {
-		_ = x.writeOnLoop()
+	if len(x.out.B) >= postSize && x.writeOnLoop() != nil {
+		// Refused (past sluice.WithMaxOutbound): no answer may follow
+		// the one cut.
+		hc.flags |= fClosing
 	}
 	return true
 }
 
 // callLoop runs ServeLoop, and reports whether it answered: a ServeLoop
-// that panicked answered, with w.code 0.
+// that panicked answered, with w.code 0. The panic is logged as a
+// Handler's is, unless it is http.ErrAbortHandler.
 func (hc *hconn) callLoop(lh LoopHandler, w *LoopResponse, r *LoopRequest) (answered bool) {
 	defer func() {
 		if v := recover(); v != nil {
-			buf := make([]byte, 64<<10)
-			buf = buf[:runtime.Stack(buf, false)]
-			hc.s.logf("http: panic serving %v: %v\n%s", hc.c.RemoteAddr(), v, buf)
+			if v != http.ErrAbortHandler {
+				buf := make([]byte, 64<<10)
+				buf = buf[:runtime.Stack(buf, false)]
+				hc.s.logf("http: panic serving %v: %v\n%s", hc.c.RemoteAddr(), v, buf)
+			}
 			w.code, answered = 0, true
 		}
 	}()
@@ -283,12 +288,19 @@ func (hc *hconn) frameLoop(x *exchange, w *LoopResponse, r *LoopRequest) (closeA
 }
 
 // flushLoop ends a run that handed nothing to the pool: it writes the
-// LoopHandler's answers, then the refusal that ended the run, if any.
+// LoopHandler's answers, then the refusal that ended the run, if any. A
+// write refused (past sluice.WithMaxOutbound) closes the connection, as
+// an inline answer's does: its client would otherwise wait for an answer
+// that never comes.
 func (hc *hconn) flushLoop(x *exchange) {
 	if x.out != nil && len(x.out.B) > 0 {
 		_ = x.writeOnLoop()
 	}
 	x.releaseLocked()
+	if x.p.failure() != nil {
+		hc.close()
+		return
+	}
 	if x.tail != nil {
 		hc.answer(x.tail)
 		return
