@@ -253,3 +253,47 @@ func TestLoopHandlerAbortNotLogged(t *testing.T) {
 	assert.Equal(t, 1, strings.Count(logged.String(), "http: panic serving"), "only the panic that is not ErrAbortHandler is logged:\n%s", logged.String())
 	assert.Contains(t, logged.String(), "boom")
 }
+
+// TestLoopAnswerKeepsServerFraming checks that the fields the server
+// writes itself, added by a LoopHandler in any case, are dropped: an
+// answer never carries two Content-Lengths, a Transfer-Encoding beside
+// one, a Date of the handler's, or a Connection that disagrees with
+// whether the server goes on, which a client or a proxy in front could
+// read as another framing.
+func TestLoopAnswerKeepsServerFraming(t *testing.T) {
+	modes(t, func(t *testing.T, inline bool) {
+		h := loopFunc(func(w *LoopResponse, r *LoopRequest) bool {
+			w.AddHeader("Content-Length", "999")
+			w.AddHeader("content-length", "0")
+			w.AddHeader("Transfer-Encoding", "chunked")
+			w.AddHeader("CONNECTION", "close")
+			w.AddHeader("date", "yesterday")
+			w.AddHeader("X-Kept", "1")
+			w.WriteString("body")
+			return true
+		})
+		addr := serve(t, &Server{Handler: h, Inline: inline})
+		c, err := net.DialTimeout("tcp", addr, deadline)
+		require.NoError(t, err)
+		defer c.Close()
+		c.SetDeadline(time.Now().Add(deadline))
+		const req = "GET /a HTTP/1.1\r\nHost: x\r\n\r\n"
+		_, err = io.WriteString(c, req+req)
+		require.NoError(t, err)
+		br := bufio.NewReader(c)
+		for i := range 2 {
+			resp, err := http.ReadResponse(br, &http.Request{Method: "GET"})
+			require.NoError(t, err, "answer %d", i)
+			body, err := io.ReadAll(resp.Body)
+			require.NoError(t, err)
+			assert.Equal(t, "body", string(body))
+			assert.Equal(t, []string{"4"}, resp.Header.Values("Content-Length"))
+			assert.Empty(t, resp.TransferEncoding)
+			assert.Empty(t, resp.Header.Values("Connection"))
+			assert.Len(t, resp.Header.Values("Date"), 1)
+			assert.NotEqual(t, "yesterday", resp.Header.Get("Date"))
+			assert.Equal(t, "1", resp.Header.Get("X-Kept"))
+			assert.False(t, resp.Close, "answer %d", i)
+		}
+	})
+}
