@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"runtime"
 	"strconv"
+	"strings"
 )
 
 // LoopHandler is an optional interface a Server's Handler may implement
@@ -111,16 +112,32 @@ func (w *LoopResponse) WriteHeader(code int) {
 // AddHeader adds the header field key: value to the answer, as
 // http.Header.Add would, with a key that is not a token dropped and CR
 // and LF in the value made spaces. Date, Content-Length, Transfer-Encoding
-// and Connection are the server's to write: the handler must not add
-// them.
+// and Connection are the server's to write: AddHeader drops them, in any
+// case, so that an answer never carries two framings.
 func (w *LoopResponse) AddHeader(key, value string) {
-	if !isToken(key) {
+	if !isToken(key) || serverField(key) {
 		return
 	}
 	w.fields = append(w.fields, key...)
 	w.fields = append(w.fields, ": "...)
 	w.fields = appendValue(w.fields, value)
 	w.fields = append(w.fields, "\r\n"...)
+}
+
+// serverField reports whether key names a field the server writes into
+// every answer itself.
+func serverField(key string) bool {
+	switch len(key) {
+	case len("Date"):
+		return strings.EqualFold(key, "Date")
+	case len("Connection"):
+		return strings.EqualFold(key, "Connection")
+	case len("Content-Length"):
+		return strings.EqualFold(key, "Content-Length")
+	case len("Transfer-Encoding"):
+		return strings.EqualFold(key, "Transfer-Encoding")
+	}
+	return false
 }
 
 // Write appends p to the answer's body. It never fails.
