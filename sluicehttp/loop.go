@@ -4,6 +4,8 @@ import (
 	"net/http"
 	"runtime"
 	"strconv"
+
+	"github.com/sluicenet/sluice/pool"
 )
 
 // LoopHandler is an optional interface a Server's Handler may implement
@@ -48,6 +50,19 @@ type LoopRequest struct {
 	head head
 	buf  []byte             // the copy of a head longer than head.small
 	vals [loopFields]string // the header's first values (parseHead's room)
+}
+
+// reset readies r for parseHead, with hdr, empty, for its header. Only
+// what parseHead may read before writing it, or leave unwritten, is
+// reset: it writes the rest of the request, and of the head's room
+// (small, url, vals), before anything reads them, and a request it
+// refuses is not read at all. Zeroing the whole of r, a head's room and
+// an http.Request, for each request cost pipelined requests more than
+// their handler.
+func (r *LoopRequest) reset(hdr http.Header) {
+	r.req.Header = hdr
+	r.req.ContentLength, r.req.TransferEncoding, r.req.Trailer = 0, nil, nil
+	r.head.facts = facts{}
 }
 
 // loopFields is how many header fields a LoopRequest holds the values of
@@ -146,6 +161,12 @@ func (w *LoopResponse) AvailableBuffer() []byte { return w.body[len(w.body):] }
 type loopScratch struct {
 	req  LoopRequest
 	resp LoopResponse
+
+	// out is the loop's output buffer between runs of answers (keepOut),
+	// at the size the last run grew it to: a run of pipelined answers is
+	// framed into it without growing a buffer from the pool each time.
+	// One per loop, not per connection: an idle connection holds none.
+	out *pool.Buffer
 }
 
 // maxKept bounds what a loop keeps of a LoopHandler's buffers, and of the
@@ -175,8 +196,7 @@ func (hc *hconn) serveLoop(lh LoopHandler, p []byte, xp **exchange) bool {
 		hdr = nil
 	}
 	clear(hdr)
-	r.req = http.Request{Header: hdr}
-	r.head = head{}
+	r.reset(hdr)
 	var b []byte
 	if len(p) <= len(r.head.small) {
 		b = r.head.small[:len(p)]
@@ -203,6 +223,9 @@ func (hc *hconn) serveLoop(lh LoopHandler, p []byte, xp **exchange) bool {
 	if x == nil {
 		x = newExchange(hc)
 		*xp = x
+	}
+	if x.out == nil && sc.out != nil {
+		x.out, sc.out = sc.out, nil
 	}
 	hc.consume(x, len(p))
 	if r.req.Method == http.MethodPost {
@@ -288,10 +311,25 @@ func (hc *hconn) flushLoop(x *exchange) {
 	if x.out != nil && len(x.out.B) > 0 {
 		_ = x.writeOnLoop()
 	}
+	hc.keepOut(x)
 	x.releaseLocked()
 	if x.tail != nil {
 		hc.answer(x.tail)
 		return
 	}
 	hc.recycle(x)
+}
+
+// keepOut keeps x's output buffer, written and empty, as the loop's for
+// its next run of LoopHandler answers (loopScratch.out), unless it grew
+// past maxKeptBytes. Only an exchange whose output only the loop touched
+// gives it: one handed to the pool, or hijacked, does not come here, or
+// is passed over.
+func (hc *hconn) keepOut(x *exchange) {
+	sc := hc.ls.lsc
+	if sc == nil || sc.out != nil || x.out == nil || len(x.out.B) > 0 || x.hj != nil ||
+		cap(x.out.B) > maxKeptBytes {
+		return
+	}
+	sc.out, x.out = x.out, nil
 }
