@@ -327,8 +327,15 @@ func (hc *hconn) flushLoop(x *exchange) {
 // is passed over.
 func (hc *hconn) keepOut(x *exchange) {
 	sc := hc.ls.lsc
-	if sc == nil || sc.out != nil || x.out == nil || len(x.out.B) > 0 || x.hj != nil ||
-		cap(x.out.B) > maxKeptBytes {
+	if sc == nil || sc.out != nil || x.out == nil || len(x.out.B) > 0 || x.hj != nil {
+		return
+	}
+	if cap(x.out.B) > maxKeptBytes {
+		// Grown past the bound, here or by another exchange that gave it
+		// back to the shared pool, which may hand it out again and again:
+		// the pool has it back, and the loop starts a small one of its
+		// own rather than pass over every big one the pool hands it.
+		sc.out = new(pool.Buffer)
 		return
 	}
 	sc.out, x.out = x.out, nil

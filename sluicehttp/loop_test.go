@@ -423,13 +423,16 @@ func TestLoopHandlerKeepsOutput(t *testing.T) {
 				resp.Body.Close()
 			}
 		}
+		// The first run may be handed a buffer another test grew past the
+		// bound, which the loop passes over for a small one of its own.
+		ask("/small", 16)
 		ask("/small", 16)
 		small := kept()
 		require.Positive(t, small, "a buffer kept after a run of 16 answers")
 		ask("/small", 16)
 		require.Equal(t, small, kept(), "the same buffer, at the same size, for the next run")
 		ask("/big", 1)
-		require.Equal(t, -1, kept(), "a buffer grown past %d bytes kept", maxKeptBytes)
+		require.Zero(t, kept(), "a buffer grown past %d bytes kept, not a fresh one", maxKeptBytes)
 		ask("/small", 16)
 		require.LessOrEqual(t, kept(), maxKeptBytes, "the buffer kept after a big answer")
 	})
