@@ -293,6 +293,7 @@ func (hc *hconn) flush(x *exchange) {
 	case x.inline:
 		x.mu.Lock()
 		x.post()
+		hc.keepOut(x)
 		x.releaseLocked()
 		x.mu.Unlock()
 		if x.closeAfter {

@@ -5,6 +5,8 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+
+	"github.com/sluicenet/sluice/pool"
 )
 
 // LoopHandler is an optional interface a Server's Handler may implement
@@ -49,6 +51,19 @@ type LoopRequest struct {
 	head head
 	buf  []byte             // the copy of a head longer than head.small
 	vals [loopFields]string // the header's first values (parseHead's room)
+}
+
+// reset readies r for parseHead, with hdr, empty, for its header. Only
+// what parseHead may read before writing it, or leave unwritten, is
+// reset: it writes the rest of the request, and of the head's room
+// (small, url, vals), before anything reads them, and a request it
+// refuses is not read at all. Zeroing the whole of r, a head's room and
+// an http.Request, for each request cost pipelined requests more than
+// their handler.
+func (r *LoopRequest) reset(hdr http.Header) {
+	r.req.Header = hdr
+	r.req.ContentLength, r.req.TransferEncoding, r.req.Trailer = 0, nil, nil
+	r.head.facts = facts{}
 }
 
 // loopFields is how many header fields a LoopRequest holds the values of
@@ -163,6 +178,12 @@ func (w *LoopResponse) AvailableBuffer() []byte { return w.body[len(w.body):] }
 type loopScratch struct {
 	req  LoopRequest
 	resp LoopResponse
+
+	// out is the loop's output buffer between runs of answers (keepOut),
+	// at the size the last run grew it to: a run of pipelined answers is
+	// framed into it without growing a buffer from the pool each time.
+	// One per loop, not per connection: an idle connection holds none.
+	out *pool.Buffer
 }
 
 // maxKept bounds what a loop keeps of a LoopHandler's buffers, and of the
@@ -192,8 +213,7 @@ func (hc *hconn) serveLoop(lh LoopHandler, p []byte, xp **exchange) bool {
 		hdr = nil
 	}
 	clear(hdr)
-	r.req = http.Request{Header: hdr}
-	r.head = head{}
+	r.reset(hdr)
 	var b []byte
 	if len(p) <= len(r.head.small) {
 		b = r.head.small[:len(p)]
@@ -220,6 +240,9 @@ func (hc *hconn) serveLoop(lh LoopHandler, p []byte, xp **exchange) bool {
 	if x == nil {
 		x = newExchange(hc)
 		*xp = x
+	}
+	if x.out == nil && sc.out != nil {
+		x.out, sc.out = sc.out, nil
 	}
 	hc.consume(x, len(p))
 	if r.req.Method == http.MethodPost {
@@ -313,6 +336,7 @@ func (hc *hconn) flushLoop(x *exchange) {
 	if x.out != nil && len(x.out.B) > 0 {
 		_ = x.writeOnLoop()
 	}
+	hc.keepOut(x)
 	x.releaseLocked()
 	if x.p.failure() != nil {
 		hc.close()
@@ -323,4 +347,25 @@ func (hc *hconn) flushLoop(x *exchange) {
 		return
 	}
 	hc.recycle(x)
+}
+
+// keepOut keeps x's output buffer, written and empty, as the loop's for
+// its next run of LoopHandler answers (loopScratch.out), unless it grew
+// past maxKeptBytes. Only an exchange whose output only the loop touched
+// gives it: one handed to the pool, or hijacked, does not come here, or
+// is passed over.
+func (hc *hconn) keepOut(x *exchange) {
+	sc := hc.ls.lsc
+	if sc == nil || sc.out != nil || x.out == nil || len(x.out.B) > 0 || x.hj != nil {
+		return
+	}
+	if cap(x.out.B) > maxKeptBytes {
+		// Grown past the bound, here or by another exchange that gave it
+		// back to the shared pool, which may hand it out again and again:
+		// the pool has it back, and the loop starts a small one of its
+		// own rather than pass over every big one the pool hands it.
+		sc.out = new(pool.Buffer)
+		return
+	}
+	sc.out, x.out = x.out, nil
 }

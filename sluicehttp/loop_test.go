@@ -377,3 +377,63 @@ func TestLoopHandlerPoolBusy(t *testing.T) {
 	_, body := readResponse(t, bufio.NewReader(busy), http.MethodGet)
 	assert.Equal(t, "slow", body)
 }
+
+// TestLoopHandlerKeepsOutput checks the loop's output buffer kept between
+// runs of LoopHandler answers: one per loop, kept after a run of answers
+// on the pool and inline, and let go once an answer grows it past
+// maxKeptBytes, so that a big answer is not held for good (the pool may
+// hand that buffer out again, but the loop does not keep it).
+func TestLoopHandlerKeepsOutput(t *testing.T) {
+	big := strings.Repeat("b", maxKeptBytes+1)
+	h := loopFunc(func(w *LoopResponse, r *LoopRequest) bool {
+		if r.Path() == "/big" {
+			w.WriteString(big)
+		} else {
+			w.WriteString("small")
+		}
+		return true
+	})
+	modes(t, func(t *testing.T, inline bool) {
+		s := &Server{Inline: inline, Handler: h}
+		c := dial(t, serve(t, s, sluice.WithNumEventLoop(1)))
+		s.mu.Lock()
+		ls := s.loops[0]
+		s.mu.Unlock()
+		// kept returns the capacity of the loop's kept buffer, or -1.
+		kept := func() int {
+			ch := make(chan int, 1)
+			require.NoError(t, ls.loop.Execute(func() {
+				n := -1
+				if sc := ls.lsc; sc != nil && sc.out != nil {
+					n = cap(sc.out.B)
+				}
+				ch <- n
+			}))
+			return <-ch
+		}
+		br := bufio.NewReader(c)
+		ask := func(path string, depth int) {
+			_, err := io.WriteString(c, strings.Repeat("GET "+path+" HTTP/1.1\r\nHost: x\r\n\r\n", depth))
+			require.NoError(t, err)
+			for range depth {
+				resp, err := http.ReadResponse(br, nil)
+				require.NoError(t, err)
+				_, err = io.Copy(io.Discard, resp.Body)
+				require.NoError(t, err)
+				resp.Body.Close()
+			}
+		}
+		// The first run may be handed a buffer another test grew past the
+		// bound, which the loop passes over for a small one of its own.
+		ask("/small", 16)
+		ask("/small", 16)
+		small := kept()
+		require.Positive(t, small, "a buffer kept after a run of 16 answers")
+		ask("/small", 16)
+		require.Equal(t, small, kept(), "the same buffer, at the same size, for the next run")
+		ask("/big", 1)
+		require.Zero(t, kept(), "a buffer grown past %d bytes kept, not a fresh one", maxKeptBytes)
+		ask("/small", 16)
+		require.LessOrEqual(t, kept(), maxKeptBytes, "the buffer kept after a big answer")
+	})
+}

@@ -77,13 +77,7 @@ func (e *reqError) Error() string {
 // head is what the parser learns of a request beyond the http.Request it
 // fills: how its body is framed.
 type head struct {
-	length  int64 // the body's length when not chunked
-	chunked bool
-	expect  bool // Expect: 100-continue, with a body to come
-	both    bool // Content-Length and Transfer-Encoding both came
-	has     fieldBits
-	hosts   uint8  // how many Host fields came: 0, 1, or 2 for more
-	host    string // the first Host field's value
+	facts
 
 	// Room for the request's URL, its header's values and the copy of a
 	// small head, made with the head rather than one by one: the
@@ -91,6 +85,19 @@ type head struct {
 	url   url.URL
 	vals  [7]string
 	small [smallHead]byte
+}
+
+// facts is what parseHead learns of a request's head beyond its
+// http.Request, from a zero value: all a head must have reset to be
+// parsed into again (LoopRequest.reset).
+type facts struct {
+	length  int64 // the body's length when not chunked
+	chunked bool
+	expect  bool // Expect: 100-continue, with a body to come
+	both    bool // Content-Length and Transfer-Encoding both came
+	has     fieldBits
+	hosts   uint8  // how many Host fields came: 0, 1, or 2 for more
+	host    string // the first Host field's value
 }
 
 // fieldBits says which of the header fields the server reads itself came
