@@ -42,6 +42,23 @@ var (
 // connection and reads their answers, server and client in this process.
 func heapPerRequest(t *testing.T, inline bool, depth int, head string) (allocs, size float64) {
 	addr := serve(t, &Server{Inline: inline, Handler: plaintext}, sluice.WithNumEventLoop(1))
+	round := pipelinedRound(t, addr, depth, head)
+	runs := 2000 / depth
+	allocs = testing.AllocsPerRun(runs, round) / float64(depth)
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	for range runs {
+		round()
+	}
+	runtime.ReadMemStats(&after)
+	return allocs, float64(after.TotalAlloc-before.TotalAlloc) / float64(runs*depth)
+}
+
+// pipelinedRound returns a round of a client over one connection to addr:
+// it sends depth pipelined copies of head and reads their answers, each
+// of which must be the plaintext one. The round is warmed up (pools,
+// buffers) before it is returned.
+func pipelinedRound(t *testing.T, addr string, depth int, head string) func() {
 	c := dial(t, addr)
 	req := bytes.Repeat([]byte(head), depth)
 	// Every answer has the same length: learn it from the first.
@@ -61,17 +78,9 @@ func heapPerRequest(t *testing.T, inline bool, depth int, head string) (allocs, 
 		}
 	}
 	for range 200 {
-		round() // warm up: pools, buffers
-	}
-	runs := 2000 / depth
-	allocs = testing.AllocsPerRun(runs, round) / float64(depth)
-	var before, after runtime.MemStats
-	runtime.ReadMemStats(&before)
-	for range runs {
 		round()
 	}
-	runtime.ReadMemStats(&after)
-	return allocs, float64(after.TotalAlloc-before.TotalAlloc) / float64(runs*depth)
+	return round
 }
 
 // maxAllocsPerRequest is what a plaintext request (its only field Host,

@@ -6,8 +6,6 @@
 package sluicehttp
 
 import (
-	"bytes"
-	"io"
 	"strings"
 	"testing"
 
@@ -56,25 +54,5 @@ func TestLoopHandlerAllocates(t *testing.T) {
 // sends batches of depth pipelined requests to addr over one connection
 // and reads their answers, server and client in this process.
 func loopAllocs(t *testing.T, addr string, depth int, head string) float64 {
-	c := dial(t, addr)
-	req := bytes.Repeat([]byte(head), depth)
-	_, err := c.Write(req[:len(req)/depth])
-	require.NoError(t, err)
-	buf := make([]byte, 4096)
-	n, err := c.Read(buf)
-	require.NoError(t, err)
-	require.Contains(t, string(buf[:n]), "Hello, World!")
-	buf = make([]byte, n*depth)
-	round := func() {
-		if _, err := c.Write(req); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := io.ReadFull(c, buf); err != nil {
-			t.Fatal(err)
-		}
-	}
-	for range 200 {
-		round()
-	}
-	return testing.AllocsPerRun(2000/depth, round) / float64(depth)
+	return testing.AllocsPerRun(2000/depth, pipelinedRound(t, addr, depth, head)) / float64(depth)
 }
