@@ -12,8 +12,7 @@ type collection interface {
 	len() int
 }
 
-func (s set) len() int  { return len(s) }
-func (h hash) len() int { return len(h) }
+func (s set) len() int { return len(s) }
 
 func (l *list) len() int {
 	if l == nil {
@@ -67,8 +66,7 @@ func readKey[T any](c *call, read func(v T)) {
 	read(v)
 }
 
-// names returns the keys of m, a set's members or a hash's fields, in
-// the map's order.
+// names returns the keys of m, a set's members, in the map's order.
 func names[M ~map[string]V, V any](m M) []string {
 	return slices.AppendSeq(make([]string, 0, len(m)), maps.Keys(m))
 }

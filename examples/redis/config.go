@@ -6,6 +6,7 @@ import (
 	"math"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 )
 
@@ -49,6 +50,10 @@ var configParams = []param{
 		set: func(*server, string) (func(), error) { return nil, errImmutable }},
 	{name: "databases", get: func(*server) string { return "1" },
 		set: func(*server, string) (func(), error) { return nil, errImmutable }},
+	hashLimit("hash-max-listpack-entries", func(s *server) *atomic.Int64 { return &s.hashEntries }, false),
+	hashLimit("hash-max-listpack-value", func(s *server) *atomic.Int64 { return &s.hashValue }, true),
+	hashLimit("hash-max-ziplist-entries", func(s *server) *atomic.Int64 { return &s.hashEntries }, false),
+	hashLimit("hash-max-ziplist-value", func(s *server) *atomic.Int64 { return &s.hashValue }, true),
 	{name: "hz", get: func(s *server) string { return strconv.FormatInt(s.hz.Load(), 10) }, set: func(s *server, v string) (func(), error) {
 		n, err := configInt(v, 0, math.MaxInt32)
 		if err != nil {
@@ -82,6 +87,39 @@ var configParams = []param{
 			}
 			return func() { s.setIdleTimeout(time.Duration(n) * time.Second) }, nil
 		}},
+}
+
+// hashLimit is a bound of a small hash, by its name or by the name Redis
+// 6 gave it (ziplist), which Redis 7.0 keeps as another: a count, or a
+// size, which takes a unit as maxmemory does. It applies to hashes as
+// they next change.
+func hashLimit(name string, v func(*server) *atomic.Int64, size bool) param {
+	return param{
+		name: name,
+		get:  func(s *server) string { return strconv.FormatInt(v(s).Load(), 10) },
+		set: func(s *server, value string) (func(), error) {
+			var n int64
+			var err error
+			if size {
+				var m int
+				if m, err = parseMemory(value); err != nil {
+					err = errors.New("argument must be a memory value")
+				}
+				n = int64(m)
+			} else {
+				n, err = configInt(value, 0, math.MaxInt64)
+			}
+			if err != nil {
+				return nil, err
+			}
+			return func() { v(s).Store(n) }, nil
+		},
+	}
+}
+
+// hashLimits returns the bounds of a small hash as they stand.
+func (c *call) hashLimits() hashLimits {
+	return hashLimits{entries: int(c.srv.hashEntries.Load()), value: int(c.srv.hashValue.Load())}
 }
 
 // configInt parses an integer parameter within [lo, hi], with Redis's

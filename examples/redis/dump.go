@@ -103,11 +103,9 @@ func dumpValue(e *entry) []byte {
 		for m := range v {
 			b = appendRDBString(b, m)
 		}
-	case hash:
-		b = appendRDBLen(append(b, rdbHash), uint64(len(v)))
-		for f, val := range v {
-			b = appendRDBString(appendRDBString(b, f), val)
-		}
+	case *hash:
+		b = appendRDBLen(append(b, rdbHash), uint64(v.len()))
+		v.each(func(f, val string) { b = appendRDBString(appendRDBString(b, f), val) })
 	case *zset:
 		b = appendRDBLen(append(b, rdbZset2), uint64(v.len()))
 		for x := v.order.first(); x != nil; x = x.links[0].next {
@@ -196,7 +194,7 @@ func restore(c *call) {
 		c.error(errDumpPayload)
 		return
 	}
-	r := rdbReader{b: payload[:n-10]}
+	r := rdbReader{b: payload[:n-10], hash: c.hashLimits()}
 	str, obj, ok := r.value()
 	if !ok || len(r.b) != 0 {
 		c.error(errBadFormat)
@@ -224,8 +222,12 @@ func restore(c *call) {
 }
 
 // rdbReader reads an RDB value from a buffer; every read reports false
-// once the input is not what it should be.
-type rdbReader struct{ b []byte }
+// once the input is not what it should be. A hash it reads is held small
+// or not by the bounds in hash, as Redis holds one it loads.
+type rdbReader struct {
+	b    []byte
+	hash hashLimits
+}
 
 func (r *rdbReader) byte() (byte, bool) {
 	if len(r.b) == 0 {
@@ -410,7 +412,7 @@ func (r *rdbReader) value() ([]byte, any, bool) {
 			if ok {
 				v, ok = r.str()
 			}
-			h[string(f)] = string(v)
+			h.set(f, v, r.hash)
 		}
 		return nil, h, ok && n > 0
 	case rdbHashListpack:
@@ -420,7 +422,7 @@ func (r *rdbReader) value() ([]byte, any, bool) {
 		}
 		h := newHash()
 		for i := 0; i < len(entries); i += 2 {
-			h[entries[i]] = entries[i+1]
+			h.set([]byte(entries[i]), []byte(entries[i+1]), r.hash)
 		}
 		return nil, h, true
 	case rdbZset2:

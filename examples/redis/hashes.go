@@ -8,11 +8,6 @@ import (
 
 var errHashNotInteger = errors.New("ERR hash value is not an integer")
 
-// hash maps fields to values.
-type hash map[string]string
-
-func newHash() hash { return hash{} }
-
 // hset is HSET key field value [field value ...]: it replies how many
 // fields were new.
 func hset(c *call) {
@@ -25,17 +20,19 @@ func hset(c *call) {
 		return
 	}
 	defer c.unlock(sh)
-	had := len(m)
+	lim, added := c.hashLimits(), 0
 	for i := 2; i < len(c.args); i += 2 {
-		m[string(c.args[i])] = string(c.args[i+1])
+		if m.set(c.args[i], c.args[i+1], lim) {
+			added++
+		}
 	}
 	sh.touch(string(c.args[1]))
-	c.integer(int64(len(m) - had))
+	c.integer(int64(added))
 }
 
 func hget(c *call) {
-	readKey(c, func(m hash) {
-		if v, ok := m[string(c.args[2])]; ok {
+	readKey(c, func(m *hash) {
+		if v, ok := m.get(c.args[2]); ok {
 			c.bulkString(v)
 		} else {
 			c.null()
@@ -45,25 +42,21 @@ func hget(c *call) {
 
 // hdel is HDEL key field [field ...]: it replies how many were there.
 func hdel(c *call) {
-	removeMembers(c, func(m hash, f []byte) bool {
-		_, ok := m[string(f)]
-		delete(m, string(f))
-		return ok
-	})
+	removeMembers(c, (*hash).del)
 }
 
 // hgetall is HGETALL key: a map of fields to values.
 func hgetall(c *call) {
-	readKey(c, func(m hash) {
-		c.mapOf(len(m))
-		for f, v := range m {
+	readKey(c, func(m *hash) {
+		c.mapOf(m.len())
+		m.each(func(f, v string) {
 			c.bulkString(f)
 			c.bulkString(v)
-		}
+		})
 	})
 }
 
-func hlen(c *call) { replyLen[hash](c) }
+func hlen(c *call) { replyLen[*hash](c) }
 
 // hincrby is HINCRBY key field increment.
 func hincrby(c *call) {
@@ -78,7 +71,7 @@ func hincrby(c *call) {
 	}
 	defer c.unlock(sh)
 	n := int64(0)
-	if v, ok := m[string(c.args[2])]; ok {
+	if v, ok := m.get(c.args[2]); ok {
 		if n, err = parseInt([]byte(v)); err != nil {
 			c.error(errHashNotInteger)
 			return
@@ -89,7 +82,7 @@ func hincrby(c *call) {
 		c.error(errOverflow)
 		return
 	}
-	m[string(c.args[2])] = strconv.FormatInt(sum, 10)
+	m.set(c.args[2], strconv.AppendInt(nil, sum, 10), c.hashLimits())
 	sh.touch(string(c.args[1]))
 	c.integer(sum)
 }
@@ -106,24 +99,24 @@ func hkeys(c *call) { c.hashList(true) }
 func hvals(c *call) { c.hashList(false) }
 
 func (c *call) hashList(fields bool) {
-	readKey(c, func(m hash) {
-		c.array(len(m))
-		for f, v := range m {
+	readKey(c, func(m *hash) {
+		c.array(m.len())
+		m.each(func(f, v string) {
 			if fields {
 				c.bulkString(f)
 			} else {
 				c.bulkString(v)
 			}
-		}
+		})
 	})
 }
 
 // hmget is HMGET key field [field ...]: each value, or a null.
 func hmget(c *call) {
-	readKey(c, func(m hash) {
+	readKey(c, func(m *hash) {
 		c.array(len(c.args) - 2)
 		for _, f := range c.args[2:] {
-			if v, ok := m[string(f)]; ok {
+			if v, ok := m.get(f); ok {
 				c.bulkString(v)
 			} else {
 				c.null()
@@ -143,8 +136,9 @@ func hmset(c *call) {
 		return
 	}
 	defer c.unlock(sh)
+	lim := c.hashLimits()
 	for i := 2; i < len(c.args); i += 2 {
-		m[string(c.args[i])] = string(c.args[i+1])
+		m.set(c.args[i], c.args[i+1], lim)
 	}
 	sh.touch(string(c.args[1]))
 	c.ok()
@@ -158,27 +152,24 @@ func hsetnx(c *call) {
 		return
 	}
 	defer c.unlock(sh)
-	f := string(c.args[2])
-	if _, ok := m[f]; ok {
+	if m.has(c.args[2]) {
 		c.integer(0)
 		return
 	}
-	m[f] = string(c.args[3])
+	m.set(c.args[2], c.args[3], c.hashLimits())
 	sh.touch(string(c.args[1]))
 	c.integer(1)
 }
 
 func hexists(c *call) {
-	readKey(c, func(m hash) {
-		_, in := m[string(c.args[2])]
-		c.boolean(in)
-	})
+	readKey(c, func(m *hash) { c.boolean(m.has(c.args[2])) })
 }
 
 // hstrlen is HSTRLEN key field: the length of the value, 0 if none.
 func hstrlen(c *call) {
-	readKey(c, func(m hash) {
-		c.integer(int64(len(m[string(c.args[2])])))
+	readKey(c, func(m *hash) {
+		v, _ := m.get(c.args[2])
+		c.integer(int64(len(v)))
 	})
 }
 
@@ -200,7 +191,7 @@ func hincrbyfloat(c *call) {
 	}
 	defer c.unlock(sh)
 	var old []byte
-	if v, ok := m[string(c.args[2])]; ok {
+	if v, ok := m.get(c.args[2]); ok {
 		old = []byte(v)
 	}
 	sum, err := addLongDouble(old, by)
@@ -210,11 +201,11 @@ func hincrbyfloat(c *call) {
 	case err != nil:
 		c.error(err)
 	default:
-		m[string(c.args[2])] = string(sum)
+		m.set(c.args[2], sum, c.hashLimits())
 		sh.touch(string(c.args[1]))
 		c.bulk(sum)
 	}
-	if len(m) == 0 {
+	if m.len() == 0 {
 		sh.dropEmpty(sh.find(c.args[1], c.now))
 	}
 }
@@ -226,11 +217,11 @@ func hrandfield(c *call) {
 		c.error(err)
 		return
 	}
-	readKey(c, func(m hash) {
-		fields := names(m)
+	readKey(c, func(m *hash) {
+		fields, values := m.all()
 		var writeVal func(int)
 		if withValues {
-			writeVal = func(i int) { c.bulkString(m[fields[i]]) }
+			writeVal = func(i int) { c.bulkString(values[i]) }
 		}
 		c.randomReply(fields, writeVal, hasCount, count)
 	})
@@ -268,5 +259,8 @@ func hscan(c *call) {
 		c.error(err)
 		return
 	}
-	readKey(c, func(m hash) { c.scanReply(o, names(m), func(f string) { c.bulkString(m[f]) }) })
+	readKey(c, func(m *hash) {
+		fields, values := m.all()
+		c.scanReply(o, fields, func(i int) { c.bulkString(values[i]) }, m == nil || m.small())
+	})
 }

@@ -290,8 +290,8 @@ func copyValue(v any) any {
 		return l
 	case set:
 		return maps.Clone(v)
-	case hash:
-		return maps.Clone(v)
+	case *hash:
+		return v.clone()
 	case *zset:
 		z := newZset()
 		for x := v.order.first(); x != nil; x = x.links[0].next {

@@ -277,7 +277,7 @@ func (e *entry) typeName() string {
 		return "list"
 	case set:
 		return "set"
-	case hash:
+	case *hash:
 		return "hash"
 	case *zset:
 		return "zset"

@@ -11,7 +11,6 @@ import "errors"
 // times are not kept.
 const (
 	maxIntsetEntries = 512
-	maxHashListpack  = 512
 	maxZsetListpack  = 128
 	maxListpackValue = 64
 	maxEmbstrLen     = 44
@@ -88,20 +87,14 @@ func (e *entry) encoding() string {
 	case *list:
 		return "quicklist"
 	case set:
-		if len(v) <= maxIntsetEntries && allIntegers(v) {
+		if isIntset(v) {
 			return "intset"
 		}
 		return "hashtable"
-	case hash:
-		if len(v) <= maxHashListpack && shortPairs(v) {
-			return "listpack"
-		}
-		return "hashtable"
+	case *hash:
+		return v.encoding()
 	case *zset:
-		if v.len() <= maxZsetListpack && shortMembers(v.scores) {
-			return "listpack"
-		}
-		return "skiplist"
+		return v.encoding()
 	}
 	switch _, err := parseInt(e.str); {
 	case err == nil:
@@ -112,18 +105,12 @@ func (e *entry) encoding() string {
 	return "raw"
 }
 
+// isIntset reports whether Redis 7.0 would hold s as an intset.
+func isIntset(s set) bool { return len(s) <= maxIntsetEntries && allIntegers(s) }
+
 func allIntegers(s set) bool {
 	for m := range s {
 		if _, err := parseInt([]byte(m)); err != nil {
-			return false
-		}
-	}
-	return true
-}
-
-func shortPairs(h hash) bool {
-	for f, v := range h {
-		if len(f) > maxListpackValue || len(v) > maxListpackValue {
 			return false
 		}
 	}

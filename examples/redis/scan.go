@@ -58,23 +58,29 @@ const smallScan = 128
 var scanSeed = maphash.MakeSeed()
 
 // scanReply replies a step of SSCAN, HSCAN or ZSCAN over members, each
-// followed by its value when writeVal is given. A small collection is
-// returned whole, whatever the cursor, as Redis returns one. A larger one is visited in the order of its members'
-// hashes, the cursor being the hash to go on from, so that a member
-// present for a whole scan is returned once, whatever else changes, as in
-// the keyspace's SCAN; a step costs time in proportion to the
-// collection's size.
-func (c *call) scanReply(o scanOptions, members []string, writeVal func(member string)) {
+// followed by its value when writeVal is given (with the member's index).
+// A collection held compact, as Redis's intsets and listpacks are, or
+// small, is returned whole, whatever the cursor, as Redis returns one. A
+// larger one is visited in the order of its members' hashes, the cursor
+// being the hash to go on from, so that a member present for a whole scan
+// is returned once, whatever else changes, as in the keyspace's SCAN; a
+// step costs time in proportion to the collection's size.
+func (c *call) scanReply(o scanOptions, members []string, writeVal func(i int), compact bool) {
 	next := uint64(0)
-	if len(members) > smallScan {
+	picked := make([]int, 0, len(members))
+	if compact || len(members) <= smallScan {
+		for i := range members {
+			picked = append(picked, i)
+		}
+	} else {
 		type hashed struct {
 			h uint64
-			m string
+			i int
 		}
 		var found []hashed
-		for _, m := range members {
+		for i, m := range members {
 			if h := maphash.String(scanSeed, m); h >= o.cursor {
-				found = append(found, hashed{h, m})
+				found = append(found, hashed{h, i})
 			}
 		}
 		slices.SortFunc(found, func(a, b hashed) int { return cmp.Compare(a.h, b.h) })
@@ -85,15 +91,14 @@ func (c *call) scanReply(o scanOptions, members []string, writeVal func(member s
 		if n < len(found) {
 			next = found[n-1].h + 1
 		}
-		members = members[:0]
 		for _, f := range found[:n] {
-			members = append(members, f.m)
+			picked = append(picked, f.i)
 		}
 	}
-	keep := members[:0]
-	for _, m := range members {
-		if o.match == nil || globMatch(o.match, []byte(m), false) {
-			keep = append(keep, m)
+	keep := picked[:0]
+	for _, i := range picked {
+		if o.match == nil || globMatch(o.match, []byte(members[i]), false) {
+			keep = append(keep, i)
 		}
 	}
 	c.array(2)
@@ -103,10 +108,10 @@ func (c *call) scanReply(o scanOptions, members []string, writeVal func(member s
 		n *= 2
 	}
 	c.array(n)
-	for _, m := range keep {
-		c.bulkString(m)
+	for _, i := range keep {
+		c.bulkString(members[i])
 		if writeVal != nil {
-			writeVal(m)
+			writeVal(i)
 		}
 	}
 }

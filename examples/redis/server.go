@@ -106,6 +106,8 @@ type server struct {
 	output      atomic.Pointer[outputLimit]
 	idleTimeout atomic.Int64 // nanoseconds
 	hz          atomic.Int64
+	hashEntries atomic.Int64 // hash-max-listpack-entries
+	hashValue   atomic.Int64 // hash-max-listpack-value
 	blocked     atomic.Int64 // clients blocked in a command
 
 	lastID      atomic.Uint64 // the last client's ID
@@ -123,6 +125,8 @@ func newServer(cfg config) *server {
 	s.output.Store(&cfg.output)
 	s.idleTimeout.Store(int64(cfg.idleTimeout))
 	s.hz.Store(defaultHz)
+	s.hashEntries.Store(defaultHashEntries)
+	s.hashValue.Store(defaultHashValue)
 	normal := cfg.output.normalLimit().hard
 	s.checkNormal = normal > 0 && normal != cfg.output.engineBound()
 	return s

@@ -57,8 +57,12 @@ func spop(c *call) {
 		return
 	case count < 0:
 		count = 1
+	case count >= len(s):
+		// The whole set, in the order SMEMBERS replies it, as Redis's.
+		c.members(s)
+		clear(s)
+		count = 0
 	default:
-		count = min(count, len(s))
 		c.setOf(count)
 	}
 	// Ranging over a map starts at a random place.
@@ -94,7 +98,7 @@ func (c *call) members(s set) {
 // hold them in an intset.
 func orderedMembers(s set) []string {
 	ms := names(s)
-	if len(s) <= maxIntsetEntries && allIntegers(s) {
+	if isIntset(s) {
 		slices.SortFunc(ms, func(a, b string) int {
 			x, _ := parseInt([]byte(a))
 			y, _ := parseInt([]byte(b))
@@ -310,14 +314,16 @@ func srandmember(c *call) {
 		}
 		count = n
 	}
-	readKey(c, func(s set) { c.randomReply(names(s), nil, hasCount, count) })
+	readKey(c, func(s set) { c.randomReply(orderedMembers(s), nil, hasCount, count) })
 }
 
 // randomReply replies random elements of items, each followed by its
 // value when writeVal is given: one, or a null, without a count; count
-// distinct ones; or -count perhaps repeated, of which it takes at most
-// 1<<20, so that one call's reply stays bounded. SRANDMEMBER, HRANDFIELD
-// and ZRANDMEMBER share it.
+// distinct ones, or all of them, in their order, when count is at least
+// as many, as Redis replies a whole collection in the order it holds it;
+// or -count perhaps repeated, of which it takes at most 1<<20, so that
+// one call's reply stays bounded. SRANDMEMBER, HRANDFIELD and ZRANDMEMBER
+// share it.
 func (c *call) randomReply(items []string, writeVal func(i int), hasCount bool, count int64) {
 	if !hasCount {
 		if len(items) == 0 {
@@ -335,8 +341,13 @@ func (c *call) randomReply(items []string, writeVal func(i int), hasCount bool, 
 		for i := range picks {
 			picks[i] = rand.IntN(len(items))
 		}
+	case count >= int64(len(items)):
+		picks = make([]int, len(items))
+		for i := range picks {
+			picks[i] = i
+		}
 	default:
-		picks = rand.Perm(len(items))[:min(count, int64(len(items)))]
+		picks = rand.Perm(len(items))[:count]
 	}
 	c.scoredArray(len(picks), writeVal != nil)
 	for _, i := range picks {
@@ -357,5 +368,5 @@ func sscan(c *call) {
 		c.error(err)
 		return
 	}
-	readKey(c, func(s set) { c.scanReply(o, orderedMembers(s), nil) })
+	readKey(c, func(s set) { c.scanReply(o, orderedMembers(s), nil, isIntset(s)) })
 }

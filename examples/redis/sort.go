@@ -265,9 +265,8 @@ func (c *call) lookupPattern(pattern []byte, elem string) (string, bool) {
 	case field == nil && e.obj == nil:
 		return string(e.str), true
 	case field != nil:
-		if h, ok := e.obj.(hash); ok {
-			v, ok := h[string(field)]
-			return v, ok
+		if h, ok := e.obj.(*hash); ok {
+			return h.get(field)
 		}
 	}
 	return "", false

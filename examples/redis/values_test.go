@@ -316,3 +316,38 @@ func TestCommandListByCategory(t *testing.T) {
 	assert.Equal(t, []string{"blmove", "blmpop", "blpop", "brpop", "brpoplpush", "bzmpop", "bzpopmax", "bzpopmin"}, blocking)
 	assert.Equal(t, "(empty array)", ts.do(t, "COMMAND", "LIST", "FILTERBY", "MODULE", "any"))
 }
+
+// TestHashOrder holds the small hash to its promises: fields in the order
+// they were added, kept by a replaced value and by a deletion, and a move
+// to a map, for good, past either bound.
+func TestHashOrder(t *testing.T) {
+	lim := hashLimits{entries: 4, value: 3}
+	h := newHash()
+	for _, f := range []string{"c", "a", "b"} {
+		require.True(t, h.set([]byte(f), []byte("1"), lim))
+	}
+	require.False(t, h.set([]byte("a"), []byte("2"), lim))
+	require.True(t, h.del([]byte("c")))
+	require.False(t, h.del([]byte("c")))
+	require.True(t, h.set([]byte("c"), []byte("3"), lim))
+	fields, values := h.all()
+	require.Equal(t, []string{"a", "b", "c"}, fields)
+	require.Equal(t, []string{"2", "1", "3"}, values)
+	require.Equal(t, "listpack", h.encoding())
+
+	long := h.clone()
+	long.set([]byte("a"), []byte("1234"), lim)
+	require.Equal(t, "hashtable", long.encoding())
+	long.del([]byte("a"))
+	require.Equal(t, "hashtable", long.encoding(), "a hash converted stays converted")
+	require.Equal(t, "listpack", h.encoding(), "a clone shares nothing")
+
+	h.set([]byte("d"), []byte("4"), lim)
+	require.Equal(t, "listpack", h.encoding())
+	h.set([]byte("e"), []byte("5"), lim)
+	require.Equal(t, "hashtable", h.encoding())
+	require.Equal(t, 5, h.len())
+	for _, f := range []string{"a", "b", "c", "d", "e"} {
+		require.True(t, h.has([]byte(f)))
+	}
+}

@@ -421,16 +421,17 @@ func zrandmember(c *call) {
 		return
 	}
 	defer c.unlock(sh)
+	// From the highest score down, the order in which Redis replies the
+	// whole set to a count at least as large.
 	var members []string
-	if z != nil {
-		members = make([]string, 0, z.len())
-		for m := range z.scores {
-			members = append(members, m)
-		}
+	var scores []float64
+	for x := z.last(); x != nil; x = x.prev {
+		members = append(members, x.member)
+		scores = append(scores, x.score)
 	}
 	var writeVal func(int)
 	if withScores {
-		writeVal = func(i int) { c.double(z.scores[members[i]]) }
+		writeVal = func(i int) { c.double(scores[i]) }
 	}
 	c.randomReply(members, writeVal, hasCount, count)
 }
@@ -449,16 +450,18 @@ func zscan(c *call) {
 	}
 	defer c.unlock(sh)
 	var members []string
+	var scores []float64
 	if z != nil {
 		// In score order, as Redis returns a small one.
 		for x := z.order.first(); x != nil; x = x.links[0].next {
 			members = append(members, x.member)
+			scores = append(scores, x.score)
 		}
 	}
-	c.scanReply(o, members, func(m string) {
+	c.scanReply(o, members, func(i int) {
 		var buf [32]byte
-		c.bulk(formatScore(buf[:0], z.scores[m]))
-	})
+		c.bulk(formatScore(buf[:0], scores[i]))
+	}, z != nil && z.encoding() == "listpack")
 }
 
 // formatScore writes a score as Redis stores it as a string, and ZSCAN

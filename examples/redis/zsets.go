@@ -32,6 +32,23 @@ func (z *zset) set(member []byte, score float64) {
 	z.order.insert(score, m)
 }
 
+// last returns the node of the member with the highest score, nil if
+// there is none.
+func (z *zset) last() *znode {
+	if z == nil {
+		return nil
+	}
+	return z.order.tail
+}
+
+// encoding names the encoding Redis 7.0 would give z as it is now.
+func (z *zset) encoding() string {
+	if z.len() <= maxZsetListpack && shortMembers(z.scores) {
+		return "listpack"
+	}
+	return "skiplist"
+}
+
 // remove removes member and reports whether it was there.
 func (z *zset) remove(member string) bool {
 	score, ok := z.scores[member]

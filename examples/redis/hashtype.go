@@ -1,0 +1,176 @@
+package main
+
+import "maps"
+
+// hash maps fields to values, held as Redis 7.0 holds one, so that its
+// replies list the fields in the same order. A small hash, of at most
+// hash-max-listpack-entries fields, none of them and none of their values
+// longer than hash-max-listpack-value bytes, is a slice of pairs in the
+// order the fields were added, searched from the front, as Redis's
+// listpack is: it costs two strings a field and nothing per bucket, and
+// HGETALL and the like reply its fields in that order, which deleting a
+// field keeps. A hash that passes either bound moves to a map, for good:
+// Redis converts it to a hash table and never back, and replies its
+// fields in no set order.
+type hash struct {
+	pairs []hashPair
+	m     map[string]string // nil while the hash is small
+}
+
+type hashPair struct{ field, value string }
+
+// hashLimits are the bounds of a small hash: hash-max-listpack-entries
+// and hash-max-listpack-value.
+type hashLimits struct{ entries, value int }
+
+// Redis 7.0's defaults (its redis.conf sets 128 entries; the server's own
+// default, without one, is 512).
+const (
+	defaultHashEntries = 512
+	defaultHashValue   = 64
+)
+
+func newHash() *hash { return &hash{} }
+
+func (h *hash) len() int {
+	switch {
+	case h == nil:
+		return 0
+	case h.m != nil:
+		return len(h.m)
+	}
+	return len(h.pairs)
+}
+
+// small reports whether h is held as Redis's listpack: in order.
+func (h *hash) small() bool { return h.m == nil }
+
+// index returns the position of field f among a small hash's pairs, or -1.
+func (h *hash) index(f []byte) int {
+	for i := range h.pairs {
+		if h.pairs[i].field == string(f) {
+			return i
+		}
+	}
+	return -1
+}
+
+// get returns the value of field f.
+func (h *hash) get(f []byte) (string, bool) {
+	switch {
+	case h == nil:
+		return "", false
+	case h.m != nil:
+		v, ok := h.m[string(f)]
+		return v, ok
+	}
+	if i := h.index(f); i >= 0 {
+		return h.pairs[i].value, true
+	}
+	return "", false
+}
+
+// has reports whether h holds field f.
+func (h *hash) has(f []byte) bool {
+	_, ok := h.get(f)
+	return ok
+}
+
+// set sets field f to v, in its place if f was there and last if not,
+// and reports whether f is new. A small hash given a field or value
+// longer than lim.value, or grown past lim.entries fields, moves to a
+// map, as Redis converts its listpack.
+func (h *hash) set(f, v []byte, lim hashLimits) bool {
+	if h.m == nil && (len(f) > lim.value || len(v) > lim.value) {
+		h.convert()
+	}
+	if h.m != nil {
+		_, had := h.m[string(f)]
+		h.m[string(f)] = string(v)
+		return !had
+	}
+	if i := h.index(f); i >= 0 {
+		h.pairs[i].value = string(v)
+		return false
+	}
+	h.pairs = append(h.pairs, hashPair{string(f), string(v)})
+	if len(h.pairs) > lim.entries {
+		h.convert()
+	}
+	return true
+}
+
+// del deletes field f, keeping the order of the rest, and reports whether
+// it was there.
+func (h *hash) del(f []byte) bool {
+	if h.m != nil {
+		_, ok := h.m[string(f)]
+		delete(h.m, string(f))
+		return ok
+	}
+	i := h.index(f)
+	if i < 0 {
+		return false
+	}
+	copy(h.pairs[i:], h.pairs[i+1:])
+	h.pairs[len(h.pairs)-1] = hashPair{}
+	h.pairs = h.pairs[:len(h.pairs)-1]
+	return true
+}
+
+// convert moves a small hash to a map.
+func (h *hash) convert() {
+	h.m = make(map[string]string, len(h.pairs))
+	for _, p := range h.pairs {
+		h.m[p.field] = p.value
+	}
+	h.pairs = nil
+}
+
+// all returns the fields and their values, in order while h is small.
+func (h *hash) all() (fields, values []string) {
+	n := h.len()
+	if n == 0 {
+		return nil, nil
+	}
+	fields, values = make([]string, 0, n), make([]string, 0, n)
+	h.each(func(f, v string) {
+		fields = append(fields, f)
+		values = append(values, v)
+	})
+	return fields, values
+}
+
+// each calls fn with every field and its value, in order while h is
+// small.
+func (h *hash) each(fn func(field, value string)) {
+	if h == nil {
+		return
+	}
+	if h.m != nil {
+		for f, v := range h.m {
+			fn(f, v)
+		}
+		return
+	}
+	for _, p := range h.pairs {
+		fn(p.field, p.value)
+	}
+}
+
+// clone returns a copy of h held the same way, as Redis's COPY keeps the
+// encoding.
+func (h *hash) clone() *hash {
+	if h.m != nil {
+		return &hash{m: maps.Clone(h.m)}
+	}
+	return &hash{pairs: append([]hashPair(nil), h.pairs...)}
+}
+
+// encoding names Redis's encoding of h.
+func (h *hash) encoding() string {
+	if h.small() {
+		return "listpack"
+	}
+	return "hashtable"
+}
