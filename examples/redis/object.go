@@ -2,13 +2,14 @@ package main
 
 import "errors"
 
-// OBJECT's subcommands report how Redis would hold a value. This server
-// holds every value one way per type, so ENCODING names the encoding
-// Redis 7.0 chooses for the value as it is now, by its default limits
-// (set-max-intset-entries, hash-max-listpack-entries and -value,
-// zset-max-listpack-entries and -value); REFCOUNT reports the shared
-// integers Redis keeps for 0 to 9,999; and IDLETIME is 0, since access
-// times are not kept.
+// OBJECT's subcommands report how Redis would hold a value. ENCODING
+// names the encoding Redis 7.0 gives it: a hash's and a sorted set's
+// remember that they once passed their bounds (hash-max-listpack-* as
+// configured; zset-max-listpack-entries and -value at their defaults), as
+// Redis never converts one back; a set's is the one Redis would choose
+// for the set as it is now, by set-max-intset-entries; REFCOUNT reports
+// the shared integers Redis keeps for 0 to 9,999; and IDLETIME is 0, since
+// access times are not kept.
 const (
 	maxIntsetEntries = 512
 	maxZsetListpack  = 128
@@ -111,15 +112,6 @@ func isIntset(s set) bool { return len(s) <= maxIntsetEntries && allIntegers(s) 
 func allIntegers(s set) bool {
 	for m := range s {
 		if _, err := parseInt([]byte(m)); err != nil {
-			return false
-		}
-	}
-	return true
-}
-
-func shortMembers(scores map[string]float64) bool {
-	for m := range scores {
-		if len(m) > maxListpackValue {
 			return false
 		}
 	}

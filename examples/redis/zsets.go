@@ -16,6 +16,11 @@ var (
 type zset struct {
 	scores map[string]float64
 	order  skiplist
+	// big records that the set once held more members than
+	// zset-max-listpack-entries or one longer than zset-max-listpack-value:
+	// Redis then converted it to a skiplist, and keeps it one however it
+	// shrinks, so that OBJECT ENCODING names it so.
+	big bool
 }
 
 func newZset() *zset {
@@ -30,6 +35,9 @@ func (z *zset) set(member []byte, score float64) {
 	m := string(member)
 	z.scores[m] = score
 	z.order.insert(score, m)
+	if len(m) > maxListpackValue || len(z.scores) > maxZsetListpack {
+		z.big = true
+	}
 }
 
 // last returns the node of the member with the highest score, nil if
@@ -41,12 +49,12 @@ func (z *zset) last() *znode {
 	return z.order.tail
 }
 
-// encoding names the encoding Redis 7.0 would give z as it is now.
+// encoding names the encoding Redis 7.0 gives z.
 func (z *zset) encoding() string {
-	if z.len() <= maxZsetListpack && shortMembers(z.scores) {
-		return "listpack"
+	if z.big {
+		return "skiplist"
 	}
-	return "skiplist"
+	return "listpack"
 }
 
 // remove removes member and reports whether it was there.
