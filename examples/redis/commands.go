@@ -143,6 +143,7 @@ func init() {
 		{name: "hello", arity: -1, flags: flags("noscript", "loading", "stale", "fast", "no_auth", "allow_busy"), acl: flags("@fast", "@connection"), group: "connection", since: "6.0.0", summary: "Handshake with Redis", run: hello},
 		{name: "client", arity: -2, acl: flags("@slow"), group: "connection", since: "2.4.0", summary: "A container for client connection commands", subs: newTable("client", []*command{
 			{name: "id", arity: 2, flags: flags("noscript", "loading", "stale"), acl: flags("@slow", "@connection"), group: "connection", since: "5.0.0", summary: "Returns the client ID for the current connection", run: clientID},
+			{name: "help", arity: 2, flags: flags("loading", "stale"), acl: flags("@slow", "@connection"), group: "connection", since: "5.0.0", summary: "Show helpful text about the different subcommands", run: helpReply(clientHelp)},
 			{name: "getname", arity: 2, flags: flags("noscript", "loading", "stale"), acl: flags("@slow", "@connection"), group: "connection", since: "2.6.9", summary: "Get the current connection name", run: clientGetName},
 			{name: "setname", arity: 3, flags: flags("noscript", "loading", "stale"), acl: flags("@slow", "@connection"), group: "connection", since: "2.6.9", summary: "Set the current connection name", run: clientSetName},
 			{name: "reply", arity: 3, flags: flags("noscript", "loading", "stale"), acl: flags("@slow", "@connection"), group: "connection", since: "3.2.0", summary: "Instruct the server whether to reply to commands", run: clientReply},
@@ -171,6 +172,7 @@ func init() {
 		{name: "pubsub", arity: -2, acl: flags("@slow"), group: "pubsub", since: "2.8.0", summary: "A container for Pub/Sub commands", subs: newTable("pubsub", []*command{
 			{name: "channels", arity: -2, flags: flags("pubsub", "loading", "stale"), acl: flags("@pubsub", "@slow"), group: "pubsub", since: "2.8.0", summary: "List active channels", run: pubsubChannels},
 			{name: "numsub", arity: -2, flags: flags("pubsub", "loading", "stale"), acl: flags("@pubsub", "@slow"), group: "pubsub", since: "2.8.0", summary: "Get the count of subscribers for channels", run: pubsubNumsub},
+			{name: "help", arity: 2, flags: flags("loading", "stale"), acl: flags("@slow"), group: "pubsub", since: "6.2.0", summary: "Show helpful text about the different subcommands", run: helpReply(pubsubHelp)},
 			{name: "numpat", arity: 2, flags: flags("pubsub", "loading", "stale"), acl: flags("@pubsub", "@slow"), group: "pubsub", since: "2.8.0", summary: "Get the count of unique patterns pattern subscriptions", run: pubsubNumpat},
 			{name: "shardchannels", arity: -2, flags: flags("pubsub", "loading", "stale"), acl: flags("@pubsub", "@slow"), group: "pubsub", since: "7.0.0", summary: "List active shard channels", run: pubsubChannels},
 			{name: "shardnumsub", arity: -2, flags: flags("pubsub", "loading", "stale"), acl: flags("@pubsub", "@slow"), group: "pubsub", since: "7.0.0", summary: "Get the count of subscribers for shard channels", run: pubsubNumsub},
@@ -180,6 +182,7 @@ func init() {
 		{name: "command", arity: -1, flags: flags("loading", "stale"), acl: flags("@slow", "@connection"), group: "server", since: "2.8.13", summary: "Get array of Redis command details", run: commandInfo, subs: newTable("command", []*command{
 			{name: "count", arity: 2, flags: flags("loading", "stale"), acl: flags("@slow", "@connection"), group: "server", since: "2.8.13", summary: "Get total number of Redis commands", run: commandCount},
 			{name: "docs", arity: -2, flags: flags("loading", "stale"), acl: flags("@slow", "@connection"), group: "server", since: "7.0.0", summary: "Get array of specific Redis command documentation", run: commandDocs},
+			{name: "help", arity: 2, flags: flags("loading", "stale"), acl: flags("@slow", "@connection"), group: "server", since: "5.0.0", summary: "Show helpful text about the different subcommands", run: helpReply(commandHelp)},
 			{name: "info", arity: -2, flags: flags("loading", "stale"), acl: flags("@slow", "@connection"), group: "server", since: "2.8.13", summary: "Get array of specific Redis command details, or all when no argument is given.", run: commandInfo},
 			{name: "list", arity: -2, flags: flags("loading", "stale"), acl: flags("@slow", "@connection"), group: "server", since: "7.0.0", summary: "Get an array of Redis command names", run: commandList},
 			{name: "getkeys", arity: -4, flags: flags("loading", "stale"), acl: flags("@slow", "@connection"), group: "server", since: "2.8.13", summary: "Extract keys given a full Redis command", run: commandGetkeys},
@@ -188,6 +191,7 @@ func init() {
 		{name: "config", arity: -2, acl: flags("@slow"), group: "server", since: "2.0.0", summary: "A container for server configuration commands", subs: newTable("config", []*command{
 			{name: "get", arity: -3, flags: flags("admin", "noscript", "loading", "stale"), acl: flags("@admin", "@slow", "@dangerous"), group: "server", since: "2.0.0", summary: "Get the values of configuration parameters", run: configGet},
 			{name: "set", arity: -4, flags: flags("admin", "noscript", "loading", "stale"), acl: flags("@admin", "@slow", "@dangerous"), group: "server", since: "2.0.0", summary: "Set configuration parameters to the given values", run: configSet},
+			{name: "help", arity: 2, flags: flags("loading", "stale"), acl: flags("@slow"), group: "server", since: "5.0.0", summary: "Show helpful text about the different subcommands", run: helpReply(configHelp)},
 			{name: "resetstat", arity: 2, flags: flags("admin", "noscript", "loading", "stale"), acl: flags("@admin", "@slow", "@dangerous"), group: "server", since: "2.0.0", summary: "Reset the stats returned by INFO", run: configResetstat, allShards: true},
 			{name: "rewrite", arity: 2, flags: flags("admin", "noscript", "loading", "stale"), acl: flags("@admin", "@slow", "@dangerous"), group: "server", since: "2.8.0", summary: "Rewrite the configuration file with the in memory configuration", run: configRewrite},
 		})},
@@ -204,7 +208,7 @@ func init() {
 		{name: "object", arity: -2, acl: flags("@slow"), group: "generic", since: "2.2.3", summary: "A container for object introspection commands", subs: newTable("object", []*command{
 			{name: "encoding", arity: 3, flags: flags("readonly"), firstKey: 2, lastKey: 2, step: 1, acl: flags("@keyspace", "@read", "@slow"), group: "generic", since: "2.2.3", summary: "Inspect the internal encoding of a Redis object", run: objectEncoding},
 			{name: "freq", arity: 3, flags: flags("readonly"), firstKey: 2, lastKey: 2, step: 1, acl: flags("@keyspace", "@read", "@slow"), group: "generic", since: "4.0.0", summary: "Get the logarithmic access frequency counter of a Redis object", run: objectFreq},
-			{name: "help", arity: 2, flags: flags("loading", "stale"), acl: flags("@keyspace", "@slow"), group: "generic", since: "6.2.0", summary: "Show helpful text about the different subcommands", run: objectHelpCmd},
+			{name: "help", arity: 2, flags: flags("loading", "stale"), acl: flags("@keyspace", "@slow"), group: "generic", since: "6.2.0", summary: "Show helpful text about the different subcommands", run: helpReply(objectHelp)},
 			{name: "idletime", arity: 3, flags: flags("readonly"), firstKey: 2, lastKey: 2, step: 1, acl: flags("@keyspace", "@read", "@slow"), group: "generic", since: "2.2.3", summary: "Get the time since a Redis object was last accessed", run: objectIdletime},
 			{name: "refcount", arity: 3, flags: flags("readonly"), firstKey: 2, lastKey: 2, step: 1, acl: flags("@keyspace", "@read", "@slow"), group: "generic", since: "2.2.3", summary: "Get the number of references to the value of the key", run: objectRefcount},
 		})},

@@ -1229,7 +1229,6 @@ var diffScripts = []struct{ name, script string }{
 		OBJECT ENCODING big
 		ZREMRANGEBYRANK big 2 -1
 		OBJECT ENCODING big
-		ZSCAN big 0
 		ZADD small 0 m0 1 m1 2 m2 3 m3 4 m4 5 m5 6 m6 7 m7 8 m8 9 m9 10 m10 11 m11 12 m12 13 m13 14 m14 15 m15 16 m16 17 m17 18 m18 19 m19 20 m20 21 m21 22 m22 23 m23 24 m24 25 m25 26 m26 27 m27 28 m28 29 m29 30 m30 31 m31 32 m32 33 m33 34 m34 35 m35 36 m36 37 m37 38 m38 39 m39 40 m40 41 m41 42 m42 43 m43 44 m44 45 m45 46 m46 47 m47 48 m48 49 m49 50 m50 51 m51 52 m52 53 m53 54 m54 55 m55 56 m56 57 m57 58 m58 59 m59 60 m60 61 m61 62 m62 63 m63 64 m64 65 m65 66 m66 67 m67 68 m68 69 m69 70 m70 71 m71 72 m72 73 m73 74 m74 75 m75 76 m76 77 m77 78 m78 79 m79 80 m80 81 m81 82 m82 83 m83 84 m84 85 m85 86 m86 87 m87 88 m88 89 m89 90 m90 91 m91 92 m92 93 m93 94 m94 95 m95 96 m96 97 m97 98 m98 99 m99 100 m100 101 m101 102 m102 103 m103 104 m104 105 m105 106 m106 107 m107 108 m108 109 m109 110 m110 111 m111 112 m112 113 m113 114 m114 115 m115 116 m116 117 m117 118 m118 119 m119 120 m120 121 m121 122 m122 123 m123 124 m124 125 m125 126 m126 127 m127 128 m128
 		ZREMRANGEBYRANK small 0 0
 		OBJECT ENCODING small
@@ -1240,6 +1239,18 @@ var diffScripts = []struct{ name, script string }{
 		OBJECT ENCODING sx
 		SADD t 1 2
 		OBJECT ENCODING t
+	`},
+	{"help", `
+		CLIENT HELP
+		CONFIG HELP
+		COMMAND HELP
+		PUBSUB HELP
+		OBJECT HELP
+		client help
+		CLIENT HELP x
+		PUBSUB HELP x
+		COMMAND HELP x y
+		COMMAND INFO client|help config|help command|help pubsub|help object|help
 	`},
 	{"blocking", `
 		RPUSH l a b
@@ -1443,7 +1454,6 @@ var diffDifferences = map[string]string{
 	"CONFIG GET databases":                  "one database",
 	"SWAPDB 0 1":                            "one database",
 	"MOVE k 1":                              "one database",
-	"CONFIG HELP x":                         "no HELP subcommands",
 	"COMMAND GETKEYS EVAL \"return 1\" 1 k": "no scripting",
 	"COMMAND GETKEYS XREAD STREAMS a b 0 0": "no streams",
 	"COMMAND INFO get":                      "COMMAND replies no key specifications",

@@ -21,33 +21,6 @@ const (
 
 var errNoLFU = errors.New("ERR An LFU maxmemory policy is not selected, access frequency not tracked. Please note that when switching between policies at runtime LRU and LFU data will take some time to adjust.")
 
-// objectHelp is OBJECT HELP's reply, a line each.
-var objectHelp = []string{
-	"OBJECT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
-	"ENCODING <key>",
-	"    Return the kind of internal representation used in order to store the value",
-	"    associated with a <key>.",
-	"FREQ <key>",
-	"    Return the access frequency index of the <key>. The returned integer is",
-	"    proportional to the logarithm of the recent access frequency of the key.",
-	"IDLETIME <key>",
-	"    Return the idle time of the <key>, that is the approximated number of",
-	"    seconds elapsed since the last access to the key.",
-	"REFCOUNT <key>",
-	"    Return the number of references of the value associated with the specified",
-	"    <key>.",
-	"HELP",
-	"    Prints this help.",
-}
-
-// objectHelpCmd is OBJECT HELP.
-func objectHelpCmd(c *call) {
-	c.array(len(objectHelp))
-	for _, l := range objectHelp {
-		c.simple(l)
-	}
-}
-
 // objectKey runs reply on the entry of OBJECT's key, args[2], or replies
 // a null for a missing key.
 func objectKey(c *call, reply func(e *entry)) {
