@@ -36,22 +36,23 @@ var valueScripts = []struct{ setup, describe string }{
 	{"RPUSH k" + strings.Repeat(" item-with-some-length", 2000), "LRANGE k 0 -1"},
 	{"SADD k 1 2 3 -7 100000 5000000000", "SORT k"},
 	{"SADD k a b c d", "SORT k ALPHA"},
-	{"HSET k f1 v1 f2 2 f3 " + strings.Repeat("y", 70), "HGET k f1\r\nHGET k f2\r\nHGET k f3\r\nHLEN k"},
+	{"HSET k f1 v1 f2 2 f3 " + strings.Repeat("y", 70), "HGET k f1\r\nHGET k f2\r\nHGET k f3\r\nHLEN k\r\nOBJECT ENCODING k"},
+	{"HSET k b 1 a 2 c 3 d 4 e 5", "HGETALL k\r\nOBJECT ENCODING k"},
 	{"HSET k" + strings.Repeat(" f v", 1) + func() string {
 		var b strings.Builder
 		for i := range 600 {
 			b.WriteString(" field" + strconv.Itoa(i) + " value" + strconv.Itoa(i))
 		}
 		return b.String()
-	}(), "HLEN k\r\nHGET k field599\r\nHGET k f"},
-	{"ZADD k 1 a 2.5 b -3 c 1e300 d", "ZRANGE k 0 -1 WITHSCORES"},
+	}(), "HLEN k\r\nHGET k field599\r\nHGET k f\r\nOBJECT ENCODING k"},
+	{"ZADD k 1 a 2.5 b -3 c 1e300 d", "ZRANGE k 0 -1 WITHSCORES\r\nOBJECT ENCODING k"},
 	{"ZADD k" + func() string {
 		var b strings.Builder
 		for i := range 300 {
 			b.WriteString(" " + strconv.Itoa(i) + ".25 m" + strconv.Itoa(i))
 		}
 		return b.String()
-	}(), "ZCARD k\r\nZRANGE k 0 -1 WITHSCORES"},
+	}(), "ZCARD k\r\nZRANGE k 0 -1 WITHSCORES\r\nOBJECT ENCODING k"},
 }
 
 // TestDumpRestoreWithRedis moves keys of every type each way between this
