@@ -1,18 +1,11 @@
 package main
 
-import (
-	"maps"
-	"slices"
-)
-
 // collection is the value of a key of any type but string.
 type collection interface {
 	// len returns how many elements the collection holds. The value of a
 	// missing key is nil, and holds none.
 	len() int
 }
-
-func (s set) len() int { return len(s) }
 
 func (l *list) len() int {
 	if l == nil {
@@ -64,11 +57,6 @@ func readKey[T any](c *call, read func(v T)) {
 	}
 	defer c.unlock(sh)
 	read(v)
-}
-
-// names returns the keys of m, a set's members, in the map's order.
-func names[M ~map[string]V, V any](m M) []string {
-	return slices.AppendSeq(make([]string, 0, len(m)), maps.Keys(m))
 }
 
 // openPresent is openKey for a command with one reply to an absent key,

@@ -98,9 +98,9 @@ func dumpValue(e *entry) []byte {
 		for i := range v.len() {
 			b = appendRDBString(b, v.at(i))
 		}
-	case set:
-		b = appendRDBLen(append(b, rdbSet), uint64(len(v)))
-		for m := range v {
+	case *set:
+		b = appendRDBLen(append(b, rdbSet), uint64(v.len()))
+		for m := range v.m {
 			b = appendRDBString(b, m)
 		}
 	case *hash:
@@ -393,7 +393,7 @@ func (r *rdbReader) value() ([]byte, any, bool) {
 		for i := 0; ok && i < n; i++ {
 			var m []byte
 			m, ok = r.str()
-			s[string(m)] = struct{}{}
+			s.add(string(m))
 		}
 		return nil, s, ok && n > 0
 	case rdbSetIntset:
@@ -402,7 +402,7 @@ func (r *rdbReader) value() ([]byte, any, bool) {
 			return nil, nil, false
 		}
 		s, ok := readIntset(b)
-		return nil, s, ok && len(s) > 0
+		return nil, s, ok && s.len() > 0
 	case rdbHash:
 		n, ok := r.count()
 		h := newHash()
@@ -581,7 +581,7 @@ func listpackEntry(b []byte) (string, int, bool) {
 
 // readIntset reads an intset: the size of its integers, their count, and
 // them, little-endian.
-func readIntset(b []byte) (set, bool) {
+func readIntset(b []byte) (*set, bool) {
 	if len(b) < 8 {
 		return nil, false
 	}
@@ -602,7 +602,7 @@ func readIntset(b []byte) (set, bool) {
 		default:
 			v = int64(binary.LittleEndian.Uint64(b[i*8:]))
 		}
-		s[strconv.FormatInt(v, 10)] = struct{}{}
+		s.add(strconv.FormatInt(v, 10))
 	}
 	return s, true
 }

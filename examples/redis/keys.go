@@ -3,7 +3,6 @@ package main
 import (
 	"errors"
 	"fmt"
-	"maps"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -288,8 +287,8 @@ func copyValue(v any) any {
 			l.pushBack(v.at(i))
 		}
 		return l
-	case set:
-		return maps.Clone(v)
+	case *set:
+		return v.clone()
 	case *hash:
 		return v.clone()
 	case *zset:

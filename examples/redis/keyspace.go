@@ -275,7 +275,7 @@ func (e *entry) typeName() string {
 	switch e.obj.(type) {
 	case *list:
 		return "list"
-	case set:
+	case *set:
 		return "set"
 	case *hash:
 		return "hash"

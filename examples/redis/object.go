@@ -3,13 +3,12 @@ package main
 import "errors"
 
 // OBJECT's subcommands report how Redis would hold a value. ENCODING
-// names the encoding Redis 7.0 gives it: a hash's and a sorted set's
-// remember that they once passed their bounds (hash-max-listpack-* as
-// configured; zset-max-listpack-entries and -value at their defaults), as
-// Redis never converts one back; a set's is the one Redis would choose
-// for the set as it is now, by set-max-intset-entries; REFCOUNT reports
-// the shared integers Redis keeps for 0 to 9,999; and IDLETIME is 0, since
-// access times are not kept.
+// names the encoding Redis 7.0 gives it: a collection remembers that it
+// once passed its bounds (hash-max-listpack-* as configured;
+// set-max-intset-entries and zset-max-listpack-* at their defaults), as
+// Redis never converts one back, and a string is named by its value as
+// it is now; REFCOUNT reports the shared integers Redis keeps for 0 to
+// 9,999; and IDLETIME is 0, since access times are not kept.
 const (
 	maxIntsetEntries = 512
 	maxZsetListpack  = 128
@@ -60,11 +59,8 @@ func (e *entry) encoding() string {
 	switch v := e.obj.(type) {
 	case *list:
 		return "quicklist"
-	case set:
-		if isIntset(v) {
-			return "intset"
-		}
-		return "hashtable"
+	case *set:
+		return v.encoding()
 	case *hash:
 		return v.encoding()
 	case *zset:
@@ -77,16 +73,4 @@ func (e *entry) encoding() string {
 		return "embstr"
 	}
 	return "raw"
-}
-
-// isIntset reports whether Redis 7.0 would hold s as an intset.
-func isIntset(s set) bool { return len(s) <= maxIntsetEntries && allIntegers(s) }
-
-func allIntegers(s set) bool {
-	for m := range s {
-		if _, err := parseInt([]byte(m)); err != nil {
-			return false
-		}
-	}
-	return true
 }

@@ -3,14 +3,70 @@ package main
 import (
 	"cmp"
 	"errors"
+	"maps"
 	"math/rand/v2"
 	"slices"
 )
 
-// set is an unordered set of strings.
-type set map[string]struct{}
+// set is an unordered set of strings. It records whether Redis 7.0
+// would hold it as a hash table: Redis holds a set of integers, up to
+// set-max-intset-entries of them, as a sorted array (an intset), replying
+// them in order, and converts it to a hash table once it is given another
+// member or grows past that, and never back.
+type set struct {
+	m     map[string]struct{}
+	table bool
+}
 
-func newSet() set { return set{} }
+func newSet() *set { return &set{m: map[string]struct{}{}} }
+
+func (s *set) len() int {
+	if s == nil {
+		return 0
+	}
+	return len(s.m)
+}
+
+// has reports whether m is a member of s.
+func (s *set) has(m []byte) bool {
+	if s == nil {
+		return false
+	}
+	_, ok := s.m[string(m)]
+	return ok
+}
+
+// add adds m to s and reports whether it is new.
+func (s *set) add(m string) bool {
+	if _, ok := s.m[m]; ok {
+		return false
+	}
+	s.m[m] = struct{}{}
+	if !s.table {
+		_, err := parseInt([]byte(m))
+		s.table = err != nil || len(s.m) > maxIntsetEntries
+	}
+	return true
+}
+
+// del removes m from s and reports whether it was there.
+func (s *set) del(m []byte) bool {
+	_, ok := s.m[string(m)]
+	delete(s.m, string(m))
+	return ok
+}
+
+// clone returns a copy of s, held the same way, as Redis's COPY keeps
+// the encoding.
+func (s *set) clone() *set { return &set{m: maps.Clone(s.m), table: s.table} }
+
+// encoding names Redis's encoding of s.
+func (s *set) encoding() string {
+	if s.table {
+		return "hashtable"
+	}
+	return "intset"
+}
 
 // sadd is SADD key member [member ...]: it replies how many were new.
 func sadd(c *call) {
@@ -19,23 +75,21 @@ func sadd(c *call) {
 		return
 	}
 	defer c.unlock(sh)
-	had := len(s)
+	added := 0
 	for _, m := range c.args[2:] {
-		s[string(m)] = struct{}{}
+		if s.add(string(m)) {
+			added++
+		}
 	}
-	if len(s) > had {
+	if added > 0 {
 		sh.touch(string(c.args[1]))
 	}
-	c.integer(int64(len(s) - had))
+	c.integer(int64(added))
 }
 
 // srem is SREM key member [member ...]: it replies how many were there.
 func srem(c *call) {
-	removeMembers(c, func(s set, m []byte) bool {
-		_, ok := s[string(m)]
-		delete(s, string(m))
-		return ok
-	})
+	removeMembers(c, (*set).del)
 }
 
 // spop is SPOP key [count]: one random member, or a set of up to count,
@@ -46,7 +100,7 @@ func spop(c *call) {
 		c.error(err)
 		return
 	}
-	sh, e, s, ok := openKey[set](c)
+	sh, e, s, ok := openKey[*set](c)
 	if !ok {
 		return
 	}
@@ -57,48 +111,52 @@ func spop(c *call) {
 		return
 	case count < 0:
 		count = 1
-	case count >= len(s):
+	case count >= s.len():
 		// The whole set, in the order SMEMBERS replies it, as Redis's.
 		c.members(s)
-		clear(s)
-		count = 0
+		if e != nil {
+			clear(s.m)
+			sh.touch(e.key)
+			sh.dropEmpty(e)
+		}
+		return
 	default:
 		c.setOf(count)
 	}
 	// Ranging over a map starts at a random place.
-	for m := range s {
+	for m := range s.m {
 		if count == 0 {
 			break
 		}
 		c.bulkString(m)
-		delete(s, m)
+		delete(s.m, m)
 		count--
 	}
-	if e != nil {
-		sh.touch(e.key)
-		sh.dropEmpty(e)
-	}
+	sh.touch(e.key)
+	sh.dropEmpty(e)
 }
 
 func smembers(c *call) {
-	readKey(c, func(s set) { c.members(s) })
+	readKey(c, func(s *set) { c.members(s) })
 }
 
-// members replies the members of s as a set. Redis holds a set of at
-// most 512 integers as a sorted array (an intset) and replies them in
-// order; so does this server, and any other set in its map's order.
-func (c *call) members(s set) {
-	c.setOf(len(s))
+// members replies the members of s as a set: in order where Redis holds
+// them in an intset, and in its map's order otherwise.
+func (c *call) members(s *set) {
+	c.setOf(s.len())
 	for _, m := range orderedMembers(s) {
 		c.bulkString(m)
 	}
 }
 
-// orderedMembers returns the members of s, in order where Redis would
-// hold them in an intset.
-func orderedMembers(s set) []string {
-	ms := names(s)
-	if isIntset(s) {
+// orderedMembers returns the members of s, in order where Redis holds
+// them in an intset.
+func orderedMembers(s *set) []string {
+	if s == nil {
+		return nil
+	}
+	ms := slices.AppendSeq(make([]string, 0, len(s.m)), maps.Keys(s.m))
+	if !s.table {
 		slices.SortFunc(ms, func(a, b string) int {
 			x, _ := parseInt([]byte(a))
 			y, _ := parseInt([]byte(b))
@@ -109,13 +167,10 @@ func orderedMembers(s set) []string {
 }
 
 func sismember(c *call) {
-	readKey(c, func(s set) {
-		_, member := s[string(c.args[2])]
-		c.boolean(member)
-	})
+	readKey(c, func(s *set) { c.boolean(s.has(c.args[2])) })
 }
 
-func scard(c *call) { replyLen[set](c) }
+func scard(c *call) { replyLen[*set](c) }
 
 var (
 	errNumkeysArgs = errors.New("ERR Number of keys can't be greater than number of args")
@@ -125,15 +180,15 @@ var (
 // setsOf returns the sets at keys, whose shards are locked: nil for a
 // missing key. It replies WRONGTYPE and reports false if a key holds
 // another type.
-func (c *call) setsOf(keys [][]byte) ([]set, bool) {
-	sets := make([]set, len(keys))
+func (c *call) setsOf(keys [][]byte) ([]*set, bool) {
+	sets := make([]*set, len(keys))
 	for i, k := range keys {
 		sh, _ := c.srv.db.shardOf(k)
 		e := sh.read(k, c.now)
 		if e == nil {
 			continue
 		}
-		s, ok := e.obj.(set)
+		s, ok := e.obj.(*set)
 		if !ok {
 			c.error(errWrongType)
 			return nil, false
@@ -143,38 +198,50 @@ func (c *call) setsOf(keys [][]byte) ([]set, bool) {
 	return sets, true
 }
 
-// setOp computes the intersection, union or difference of sets.
-func setOp(op string, sets []set) set {
-	out := set{}
+// setOp computes the intersection, union or difference of sets (nil for
+// a missing key), held as Redis holds the set it stores: an intset if it
+// can be one.
+func setOp(op string, sets []*set) *set {
+	out := newSet()
 	switch op {
 	case "inter":
-		smallest := slices.MinFunc(sets, func(a, b set) int { return len(a) - len(b) })
+		smallest := slices.MinFunc(sets, func(a, b *set) int { return a.len() - b.len() })
+		if smallest == nil {
+			break
+		}
 	next:
-		for m := range smallest {
+		for m := range smallest.m {
 			for _, s := range sets {
-				if _, ok := s[m]; !ok {
+				if _, ok := s.m[m]; !ok {
 					continue next
 				}
 			}
-			out[m] = struct{}{}
+			out.add(m)
 		}
 	case "union":
 		for _, s := range sets {
-			for m := range s {
-				out[m] = struct{}{}
+			if s != nil {
+				for m := range s.m {
+					out.add(m)
+				}
 			}
 		}
 	case "diff":
-		for m := range sets[0] {
+		if sets[0] == nil {
+			break
+		}
+		for m := range sets[0].m {
 			in := false
 			for _, s := range sets[1:] {
-				if _, ok := s[m]; ok {
-					in = true
-					break
+				if s != nil {
+					if _, ok := s.m[m]; ok {
+						in = true
+						break
+					}
 				}
 			}
 			if !in {
-				out[m] = struct{}{}
+				out.add(m)
 			}
 		}
 	}
@@ -211,10 +278,10 @@ func (c *call) setAlgebra(op string, keys [][]byte, dst []byte) {
 	if e := sh.find(dst, c.now); e != nil {
 		sh.remove(e)
 	}
-	if len(out) > 0 {
+	if out.len() > 0 {
 		sh.add(dst, h).obj = out
 	}
-	c.integer(int64(len(out)))
+	c.integer(int64(out.len()))
 }
 
 // sintercard is SINTERCARD numkeys key [key ...] [LIMIT limit]: the size
@@ -248,7 +315,7 @@ func sintercard(c *call) {
 	if !ok {
 		return
 	}
-	count := int64(len(setOp("inter", sets)))
+	count := int64(setOp("inter", sets).len())
 	if limit > 0 {
 		count = min(count, limit)
 	}
@@ -257,11 +324,10 @@ func sintercard(c *call) {
 
 // smismember is SMISMEMBER key member [member ...]: 1 or 0 for each.
 func smismember(c *call) {
-	readKey(c, func(s set) {
+	readKey(c, func(s *set) {
 		c.array(len(c.args) - 2)
 		for _, m := range c.args[2:] {
-			_, in := s[string(m)]
-			c.boolean(in)
+			c.boolean(s.has(m))
 		}
 	})
 }
@@ -275,7 +341,7 @@ func smove(c *call) {
 	}
 	src, dst := sets[0], sets[1]
 	m := string(c.args[3])
-	if _, in := src[m]; !in {
+	if !src.has(c.args[3]) {
 		c.integer(0)
 		return
 	}
@@ -285,7 +351,7 @@ func smove(c *call) {
 	}
 	ssh, _ := c.srv.db.shardOf(c.args[1])
 	e := ssh.find(c.args[1], c.now)
-	delete(src, m)
+	delete(src.m, m)
 	ssh.touch(e.key)
 	ssh.dropEmpty(e)
 	dsh, h := c.srv.db.shardOf(c.args[2])
@@ -293,7 +359,7 @@ func smove(c *call) {
 		dst = newSet()
 		dsh.add(c.args[2], h).obj = dst
 	}
-	dst[m] = struct{}{}
+	dst.add(m)
 	dsh.touch(string(c.args[2]))
 	c.integer(1)
 }
@@ -314,7 +380,7 @@ func srandmember(c *call) {
 		}
 		count = n
 	}
-	readKey(c, func(s set) { c.randomReply(orderedMembers(s), nil, hasCount, count) })
+	readKey(c, func(s *set) { c.randomReply(orderedMembers(s), nil, hasCount, count) })
 }
 
 // randomReply replies random elements of items, each followed by its
@@ -368,5 +434,5 @@ func sscan(c *call) {
 		c.error(err)
 		return
 	}
-	readKey(c, func(s set) { c.scanReply(o, orderedMembers(s), nil, isIntset(s)) })
+	readKey(c, func(s *set) { c.scanReply(o, orderedMembers(s), nil, s != nil && !s.table) })
 }

@@ -150,8 +150,8 @@ func (c *call) sortElements(key []byte, s *sortSpec) ([]string, bool) {
 			out[i] = v.at(i)
 		}
 		return out, true
-	case set:
-		out := names(v)
+	case *set:
+		out := orderedMembers(v)
 		if s.dontSort && s.store != nil {
 			// As in Redis: a set stored in no order would be stored in a
 			// random one, so it is sorted as strings.

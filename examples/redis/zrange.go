@@ -510,9 +510,9 @@ func (c *call) parseZsetOp(args [][]byte, op string, store, card bool) (*zsetOp,
 			switch v := e.obj.(type) {
 			case *zset:
 				src = v.scores
-			case set:
-				src = make(map[string]float64, len(v))
-				for m := range v {
+			case *set:
+				src = make(map[string]float64, len(v.m))
+				for m := range v.m {
 					src[m] = 1
 				}
 			default:
