@@ -85,8 +85,18 @@ func TestConfigGet(t *testing.T) {
 		26) "4096"
 		27) "save"
 		28) ""
-		29) "timeout"
-		30) "0"
+		29) "set-max-intset-entries"
+		30) "512"
+		31) "timeout"
+		32) "0"
+		33) "zset-max-listpack-entries"
+		34) "128"
+		35) "zset-max-listpack-value"
+		36) "64"
+		37) "zset-max-ziplist-entries"
+		38) "128"
+		39) "zset-max-ziplist-value"
+		40) "64"
 	`), ts.cli(t, "CONFIG GET *"))
 	assert.Equal(t, "1) \"maxmemory\"\n2) \"0\"", ts.do(t, "CONFIG", "GET", "MAXMEM?RY"))
 }

@@ -111,7 +111,7 @@ func (c *call) putBack(op *popOp, got *popped) {
 	case *zset:
 		for _, p := range got.pairs {
 			if _, ok := v.scores[p.member]; !ok {
-				v.set([]byte(p.member), p.score)
+				v.set([]byte(p.member), p.score, c.limits())
 			}
 		}
 	case *list:

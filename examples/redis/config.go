@@ -50,10 +50,10 @@ var configParams = []param{
 		set: func(*server, string) (func(), error) { return nil, errImmutable }},
 	{name: "databases", get: func(*server) string { return "1" },
 		set: func(*server, string) (func(), error) { return nil, errImmutable }},
-	hashLimit("hash-max-listpack-entries", func(s *server) *atomic.Int64 { return &s.hashEntries }, false),
-	hashLimit("hash-max-listpack-value", func(s *server) *atomic.Int64 { return &s.hashValue }, true),
-	hashLimit("hash-max-ziplist-entries", func(s *server) *atomic.Int64 { return &s.hashEntries }, false),
-	hashLimit("hash-max-ziplist-value", func(s *server) *atomic.Int64 { return &s.hashValue }, true),
+	limit("hash-max-listpack-entries", func(s *server) *atomic.Int64 { return &s.limits.hashEntries }, false),
+	limit("hash-max-listpack-value", func(s *server) *atomic.Int64 { return &s.limits.hashValue }, true),
+	limit("hash-max-ziplist-entries", func(s *server) *atomic.Int64 { return &s.limits.hashEntries }, false),
+	limit("hash-max-ziplist-value", func(s *server) *atomic.Int64 { return &s.limits.hashValue }, true),
 	{name: "hz", get: func(s *server) string { return strconv.FormatInt(s.hz.Load(), 10) }, set: func(s *server, v string) (func(), error) {
 		n, err := configInt(v, 0, math.MaxInt32)
 		if err != nil {
@@ -79,6 +79,7 @@ var configParams = []param{
 	{name: "proto-max-bulk-len", get: func(s *server) string { return strconv.Itoa(s.cfg.requestLimit()) },
 		set: func(*server, string) (func(), error) { return nil, errImmutable }},
 	{name: "save", get: func(*server) string { return "" }, set: onlyValue("", "this server keeps nothing on disk")},
+	limit("set-max-intset-entries", func(s *server) *atomic.Int64 { return &s.limits.intsetEntries }, false),
 	{name: "timeout", get: func(s *server) string { return strconv.FormatInt(s.idleTimeout.Load()/int64(time.Second), 10) },
 		set: func(s *server, v string) (func(), error) {
 			n, err := configInt(v, 0, math.MaxInt32)
@@ -87,13 +88,17 @@ var configParams = []param{
 			}
 			return func() { s.setIdleTimeout(time.Duration(n) * time.Second) }, nil
 		}},
+	limit("zset-max-listpack-entries", func(s *server) *atomic.Int64 { return &s.limits.zsetEntries }, false),
+	limit("zset-max-listpack-value", func(s *server) *atomic.Int64 { return &s.limits.zsetValue }, true),
+	limit("zset-max-ziplist-entries", func(s *server) *atomic.Int64 { return &s.limits.zsetEntries }, false),
+	limit("zset-max-ziplist-value", func(s *server) *atomic.Int64 { return &s.limits.zsetValue }, true),
 }
 
-// hashLimit is a bound of a small hash, by its name or by the name Redis
-// 6 gave it (ziplist), which Redis 7.0 keeps as another: a count, or a
-// size, which takes a unit as maxmemory does. It applies to hashes as
-// they next change.
-func hashLimit(name string, v func(*server) *atomic.Int64, size bool) param {
+// limit is one of the limits, by its name or by the name Redis 6 gave
+// it (ziplist), which Redis 7.0 keeps as another: a count, or a size,
+// which takes a unit as maxmemory does. It applies to collections as they
+// next change.
+func limit(name string, v func(*server) *atomic.Int64, size bool) param {
 	return param{
 		name: name,
 		get:  func(s *server) string { return strconv.FormatInt(v(s).Load(), 10) },
@@ -115,11 +120,6 @@ func hashLimit(name string, v func(*server) *atomic.Int64, size bool) param {
 			return func() { v(s).Store(n) }, nil
 		},
 	}
-}
-
-// hashLimits returns the bounds of a small hash as they stand.
-func (c *call) hashLimits() hashLimits {
-	return hashLimits{entries: int(c.srv.hashEntries.Load()), value: int(c.srv.hashValue.Load())}
 }
 
 // configInt parses an integer parameter within [lo, hi], with Redis's

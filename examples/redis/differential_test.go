@@ -1281,6 +1281,35 @@ var diffScripts = []struct{ name, script string }{
 		OBJECT ENCODING big2
 		SMEMBERS big2
 		SORT t BY nosort
+		CONFIG SET set-max-intset-entries 2
+		SADD lim 1 2
+		OBJECT ENCODING lim
+		SADD lim 3
+		OBJECT ENCODING lim
+		SINTERSTORE lim2 lim lim
+		OBJECT ENCODING lim2
+		CONFIG SET set-max-intset-entries 512
+		CONFIG SET set-max-intset-entries 1k
+		CONFIG GET set-max-intset-entries
+		CONFIG SET zset-max-listpack-entries 2
+		ZADD zl 1 a 2 a 3 a
+		OBJECT ENCODING zl
+		ZADD zl 1 b 2 c
+		OBJECT ENCODING zl
+		ZREM zl c
+		OBJECT ENCODING zl
+		ZRANGESTORE zl2 zl 0 -1
+		OBJECT ENCODING zl2
+		CONFIG SET zset-max-listpack-entries 0
+		ZADD zl3 1 a
+		OBJECT ENCODING zl3
+		CONFIG SET zset-max-ziplist-entries 128
+		CONFIG SET zset-max-listpack-value 2
+		ZADD zl4 1 abc
+		OBJECT ENCODING zl4
+		CONFIG SET zset-max-ziplist-value 64
+		CONFIG GET zset-max-listpack-entries
+		CONFIG GET zset-max-ziplist-value
 	`},
 	{"help", `
 		CLIENT HELP

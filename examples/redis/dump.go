@@ -194,7 +194,7 @@ func restore(c *call) {
 		c.error(errDumpPayload)
 		return
 	}
-	r := rdbReader{b: payload[:n-10], hash: c.hashLimits()}
+	r := rdbReader{b: payload[:n-10], lim: c.limits()}
 	str, obj, ok := r.value()
 	if !ok || len(r.b) != 0 {
 		c.error(errBadFormat)
@@ -222,11 +222,11 @@ func restore(c *call) {
 }
 
 // rdbReader reads an RDB value from a buffer; every read reports false
-// once the input is not what it should be. A hash it reads is held small
-// or not by the bounds in hash, as Redis holds one it loads.
+// once the input is not what it should be. A collection it reads is held
+// by lim, as Redis holds one it loads.
 type rdbReader struct {
-	b    []byte
-	hash hashLimits
+	b   []byte
+	lim limits
 }
 
 func (r *rdbReader) byte() (byte, bool) {
@@ -393,7 +393,7 @@ func (r *rdbReader) value() ([]byte, any, bool) {
 		for i := 0; ok && i < n; i++ {
 			var m []byte
 			m, ok = r.str()
-			s.add(string(m))
+			s.add(string(m), r.lim)
 		}
 		return nil, s, ok && n > 0
 	case rdbSetIntset:
@@ -401,7 +401,7 @@ func (r *rdbReader) value() ([]byte, any, bool) {
 		if !ok {
 			return nil, nil, false
 		}
-		s, ok := readIntset(b)
+		s, ok := readIntset(b, r.lim)
 		return nil, s, ok && s.len() > 0
 	case rdbHash:
 		n, ok := r.count()
@@ -412,7 +412,7 @@ func (r *rdbReader) value() ([]byte, any, bool) {
 			if ok {
 				v, ok = r.str()
 			}
-			h.set(f, v, r.hash)
+			h.set(f, v, r.lim)
 		}
 		return nil, h, ok && n > 0
 	case rdbHashListpack:
@@ -422,7 +422,7 @@ func (r *rdbReader) value() ([]byte, any, bool) {
 		}
 		h := newHash()
 		for i := 0; i < len(entries); i += 2 {
-			h.set([]byte(entries[i]), []byte(entries[i+1]), r.hash)
+			h.set([]byte(entries[i]), []byte(entries[i+1]), r.lim)
 		}
 		return nil, h, true
 	case rdbZset2:
@@ -437,7 +437,7 @@ func (r *rdbReader) value() ([]byte, any, bool) {
 			if ok {
 				score := math.Float64frombits(binary.LittleEndian.Uint64(f))
 				ok = !math.IsNaN(score)
-				z.set(m, score)
+				z.set(m, score, r.lim)
 			}
 		}
 		return nil, z, ok && n > 0
@@ -452,7 +452,7 @@ func (r *rdbReader) value() ([]byte, any, bool) {
 			if err != nil {
 				return nil, nil, false
 			}
-			z.set([]byte(entries[i]), score)
+			z.set([]byte(entries[i]), score, r.lim)
 		}
 		return nil, z, true
 	}
@@ -581,7 +581,7 @@ func listpackEntry(b []byte) (string, int, bool) {
 
 // readIntset reads an intset: the size of its integers, their count, and
 // them, little-endian.
-func readIntset(b []byte) (*set, bool) {
+func readIntset(b []byte, lim limits) (*set, bool) {
 	if len(b) < 8 {
 		return nil, false
 	}
@@ -602,7 +602,7 @@ func readIntset(b []byte) (*set, bool) {
 		default:
 			v = int64(binary.LittleEndian.Uint64(b[i*8:]))
 		}
-		s.add(strconv.FormatInt(v, 10))
+		s.add(strconv.FormatInt(v, 10), lim)
 	}
 	return s, true
 }

@@ -20,7 +20,7 @@ func hset(c *call) {
 		return
 	}
 	defer c.unlock(sh)
-	lim, added := c.hashLimits(), 0
+	lim, added := c.limits(), 0
 	for i := 2; i < len(c.args); i += 2 {
 		if m.set(c.args[i], c.args[i+1], lim) {
 			added++
@@ -82,7 +82,7 @@ func hincrby(c *call) {
 		c.error(errOverflow)
 		return
 	}
-	m.set(c.args[2], strconv.AppendInt(nil, sum, 10), c.hashLimits())
+	m.set(c.args[2], strconv.AppendInt(nil, sum, 10), c.limits())
 	sh.touch(string(c.args[1]))
 	c.integer(sum)
 }
@@ -136,7 +136,7 @@ func hmset(c *call) {
 		return
 	}
 	defer c.unlock(sh)
-	lim := c.hashLimits()
+	lim := c.limits()
 	for i := 2; i < len(c.args); i += 2 {
 		m.set(c.args[i], c.args[i+1], lim)
 	}
@@ -156,7 +156,7 @@ func hsetnx(c *call) {
 		c.integer(0)
 		return
 	}
-	m.set(c.args[2], c.args[3], c.hashLimits())
+	m.set(c.args[2], c.args[3], c.limits())
 	sh.touch(string(c.args[1]))
 	c.integer(1)
 }
@@ -201,7 +201,7 @@ func hincrbyfloat(c *call) {
 	case err != nil:
 		c.error(err)
 	default:
-		m.set(c.args[2], sum, c.hashLimits())
+		m.set(c.args[2], sum, c.limits())
 		sh.touch(string(c.args[1]))
 		c.bulk(sum)
 	}

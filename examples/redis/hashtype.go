@@ -19,17 +19,6 @@ type hash struct {
 
 type hashPair struct{ field, value string }
 
-// hashLimits are the bounds of a small hash: hash-max-listpack-entries
-// and hash-max-listpack-value.
-type hashLimits struct{ entries, value int }
-
-// Redis 7.0's defaults (its redis.conf sets 128 entries; the server's own
-// default, without one, is 512).
-const (
-	defaultHashEntries = 512
-	defaultHashValue   = 64
-)
-
 func newHash() *hash { return &hash{} }
 
 func (h *hash) len() int {
@@ -78,10 +67,10 @@ func (h *hash) has(f []byte) bool {
 
 // set sets field f to v, in its place if f was there and last if not,
 // and reports whether f is new. A small hash given a field or value
-// longer than lim.value, or grown past lim.entries fields, moves to a
-// map, as Redis converts its listpack.
-func (h *hash) set(f, v []byte, lim hashLimits) bool {
-	if h.m == nil && (len(f) > lim.value || len(v) > lim.value) {
+// longer than lim.hashValue, or grown past lim.hashEntries fields, moves
+// to a map, as Redis converts its listpack.
+func (h *hash) set(f, v []byte, lim limits) bool {
+	if h.m == nil && (len(f) > lim.hashValue || len(v) > lim.hashValue) {
 		h.convert()
 	}
 	if h.m != nil {
@@ -94,7 +83,7 @@ func (h *hash) set(f, v []byte, lim hashLimits) bool {
 		return false
 	}
 	h.pairs = append(h.pairs, hashPair{string(f), string(v)})
-	if len(h.pairs) > lim.entries {
+	if len(h.pairs) > lim.hashEntries {
 		h.convert()
 	}
 	return true

@@ -292,12 +292,7 @@ func copyValue(v any) any {
 	case *hash:
 		return v.clone()
 	case *zset:
-		z := newZset()
-		for x := v.order.first(); x != nil; x = x.links[0].next {
-			z.set([]byte(x.member), x.score)
-		}
-		z.big = v.big // COPY keeps the encoding, as Redis's does
-		return z
+		return v.clone()
 	}
 	return nil
 }

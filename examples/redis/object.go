@@ -4,18 +4,14 @@ import "errors"
 
 // OBJECT's subcommands report how Redis would hold a value. ENCODING
 // names the encoding Redis 7.0 gives it: a collection remembers that it
-// once passed its bounds (hash-max-listpack-* as configured;
-// set-max-intset-entries and zset-max-listpack-* at their defaults), as
-// Redis never converts one back, and a string is named by its value as
-// it is now; REFCOUNT reports the shared integers Redis keeps for 0 to
-// 9,999; and IDLETIME is 0, since access times are not kept.
+// once passed its limits, as Redis never converts one back, and a string
+// is named by its value as it is now; REFCOUNT reports the shared
+// integers Redis keeps for 0 to 9,999; and IDLETIME is 0, since access
+// times are not kept.
 const (
-	maxIntsetEntries = 512
-	maxZsetListpack  = 128
-	maxListpackValue = 64
-	maxEmbstrLen     = 44
-	sharedIntegers   = 10000
-	sharedRefcount   = 1<<31 - 1
+	maxEmbstrLen   = 44
+	sharedIntegers = 10000
+	sharedRefcount = 1<<31 - 1
 )
 
 var errNoLFU = errors.New("ERR An LFU maxmemory policy is not selected, access frequency not tracked. Please note that when switching between policies at runtime LRU and LFU data will take some time to adjust.")

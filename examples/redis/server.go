@@ -106,8 +106,7 @@ type server struct {
 	output      atomic.Pointer[outputLimit]
 	idleTimeout atomic.Int64 // nanoseconds
 	hz          atomic.Int64
-	hashEntries atomic.Int64 // hash-max-listpack-entries
-	hashValue   atomic.Int64 // hash-max-listpack-value
+	limits      limitVars
 	blocked     atomic.Int64 // clients blocked in a command
 
 	lastID      atomic.Uint64 // the last client's ID
@@ -125,8 +124,7 @@ func newServer(cfg config) *server {
 	s.output.Store(&cfg.output)
 	s.idleTimeout.Store(int64(cfg.idleTimeout))
 	s.hz.Store(defaultHz)
-	s.hashEntries.Store(defaultHashEntries)
-	s.hashValue.Store(defaultHashValue)
+	s.limits.init()
 	normal := cfg.output.normalLimit().hard
 	s.checkNormal = normal > 0 && normal != cfg.output.engineBound()
 	return s

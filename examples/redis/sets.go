@@ -37,14 +37,14 @@ func (s *set) has(m []byte) bool {
 }
 
 // add adds m to s and reports whether it is new.
-func (s *set) add(m string) bool {
+func (s *set) add(m string, lim limits) bool {
 	if _, ok := s.m[m]; ok {
 		return false
 	}
 	s.m[m] = struct{}{}
 	if !s.table {
 		_, err := parseInt([]byte(m))
-		s.table = err != nil || len(s.m) > maxIntsetEntries
+		s.table = err != nil || len(s.m) > lim.intsetEntries
 	}
 	return true
 }
@@ -75,9 +75,9 @@ func sadd(c *call) {
 		return
 	}
 	defer c.unlock(sh)
-	added := 0
+	lim, added := c.limits(), 0
 	for _, m := range c.args[2:] {
-		if s.add(string(m)) {
+		if s.add(string(m), lim) {
 			added++
 		}
 	}
@@ -201,7 +201,7 @@ func (c *call) setsOf(keys [][]byte) ([]*set, bool) {
 // setOp computes the intersection, union or difference of sets (nil for
 // a missing key), held as Redis holds the set it stores: an intset if it
 // can be one.
-func setOp(op string, sets []*set) *set {
+func setOp(op string, sets []*set, lim limits) *set {
 	out := newSet()
 	switch op {
 	case "inter":
@@ -216,13 +216,13 @@ func setOp(op string, sets []*set) *set {
 					continue next
 				}
 			}
-			out.add(m)
+			out.add(m, lim)
 		}
 	case "union":
 		for _, s := range sets {
 			if s != nil {
 				for m := range s.m {
-					out.add(m)
+					out.add(m, lim)
 				}
 			}
 		}
@@ -241,7 +241,7 @@ func setOp(op string, sets []*set) *set {
 				}
 			}
 			if !in {
-				out.add(m)
+				out.add(m, lim)
 			}
 		}
 	}
@@ -269,7 +269,7 @@ func (c *call) setAlgebra(op string, keys [][]byte, dst []byte) {
 	if !ok {
 		return
 	}
-	out := setOp(op, sets)
+	out := setOp(op, sets, c.limits())
 	if dst == nil {
 		c.members(out)
 		return
@@ -315,7 +315,7 @@ func sintercard(c *call) {
 	if !ok {
 		return
 	}
-	count := int64(setOp("inter", sets).len())
+	count := int64(setOp("inter", sets, c.limits()).len())
 	if limit > 0 {
 		count = min(count, limit)
 	}
@@ -359,7 +359,7 @@ func smove(c *call) {
 		dst = newSet()
 		dsh.add(c.args[2], h).obj = dst
 	}
-	dst.add(m)
+	dst.add(m, c.limits())
 	dsh.touch(string(c.args[2]))
 	c.integer(1)
 }

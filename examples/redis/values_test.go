@@ -322,7 +322,7 @@ func TestCommandListByCategory(t *testing.T) {
 // they were added, kept by a replaced value and by a deletion, and a move
 // to a map, for good, past either bound.
 func TestHashOrder(t *testing.T) {
-	lim := hashLimits{entries: 4, value: 3}
+	lim := limits{hashEntries: 4, hashValue: 3}
 	h := newHash()
 	for _, f := range []string{"c", "a", "b"} {
 		require.True(t, h.set([]byte(f), []byte("1"), lim))

@@ -254,8 +254,9 @@ func (c *call) zrangeStore(r *zrangeSpec, dst, src []byte) {
 			return
 		}
 		out = newZset()
+		lim := c.limits()
 		for _, x := range r.members(z) {
-			out.set([]byte(x.member), x.score)
+			out.set([]byte(x.member), x.score, lim)
 		}
 	}
 	c.storeZset(dst, out)
@@ -382,7 +383,7 @@ func zincrby(c *call) {
 		}
 		return
 	}
-	z.set(c.args[3], s+0)
+	z.set(c.args[3], s+0, c.limits())
 	sh.touch(string(c.args[1]))
 	c.double(s)
 	if !exists {
@@ -566,7 +567,7 @@ func (c *call) parseZsetOp(args [][]byte, op string, store, card bool) (*zsetOp,
 
 // run computes the union, intersection or difference, weighted and
 // aggregated, as a sorted set.
-func (o *zsetOp) run(op string) *zset {
+func (o *zsetOp) run(op string, lim limits) *zset {
 	out := make(map[string]float64)
 	weighted := func(i int, s float64) float64 {
 		if v := s * o.weights[i]; !math.IsNaN(v) {
@@ -633,7 +634,7 @@ func (o *zsetOp) run(op string) *zset {
 	}
 	z := newZset()
 	for m, s := range out {
-		z.set([]byte(m), s)
+		z.set([]byte(m), s, lim)
 	}
 	return z
 }
@@ -660,7 +661,7 @@ func (c *call) zsetAlgebra(op string) {
 	if !ok {
 		return
 	}
-	z := o.run(op)
+	z := o.run(op, c.limits())
 	if store {
 		c.storeZset(dst, z)
 		return
@@ -679,7 +680,7 @@ func zintercard(c *call) {
 	if !ok {
 		return
 	}
-	n := int64(o.run("inter").len())
+	n := int64(o.run("inter", c.limits()).len())
 	if o.limit > 0 {
 		n = min(n, o.limit)
 	}

@@ -28,14 +28,14 @@ func newZset() *zset {
 }
 
 // set gives member the score, adding it if it is new.
-func (z *zset) set(member []byte, score float64) {
+func (z *zset) set(member []byte, score float64, lim limits) {
 	if old, ok := z.scores[string(member)]; ok {
 		z.order.delete(old, string(member))
 	}
 	m := string(member)
 	z.scores[m] = score
 	z.order.insert(score, m)
-	if len(m) > maxListpackValue || len(z.scores) > maxZsetListpack {
+	if len(m) > lim.zsetValue || len(z.scores) > lim.zsetEntries {
 		z.big = true
 	}
 }
@@ -55,6 +55,18 @@ func (z *zset) encoding() string {
 		return "skiplist"
 	}
 	return "listpack"
+}
+
+// clone returns a copy of z held the same way, as Redis's COPY keeps the
+// encoding.
+func (z *zset) clone() *zset {
+	out := newZset()
+	for x := z.order.first(); x != nil; x = x.links[0].next {
+		out.scores[x.member] = x.score
+		out.order.insert(x.score, x.member)
+	}
+	out.big = z.big
+	return out
 }
 
 // remove removes member and reports whether it was there.
@@ -139,6 +151,7 @@ func zadd(c *call) {
 	defer c.unlock(sh)
 	added, changed := 0, 0
 	score := math.NaN() // with INCR, the member's new score; NaN when not updated
+	lim := c.limits()
 	for i := 0; i < len(pairs) && z != nil; i += 2 {
 		s, _ := parseFloat(pairs[i])
 		s += 0 // no minus zero, as Redis stores none
@@ -154,12 +167,12 @@ func zadd(c *call) {
 		case exists && (o.nx || (o.gt && s <= old) || (o.lt && s >= old)):
 		case exists:
 			if s != old {
-				z.set(member, s)
+				z.set(member, s, lim)
 				changed++
 			}
 			score = s
 		case !o.xx:
-			z.set(member, s)
+			z.set(member, s, lim)
 			added++
 			score = s
 		}
