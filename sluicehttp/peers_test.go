@@ -55,9 +55,16 @@ func TestInlineAnswerPastMaxOutbound(t *testing.T) {
 // for the end of one request and the start of the next is where smuggling
 // lives, so the answers after the first matter as much as the first.
 func TestDifferentialPipelined(t *testing.T) {
+	differentialPipelined(t, describeHandler)
+}
+
+// differentialPipelined sends the vectors TestDifferentialPipelined
+// describes to net/http's server and to this package's, which answers
+// with h, checks that they answer alike, and returns how many it sent.
+func differentialPipelined(t *testing.T, h http.Handler) int {
 	const next = "GET /next HTTP/1.1\r\nHost: example.com\r\n\r\n"
 	vs := append(vectors(), pipelinedVectors()...)
-	results := askEach(t, vs, func(v vector) string { return v.raw + next }, allAnswersOver)
+	results := askEach(t, h, vs, func(v vector) string { return v.raw + next }, allAnswersOver)
 	for i, v := range vs {
 		r := results[i]
 		want := r.std
@@ -70,6 +77,7 @@ func TestDifferentialPipelined(t *testing.T) {
 		assert.Equal(t, want, r.pooled, "vector %q (pool): %.300q", v.name, v.raw+next)
 		assert.Equal(t, want, r.inline, "vector %q (inline): %.300q", v.name, v.raw+next)
 	}
+	return len(vs)
 }
 
 // framedByBoth reports whether raw's first request is framed by
@@ -127,16 +135,11 @@ func pipelinedVectors() []vector {
 // allAnswersOver sends raw to addr, finishes sending, and describes every
 // final answer it gets until the connection ends.
 func allAnswersOver(addr, raw string) string {
-	c, err := net.DialTimeout("tcp", addr, deadline)
+	c, err := sendAndFinish(addr, raw)
 	if err != nil {
 		return "dial: " + err.Error()
 	}
 	defer c.Close()
-	c.SetDeadline(time.Now().Add(deadline))
-	go func() {
-		io.WriteString(c, raw)
-		c.(*net.TCPConn).CloseWrite()
-	}()
 	br := bufio.NewReader(c)
 	var all []string
 	for {
