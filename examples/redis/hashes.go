@@ -72,26 +72,49 @@ func hincrby(c *call) {
 		c.error(err)
 		return
 	}
+	var sum int64
+	_, ok := incrField(c, func(old string, had bool) (string, error) {
+		n := int64(0)
+		if had {
+			if n, err = parseInt([]byte(old)); err != nil {
+				return "", errHashNotInteger
+			}
+		}
+		var ok bool
+		if sum, ok = addInt(n, by); !ok {
+			return "", errOverflow
+		}
+		return strconv.FormatInt(sum, 10), nil
+	})
+	if ok {
+		c.integer(sum)
+	}
+}
+
+// incrField is HINCRBY and HINCRBYFLOAT once their increment is parsed:
+// add makes the field's new value from its old one (had is false when the
+// field is absent), and incrField sets the field to it and returns it, for
+// the caller to reply with; or it replies add's error, or the key's, and
+// returns false. A hash it added for the key goes again if it stays empty.
+func incrField(c *call, add func(old string, had bool) (string, error)) (string, bool) {
 	sh, m, ok := openOrAdd(c, newHash)
 	if !ok {
-		return
+		return "", false
 	}
 	defer c.unlock(sh)
-	n := int64(0)
-	if v, ok := m[string(c.args[2])]; ok {
-		if n, err = parseInt([]byte(v)); err != nil {
-			c.error(errHashNotInteger)
-			return
+	field := string(c.args[2])
+	old, had := m[field]
+	v, err := add(old, had)
+	if err != nil {
+		c.error(err)
+		if len(m) == 0 {
+			sh.dropEmpty(sh.find(c.args[1], c.now))
 		}
+		return "", false
 	}
-	sum, ok := addInt(n, by)
-	if !ok {
-		c.error(errOverflow)
-		return
-	}
-	m[string(c.args[2])] = strconv.FormatInt(sum, 10)
+	m[field] = v
 	sh.touch(string(c.args[1]))
-	c.integer(sum)
+	return v, true
 }
 
 var (
@@ -194,28 +217,19 @@ func hincrbyfloat(c *call) {
 		c.error(errIncrNaNOrInf)
 		return
 	}
-	sh, m, ok := openOrAdd(c, newHash)
-	if !ok {
-		return
-	}
-	defer c.unlock(sh)
-	var old []byte
-	if v, ok := m[string(c.args[2])]; ok {
-		old = []byte(v)
-	}
-	sum, err := addLongDouble(old, by)
-	switch {
-	case errors.Is(err, errNotFloat):
-		c.error(errHashNotFloat)
-	case err != nil:
-		c.error(err)
-	default:
-		m[string(c.args[2])] = string(sum)
-		sh.touch(string(c.args[1]))
-		c.bulk(sum)
-	}
-	if len(m) == 0 {
-		sh.dropEmpty(sh.find(c.args[1], c.now))
+	sum, ok := incrField(c, func(v string, had bool) (string, error) {
+		var old []byte
+		if had {
+			old = []byte(v)
+		}
+		sum, err := addLongDouble(old, by)
+		if errors.Is(err, errNotFloat) {
+			return "", errHashNotFloat
+		}
+		return string(sum), err
+	})
+	if ok {
+		c.bulkString(sum)
 	}
 }
 
