@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"log"
-	"net"
 	"net/http"
 	"strconv"
 	"strings"
@@ -122,14 +121,8 @@ func stdHandler(w http.ResponseWriter, r *http.Request) {
 // HTTP/1.0 with and without keep-alive, and whether the connection goes
 // on to the request pipelined after it.
 func TestLoopHandlerFraming(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	std := &http.Server{Handler: http.HandlerFunc(stdHandler), ErrorLog: log.New(io.Discard, "", 0)}
-	go std.Serve(ln)
-	t.Cleanup(func() { std.Close() })
-	quiet := log.New(io.Discard, "", 0)
-	pooled := serve(t, &Server{Handler: routed{}, ErrorLog: quiet})
-	inline := serve(t, &Server{Handler: routed{}, ErrorLog: quiet, Inline: true})
+	servers := serveTrio(t, &http.Server{Handler: http.HandlerFunc(stdHandler)},
+		func(bool) *Server { return &Server{Handler: routed{}} })
 	const next = "GET /next HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
 	for path := range loopRoutes {
 		for _, req := range []string{
@@ -142,10 +135,7 @@ func TestLoopHandlerFraming(t *testing.T) {
 			"GET " + path + " HTTP/1.0\r\n\r\n",
 			"POST " + path + " HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\nhello",
 		} {
-			method, _, _ := strings.Cut(req, " ")
-			want := fullAnswersOver(ln.Addr().String(), req+next, method)
-			assert.Equal(t, want, fullAnswersOver(pooled, req+next, method), "pool: %q", req)
-			assert.Equal(t, want, fullAnswersOver(inline, req+next, method), "inline: %q", req)
+			servers.answerAlike(t, req, next)
 		}
 	}
 }

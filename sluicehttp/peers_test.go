@@ -6,7 +6,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"log"
 	"net"
 	"net/http"
 	"runtime"
@@ -389,14 +388,7 @@ func TestAnswersAgree(t *testing.T) {
 		}
 		io.WriteString(w, "next "+r.URL.Path)
 	})
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	std := &http.Server{Handler: h, ErrorLog: log.New(io.Discard, "", 0)}
-	go std.Serve(ln)
-	t.Cleanup(func() { std.Close() })
-	quiet := log.New(io.Discard, "", 0)
-	pooled := serve(t, &Server{Handler: h, ErrorLog: quiet})
-	inline := serve(t, &Server{Handler: h, ErrorLog: quiet, Inline: true})
+	servers := serveTrio(t, &http.Server{Handler: h}, func(bool) *Server { return &Server{Handler: h} })
 	const next = "GET /next HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
 	for path := range answerRoutes {
 		for _, req := range []string{
@@ -411,12 +403,19 @@ func TestAnswersAgree(t *testing.T) {
 				// closes without saying keep-alive.
 				continue
 			}
-			method, _, _ := strings.Cut(req, " ")
-			want := fullAnswersOver(ln.Addr().String(), req+next, method)
-			assert.Equal(t, want, fullAnswersOver(pooled, req+next, method), "pool: %q", req)
-			assert.Equal(t, want, fullAnswersOver(inline, req+next, method), "inline: %q", req)
+			servers.answerAlike(t, req, next)
 		}
 	}
+}
+
+// answerAlike checks that this package's servers answer req, followed by
+// next, as net/http's does, every answer in full (fullAnswersOver).
+func (s trio) answerAlike(t *testing.T, req, next string) {
+	t.Helper()
+	method, _, _ := strings.Cut(req, " ")
+	want := fullAnswersOver(s.std, req+next, method)
+	assert.Equal(t, want, fullAnswersOver(s.pooled, req+next, method), "pool: %q", req)
+	assert.Equal(t, want, fullAnswersOver(s.inline, req+next, method), "inline: %q", req)
 }
 
 // fullAnswersOver sends raw to addr and describes every answer, 1xx
