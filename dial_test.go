@@ -722,9 +722,7 @@ func acceptedPair(t testing.TB, network, address string) (accepted, peer net.Con
 func TestEnrollUnsupported(t *testing.T) {
 	h := &tripper{}
 	eng := runClient(t, h, WithNumEventLoop(1))
-	udp, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
-	require.NoError(t, err)
-	defer udp.Close()
+	udp := udpPeer(t)
 	a, b := net.Pipe()
 	defer a.Close()
 	defer b.Close()
@@ -733,7 +731,7 @@ func TestEnrollUnsupported(t *testing.T) {
 		assert.ErrorIs(t, err, errors.ErrUnsupported, "Enroll(%T)", nc)
 	}
 	// Refused, the socket is still the caller's, and open.
-	_, err = udp.WriteTo([]byte("ping"), udp.LocalAddr())
+	_, err := udp.WriteTo([]byte("ping"), udp.LocalAddr())
 	require.NoError(t, err)
 	udp.SetReadDeadline(time.Now().Add(5 * time.Second))
 	n, _, err := udp.ReadFrom(make([]byte, 8))

@@ -137,7 +137,10 @@ type HalfCloseHandler interface {
 // WithWriteBufferCap, and resumes it here.
 type DrainHandler interface {
 	// OnDrain runs when c's unsent output, having passed the high-water
-	// mark (WithWriteBufferCap), has drained to half of it or less.
+	// mark (WithWriteBufferCap), has drained to half of it or less. A
+	// goroutine that asks Conn.Writable just as the output falls may have
+	// it run twice for one passing of the mark, both times with the
+	// output at half the mark or less: resuming twice is harmless.
 	OnDrain(c Conn) Action
 }
 

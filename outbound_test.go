@@ -231,6 +231,95 @@ func TestOutboundQueuedCountsAllUnsent(t *testing.T) {
 	})
 }
 
+// A connection's output counts are its own: inside OnClose they are what
+// it was left holding, and once OnClose has returned they are zero, also
+// while its descriptor's number serves a newer connection that holds
+// output of its own. On the development backend part of the count is the
+// socket's (what its writer holds), asked for by number, which a Conn
+// kept past OnClose must not ask for any more.
+func TestOutboundCountsEndWithTheConnection(t *testing.T) {
+	const written = 1 << 20
+	onEachPoller(t, func(t *testing.T, p Option) outcome {
+		var mu sync.Mutex
+		fds := map[uint64]int{}     // each connection's descriptor, as OnOpen saw it
+		atClose := map[uint64]int{} // OutboundBuffered inside OnClose
+		h := &closeWatcher{lifetimes: newLifetimes()}
+		h.onOpen = func(c Conn) {
+			mu.Lock()
+			fds[c.ID()] = c.Fd()
+			mu.Unlock()
+		}
+		h.traffic = func(c Conn) Action {
+			c.Next(-1)
+			c.Write(make([]byte, written))
+			return None
+		}
+		h.close = func(c Conn) {
+			mu.Lock()
+			atClose[c.ID()] = c.OutboundBuffered()
+			mu.Unlock()
+		}
+		fdOf := func(id uint64) int {
+			mu.Lock()
+			defer mu.Unlock()
+			return fds[id]
+		}
+		_, addr := serve(t, h, p, WithNumEventLoop(1), WithSocketSendBuffer(4<<10))
+		// fill has the server write to a peer that reads nothing, and waits
+		// until it holds more than the kernel's buffers take.
+		fill := func(client net.Conn, c Conn) {
+			_, err := client.Write([]byte("go"))
+			require.NoError(t, err)
+			waitFor(t, 5*time.Second, func() bool { return c.OutboundQueued() > written/2 },
+				func() string { return fmt.Sprintf("%d bytes queued", c.OutboundQueued()) })
+		}
+
+		first, err := dialReadBuffer(addr, 4<<10)
+		require.NoError(t, err)
+		old := h.conn(h.next(t))
+		fill(first, old)
+		first.SetLinger(0)
+		first.Close()
+		h.waitClosed(t, old.ID())
+		mu.Lock()
+		assert.Greater(t, atClose[old.ID()], 0, "OutboundBuffered inside OnClose, with output unsent")
+		mu.Unlock()
+
+		// Open connections until the server's side of one has the closed
+		// one's number: the client's side of each takes a number too.
+		var reused Conn
+		var client net.Conn
+		for range 8 {
+			client = dialSmall(t, addr)
+			if c := h.conn(h.next(t)); fdOf(c.ID()) == fdOf(old.ID()) {
+				reused = c
+				break
+			}
+		}
+		require.NotNil(t, reused, "no connection got descriptor %d again", fdOf(old.ID()))
+		fill(client, reused)
+
+		var buffered, fd int
+		onConnLoop(t, reused, func() { buffered, fd = old.OutboundBuffered(), old.Fd() })
+		assert.Equal(t, -1, fd, "Fd after OnClose")
+		assert.Zero(t, buffered, "OutboundBuffered after OnClose, its number reused")
+		assert.Zero(t, old.OutboundQueued(), "OutboundQueued after OnClose, its number reused")
+		assert.True(t, old.Writable(), "Writable after OnClose")
+		return outcome{}
+	})
+}
+
+// closeWatcher is lifetimes with a hook that runs inside OnClose.
+type closeWatcher struct {
+	*lifetimes
+	close func(c Conn)
+}
+
+func (h *closeWatcher) OnClose(c Conn, err error) Action {
+	h.close(c)
+	return h.lifetimes.OnClose(c, err)
+}
+
 // A push that would take a connection past WithMaxOutbound is refused
 // whole, from any goroutine or on the loop, and its callback never runs;
 // one larger than the bound always is. OutboundQueued and Writable tell a

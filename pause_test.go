@@ -325,26 +325,10 @@ func TestPauseReadComposesWithBackpressure(t *testing.T) {
 	for _, first := range []string{"handler", "engine"} {
 		t.Run(first+" lets go first", func(t *testing.T) {
 			onEachPoller(t, func(t *testing.T, p Option) outcome {
-				h := newLifetimes()
-				s := &stream{}
-				h.traffic = func(c Conn) Action {
-					if b, _ := c.Peek(-1); s.calls.Load() == 0 && string(b) == "B" {
-						c.Write(make([]byte, reply)) // past the mark: the engine pauses
-						c.PauseRead()                // and so does the handler
-					}
-					s.take(c)
-					return None
-				}
-				eng, addr := serve(t, h, p, WithNumEventLoop(1), WithWriteBufferCap(mark), WithBackpressureMark(mark), WithSocketSendBuffer(32<<10))
-				c := dialSmall(t, addr)
-				id := h.next(t)
-				sc := h.conn(id)
-				_, err := c.Write([]byte("B"))
-				require.NoError(t, err)
-				waitFor(t, 5*time.Second, func() bool { return s.calls.Load() == 1 },
-					func() string { return "the request was not read" })
-				waitForOutput(t, sc, mark)
-				_, err = c.Write(make([]byte, more))
+				// Past the mark the engine pauses, and so does the handler.
+				m := serveOverMark(t, p, mark, reply, true)
+				h, s, eng, id, c, sc := m.h, m.s, m.eng, m.id, m.client, m.server
+				_, err := c.Write(make([]byte, more))
 				require.NoError(t, err)
 				waitFor(t, 5*time.Second, func() bool { k, e := unreadBytes(t, sc); return k+e == more },
 					func() string { return "the bytes sent while paused did not arrive" })
@@ -379,6 +363,49 @@ func TestPauseReadComposesWithBackpressure(t *testing.T) {
 			})
 		})
 	}
+}
+
+// overMark is a connection whose handler answered the client's first
+// byte, "B", with more output than the high-water mark, which the client
+// has yet to read.
+type overMark struct {
+	h      *lifetimes
+	s      *stream // what the handler was offered
+	eng    Engine
+	id     uint64
+	client *net.TCPConn
+	server Conn
+}
+
+// serveOverMark serves, on one loop with mark as both the high-water
+// and the backpressure mark, a handler that answers a first byte "B" with
+// reply bytes, and pauses reading too when pause is true; it has a client
+// with a small window send "B", and waits for the output to pass mark.
+func serveOverMark(t *testing.T, p Option, mark, reply int, pause bool, opts ...Option) *overMark {
+	t.Helper()
+	m := &overMark{h: newLifetimes(), s: &stream{}}
+	m.h.traffic = func(c Conn) Action {
+		if b, _ := c.Peek(-1); m.s.calls.Load() == 0 && string(b) == "B" {
+			c.Write(make([]byte, reply))
+			if pause {
+				c.PauseRead()
+			}
+		}
+		m.s.take(c)
+		return None
+	}
+	opts = append([]Option{p, WithNumEventLoop(1), WithWriteBufferCap(mark), WithBackpressureMark(mark),
+		WithSocketSendBuffer(32 << 10)}, opts...)
+	eng, addr := serve(t, m.h, opts...)
+	m.eng, m.client = eng, dialSmall(t, addr)
+	m.id = m.h.next(t)
+	m.server = m.h.conn(m.id)
+	_, err := m.client.Write([]byte("B"))
+	require.NoError(t, err)
+	waitFor(t, 5*time.Second, func() bool { return m.s.got.Load() == 1 },
+		func() string { return "the request was not read" })
+	waitForOutput(t, m.server, mark)
+	return m
 }
 
 // readN reads exactly n bytes from r and returns how many it read.
@@ -634,28 +661,11 @@ func TestBackpressure(t *testing.T) {
 	for _, on := range []bool{true, false} {
 		t.Run(fmt.Sprintf("on=%v", on), func(t *testing.T) {
 			onEachPoller(t, func(t *testing.T, p Option) outcome {
-				h := newLifetimes()
-				s := &stream{}
-				h.traffic = func(c Conn) Action {
-					if b, _ := c.Peek(-1); s.calls.Load() == 0 && string(b) == "B" {
-						c.Write(make([]byte, reply))
-					}
-					s.take(c)
-					return None
-				}
-				eng, addr := serve(t, h, p, WithNumEventLoop(1), WithWriteBufferCap(mark), WithBackpressureMark(mark),
-					WithSocketSendBuffer(32<<10), WithBackpressure(on))
-				c := dialSmall(t, addr)
-				id := h.next(t)
-				sc := h.conn(id)
-				_, err := c.Write([]byte("B"))
-				require.NoError(t, err)
-				waitFor(t, 5*time.Second, func() bool { return s.got.Load() == 1 },
-					func() string { return "the request was not read" })
-				waitForOutput(t, sc, mark)
+				m := serveOverMark(t, p, mark, reply, false, WithBackpressure(on))
+				h, s, eng, id, c, sc := m.h, m.s, m.eng, m.id, m.client, m.server
 
 				// The client sends more and reads nothing.
-				_, err = c.Write(make([]byte, more))
+				_, err := c.Write(make([]byte, more))
 				require.NoError(t, err)
 				if on {
 					waitFor(t, 5*time.Second, func() bool { k, e := unreadBytes(t, sc); return k+e == more },

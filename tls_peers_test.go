@@ -61,16 +61,7 @@ func waitForEarlyData(t *testing.T, eng Engine) {
 	t.Helper()
 	waitFor(t, 5*time.Second, func() bool {
 		var fed bool
-		onLoopOf(t, eng, 0, func() {
-			for _, sc := range eng.e.loops[0].conns {
-				if sc != nil && sc.state == stateHandshake {
-					w := &sc.ext.sec.wire
-					w.mu.Lock()
-					fed = w.whole > w.read
-					w.mu.Unlock()
-				}
-			}
-		})
+		eachHandshakeWire(t, eng, func(w *wire) { fed = w.whole > w.read })
 		return fed
 	}, func() string { return "the first data did not reach the server during its handshake" })
 }
@@ -81,6 +72,22 @@ func onLoopOf(t testing.TB, eng Engine, i int, fn func()) {
 	done := make(chan struct{})
 	require.NoError(t, eng.Loop(i).Execute(func() { fn(); close(done) }))
 	<-done
+}
+
+// eachHandshakeWire runs fn on eng's loop 0 with the wire of each of its
+// connections still in their handshake, locked.
+func eachHandshakeWire(t testing.TB, eng Engine, fn func(w *wire)) {
+	t.Helper()
+	onLoopOf(t, eng, 0, func() {
+		for _, c := range eng.e.loops[0].conns {
+			if c != nil && c.state == stateHandshake {
+				w := &c.ext.sec.wire
+				w.mu.Lock()
+				fn(w)
+				w.mu.Unlock()
+			}
+		}
+	})
 }
 
 // cpuTime is the CPU time the process has used.
@@ -94,16 +101,7 @@ func cpuTime(t testing.TB) time.Duration {
 // handshake has had the end of its peer's stream fed to its wire.
 func handshakeSawEnd(t testing.TB, eng Engine) bool {
 	var ended bool
-	onLoopOf(t, eng, 0, func() {
-		for _, c := range eng.e.loops[0].conns {
-			if c != nil && c.state == stateHandshake {
-				w := &c.ext.sec.wire
-				w.mu.Lock()
-				ended = ended || w.eof
-				w.mu.Unlock()
-			}
-		}
-	})
+	eachHandshakeWire(t, eng, func(w *wire) { ended = ended || w.eof })
 	return ended
 }
 
@@ -683,16 +681,7 @@ func TestTLSHandshakeHoldsLittle(t *testing.T) {
 		}
 	})
 	held := func() (n int) {
-		onLoopOf(t, eng, 0, func() {
-			for _, c := range eng.e.loops[0].conns {
-				if c != nil && c.state == stateHandshake {
-					w := &c.ext.sec.wire
-					w.mu.Lock()
-					n = max(n, cap(w.in), cap(w.own))
-					w.mu.Unlock()
-				}
-			}
-		})
+		eachHandshakeWire(t, eng, func(w *wire) { n = max(n, cap(w.in), cap(w.own)) })
 		return n
 	}
 	const bound = 256 << 10

@@ -43,16 +43,13 @@ func TestUDPBytesCounted(t *testing.T) {
 func TestUDPConnectedClosesCounted(t *testing.T) {
 	h := &udpPeerGone{opened: make(chan Conn, 3), closed: make(chan error, 3)}
 	eng, _ := serveAddr(t, "udp://127.0.0.1:0", h, WithNumEventLoop(1))
-	peer, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
-	require.NoError(t, err)
-	defer peer.Close()
+	peer := udpPeer(t)
 
 	require.NoError(t, eng.Dial("udp://"+peer.LocalAddr().String(), nil))
 	require.NoError(t, (<-h.opened).Close())
 	assert.NoError(t, <-h.closed)
 
-	gone, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
-	require.NoError(t, err)
+	gone := udpPeer(t)
 	require.NoError(t, eng.Dial("udp://"+gone.LocalAddr().String(), nil))
 	c := <-h.opened
 	gone.Close()
@@ -84,8 +81,7 @@ func TestUDPListenerGoesOnPastAReceiveError(t *testing.T) {
 	if stdBackend {
 		t.Skip("a descriptor is a handle here; see TestPacketReaderGoesOnPastAnError")
 	}
-	dead, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
-	require.NoError(t, err)
+	dead := udpPeer(t)
 	deadAddr := dead.LocalAddr()
 	dead.Close()
 	h := &udpRecvErr{to: deadAddr, sent: make(chan error, 1)}
@@ -93,7 +89,7 @@ func TestUDPListenerGoesOnPastAReceiveError(t *testing.T) {
 	logger := slog.New(slog.NewTextHandler(&log, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	_, addr := serveAddr(t, "udp://127.0.0.1:0", h, WithNumEventLoop(1), WithLogger(logger))
 	c := udpDial(t, addr)
-	_, err = c.Write([]byte("arm"))
+	_, err := c.Write([]byte("arm"))
 	require.NoError(t, err)
 	require.NoError(t, <-h.sent)
 	waitFor(t, 5*time.Second, func() bool { return strings.Contains(log.String(), "connection refused") }, func() string {
@@ -260,9 +256,7 @@ func TestUDPClosingSocketsFailedSendCounted(t *testing.T) {
 	onEachPoller(t, func(t *testing.T, p Option) outcome {
 		h := &udpSayByeAndGo{closed: make(chan error, 1)}
 		eng, _ := serveAddr(t, "udp://127.0.0.1:0", h, p, WithNumEventLoop(1))
-		peer, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
-		require.NoError(t, err)
-		defer peer.Close()
+		peer := udpPeer(t)
 		nc, err := net.DialUDP("udp4", nil, peer.LocalAddr().(*net.UDPAddr))
 		require.NoError(t, err)
 		rc, err := nc.SyscallConn()

@@ -55,6 +55,16 @@ func (h *udpEcho) OnDatagramError(c Conn, err error) Action {
 	return None
 }
 
+// udpPeer returns a UDP socket on loopback, for a test's peer of the
+// engine's; it closes when the test ends, if the test has not closed it.
+func udpPeer(t testing.TB) *net.UDPConn {
+	t.Helper()
+	pc, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	require.NoError(t, err)
+	t.Cleanup(func() { pc.Close() })
+	return pc
+}
+
 // udpDial opens a client UDP socket connected to addr, as serve returns it.
 func udpDial(t testing.TB, addr string) *net.UDPConn {
 	t.Helper()
@@ -270,16 +280,13 @@ func TestUDPEnrollEcho(t *testing.T) {
 	assert.NoError(t, <-h.closed)
 	assert.Equal(t, uint64(1), eng.Stats().Enrolled)
 
-	un, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
-	require.NoError(t, err)
-	defer un.Close()
+	un := udpPeer(t)
 	assert.ErrorIs(t, eng.Enroll(un, nil), errors.ErrUnsupported, "a UDP socket that is not connected")
 }
 
 func TestUDPDialPortUnreachable(t *testing.T) {
 	// A port nothing listens on: bound, then let go.
-	pc, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
-	require.NoError(t, err)
+	pc := udpPeer(t)
 	dead := pc.LocalAddr().String()
 	pc.Close()
 
@@ -667,9 +674,7 @@ func (h *udpCounted) OnTraffic(c Conn) Action {
 func TestUDPRateLimitSparesConnectedSockets(t *testing.T) {
 	h := &udpDialedCount{}
 	eng, _ := serveAddr(t, "udp://127.0.0.1:0", h, WithNumEventLoop(1), WithDatagramRateLimit(1, 1))
-	peer, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
-	require.NoError(t, err)
-	defer peer.Close()
+	peer := udpPeer(t)
 	require.NoError(t, eng.Dial("udp://"+peer.LocalAddr().String(), nil))
 	buf := make([]byte, 64)
 	peer.SetReadDeadline(time.Now().Add(10 * time.Second))
@@ -799,8 +804,7 @@ func (h *udpSendErrors) OnTraffic(c Conn) Action {
 func TestUDPConnectedPeerGoesAway(t *testing.T) {
 	h := &udpPeerGone{opened: make(chan Conn, 1), closed: make(chan error, 1)}
 	eng, _ := serveAddr(t, "udp://127.0.0.1:0", h, WithNumEventLoop(1))
-	peer, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
-	require.NoError(t, err)
+	peer := udpPeer(t)
 	require.NoError(t, eng.Dial("udp://"+peer.LocalAddr().String(), nil))
 	c := <-h.opened
 	buf := make([]byte, 64)
@@ -929,12 +933,8 @@ func (h *udpFlood) OnTraffic(c Conn) Action {
 func TestUDPConnectedAsyncWriteToAddress(t *testing.T) {
 	h := &udpPeerGone{opened: make(chan Conn, 1), closed: make(chan error, 1)}
 	eng, _ := serveAddr(t, "udp://127.0.0.1:0", h, WithNumEventLoop(1))
-	peer, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
-	require.NoError(t, err)
-	defer peer.Close()
-	other, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
-	require.NoError(t, err)
-	defer other.Close()
+	peer := udpPeer(t)
+	other := udpPeer(t)
 	require.NoError(t, eng.Dial("udp://"+peer.LocalAddr().String(), nil))
 	pc := (<-h.opened).(PacketConn)
 	read := func() string {

@@ -8,10 +8,7 @@ import (
 	"net/netip"
 	"testing"
 
-	"github.com/stretchr/testify/require"
-
 	"github.com/sluicenet/sluice/internal/syscount"
-	"github.com/sluicenet/sluice/poller"
 )
 
 // Behind a proxy, with sessions and a rate limit, a datagram from a peer
@@ -41,23 +38,5 @@ func TestUDPVettedEchoSystemCallsAndAllocations(t *testing.T) {
 			t.Fatalf("echo: %q, %v", got[:n], err)
 		}
 	}
-	for range 100 {
-		roundTrip()
-	}
-	const trips = 1000
-	perTrip := float64(fewestSystemCallsBesides(eng.e.loops[0], func() {
-		for range trips {
-			roundTrip()
-		}
-	}, ringTimerWakeups)) / trips
-	t.Logf("%.3f system calls per 64-byte datagram echoed", perTrip)
-	budget := 3.0
-	if testPoller == poller.IOUring {
-		budget = 1.0
-	}
-	require.LessOrEqual(t, perTrip, budget)
-
-	skipUnderRace(t)
-	allocs := testing.AllocsPerRun(1000, roundTrip)
-	require.Zero(t, allocs, "heap allocations per datagram echoed")
+	udpEchoCosts(t, eng, roundTrip)
 }

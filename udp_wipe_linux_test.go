@@ -23,9 +23,7 @@ func TestUDPWipeBuffersUnhandedDatagrams(t *testing.T) {
 	onEachPoller(t, func(t *testing.T, p Option) outcome {
 		h := &udpCloseAtOnce{opened: make(chan net.Addr, 1), closed: make(chan error, 1)}
 		eng, _ := serveAddr(t, "udp://127.0.0.1:0", h, p, WithNumEventLoop(1), WithWipeBuffers(true))
-		peer, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
-		require.NoError(t, err)
-		defer peer.Close()
+		peer := udpPeer(t)
 		require.NoError(t, eng.Dial("udp://"+peer.LocalAddr().String(), nil))
 		local := (<-h.opened).(*net.UDPAddr)
 

@@ -5,12 +5,9 @@ import (
 	"fmt"
 	"io"
 	"log"
-	"math"
-	"net"
 	"net/http"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -49,47 +46,9 @@ func (d *describeLoop) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // server reads them, after the same checks, and the requests with bodies
 // go to ServeHTTP, in order with the rest.
 func TestLoopHandlerDifferential(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	std := &http.Server{Handler: describeHandler, ErrorLog: log.New(io.Discard, "", 0), ReadTimeout: deadline}
-	go std.Serve(ln)
-	t.Cleanup(func() { std.Close() })
-	quiet := log.New(io.Discard, "", 0)
 	var h describeLoop
-	pooled := serve(t, &Server{Handler: &h, ErrorLog: quiet, ReadTimeout: deadline})
-	inline := serve(t, &Server{Handler: &h, ErrorLog: quiet, ReadTimeout: deadline,
-		Inline: true, MaxBodyBytes: math.MaxInt64})
-
-	const next = "GET /next HTTP/1.1\r\nHost: example.com\r\n\r\n"
-	vs := append(vectors(), pipelinedVectors()...)
-	type result struct{ std, pooled, inline string }
-	results := make([]result, len(vs))
-	var wg sync.WaitGroup
-	sem := make(chan struct{}, 16)
-	for i, v := range vs {
-		sem <- struct{}{}
-		wg.Go(func() {
-			defer func() { <-sem }()
-			raw := v.raw + next
-			results[i] = result{
-				std:    allAnswersOver(ln.Addr().String(), raw),
-				pooled: allAnswersOver(pooled, raw),
-				inline: allAnswersOver(inline, raw),
-			}
-		})
-	}
-	wg.Wait()
-	for i, v := range vs {
-		r := results[i]
-		want := r.std
-		if framedByBoth(v.raw) {
-			first, _, _ := strings.Cut(want, "\n--\n")
-			want = first + "\n--\nclosed"
-		}
-		assert.Equal(t, want, r.pooled, "vector %q (pool): %.300q", v.name, v.raw+next)
-		assert.Equal(t, want, r.inline, "vector %q (inline): %.300q", v.name, v.raw+next)
-	}
-	assert.Greater(t, h.served.Load(), int64(len(vs)), "requests the LoopHandler answered")
+	sent := differentialPipelined(t, &h)
+	assert.Greater(t, h.served.Load(), int64(sent), "requests the LoopHandler answered")
 }
 
 // loopRoutes answer below the Handler API as stdRoutes answer with it.
@@ -162,14 +121,8 @@ func stdHandler(w http.ResponseWriter, r *http.Request) {
 // HTTP/1.0 with and without keep-alive, and whether the connection goes
 // on to the request pipelined after it.
 func TestLoopHandlerFraming(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	std := &http.Server{Handler: http.HandlerFunc(stdHandler), ErrorLog: log.New(io.Discard, "", 0)}
-	go std.Serve(ln)
-	t.Cleanup(func() { std.Close() })
-	quiet := log.New(io.Discard, "", 0)
-	pooled := serve(t, &Server{Handler: routed{}, ErrorLog: quiet})
-	inline := serve(t, &Server{Handler: routed{}, ErrorLog: quiet, Inline: true})
+	servers := serveTrio(t, &http.Server{Handler: http.HandlerFunc(stdHandler)},
+		func(bool) *Server { return &Server{Handler: routed{}} })
 	const next = "GET /next HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
 	for path := range loopRoutes {
 		for _, req := range []string{
@@ -182,10 +135,7 @@ func TestLoopHandlerFraming(t *testing.T) {
 			"GET " + path + " HTTP/1.0\r\n\r\n",
 			"POST " + path + " HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\nhello",
 		} {
-			method, _, _ := strings.Cut(req, " ")
-			want := fullAnswersOver(ln.Addr().String(), req+next, method)
-			assert.Equal(t, want, fullAnswersOver(pooled, req+next, method), "pool: %q", req)
-			assert.Equal(t, want, fullAnswersOver(inline, req+next, method), "inline: %q", req)
+			servers.answerAlike(t, req, next)
 		}
 	}
 }

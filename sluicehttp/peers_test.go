@@ -6,7 +6,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"log"
 	"net"
 	"net/http"
 	"runtime"
@@ -55,9 +54,16 @@ func TestInlineAnswerPastMaxOutbound(t *testing.T) {
 // for the end of one request and the start of the next is where smuggling
 // lives, so the answers after the first matter as much as the first.
 func TestDifferentialPipelined(t *testing.T) {
+	differentialPipelined(t, describeHandler)
+}
+
+// differentialPipelined sends the vectors TestDifferentialPipelined
+// describes to net/http's server and to this package's, which answers
+// with h, checks that they answer alike, and returns how many it sent.
+func differentialPipelined(t *testing.T, h http.Handler) int {
 	const next = "GET /next HTTP/1.1\r\nHost: example.com\r\n\r\n"
 	vs := append(vectors(), pipelinedVectors()...)
-	results := askEach(t, vs, func(v vector) string { return v.raw + next }, allAnswersOver)
+	results := askEach(t, h, vs, func(v vector) string { return v.raw + next }, allAnswersOver)
 	for i, v := range vs {
 		r := results[i]
 		want := r.std
@@ -70,6 +76,7 @@ func TestDifferentialPipelined(t *testing.T) {
 		assert.Equal(t, want, r.pooled, "vector %q (pool): %.300q", v.name, v.raw+next)
 		assert.Equal(t, want, r.inline, "vector %q (inline): %.300q", v.name, v.raw+next)
 	}
+	return len(vs)
 }
 
 // framedByBoth reports whether raw's first request is framed by
@@ -127,16 +134,11 @@ func pipelinedVectors() []vector {
 // allAnswersOver sends raw to addr, finishes sending, and describes every
 // final answer it gets until the connection ends.
 func allAnswersOver(addr, raw string) string {
-	c, err := net.DialTimeout("tcp", addr, deadline)
+	c, err := sendAndFinish(addr, raw)
 	if err != nil {
 		return "dial: " + err.Error()
 	}
 	defer c.Close()
-	c.SetDeadline(time.Now().Add(deadline))
-	go func() {
-		io.WriteString(c, raw)
-		c.(*net.TCPConn).CloseWrite()
-	}()
 	br := bufio.NewReader(c)
 	var all []string
 	for {
@@ -386,14 +388,7 @@ func TestAnswersAgree(t *testing.T) {
 		}
 		io.WriteString(w, "next "+r.URL.Path)
 	})
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	std := &http.Server{Handler: h, ErrorLog: log.New(io.Discard, "", 0)}
-	go std.Serve(ln)
-	t.Cleanup(func() { std.Close() })
-	quiet := log.New(io.Discard, "", 0)
-	pooled := serve(t, &Server{Handler: h, ErrorLog: quiet})
-	inline := serve(t, &Server{Handler: h, ErrorLog: quiet, Inline: true})
+	servers := serveTrio(t, &http.Server{Handler: h}, func(bool) *Server { return &Server{Handler: h} })
 	const next = "GET /next HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
 	for path := range answerRoutes {
 		for _, req := range []string{
@@ -408,12 +403,19 @@ func TestAnswersAgree(t *testing.T) {
 				// closes without saying keep-alive.
 				continue
 			}
-			method, _, _ := strings.Cut(req, " ")
-			want := fullAnswersOver(ln.Addr().String(), req+next, method)
-			assert.Equal(t, want, fullAnswersOver(pooled, req+next, method), "pool: %q", req)
-			assert.Equal(t, want, fullAnswersOver(inline, req+next, method), "inline: %q", req)
+			servers.answerAlike(t, req, next)
 		}
 	}
+}
+
+// answerAlike checks that this package's servers answer req, followed by
+// next, as net/http's does, every answer in full (fullAnswersOver).
+func (s trio) answerAlike(t *testing.T, req, next string) {
+	t.Helper()
+	method, _, _ := strings.Cut(req, " ")
+	want := fullAnswersOver(s.std, req+next, method)
+	assert.Equal(t, want, fullAnswersOver(s.pooled, req+next, method), "pool: %q", req)
+	assert.Equal(t, want, fullAnswersOver(s.inline, req+next, method), "inline: %q", req)
 }
 
 // fullAnswersOver sends raw to addr and describes every answer, 1xx

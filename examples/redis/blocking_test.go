@@ -34,11 +34,7 @@ var blockingScripts = []string{
 }
 
 func TestBlockingAsRedis(t *testing.T) {
-	ts := startServer(t, config{})
-	r := startRedis(t)
-	for _, script := range blockingScripts {
-		sameAsRedis(t, ts, r, "FLUSHALL\r\n"+script)
-	}
+	eachAsRedis(t, blockingScripts)
 }
 
 // blockedOn sends a blocking command on c and waits until the server has

@@ -28,11 +28,7 @@ var multiScripts = []string{
 }
 
 func TestTransactionsAsRedis(t *testing.T) {
-	ts := startServer(t, config{})
-	r := startRedis(t)
-	for _, script := range multiScripts {
-		sameAsRedis(t, ts, r, "FLUSHALL\r\n"+script)
-	}
+	eachAsRedis(t, multiScripts)
 }
 
 // TestWatchSeesWritesFromAnyLoop watches a key on one loop and changes it

@@ -85,6 +85,18 @@ func sameAsRedis(t *testing.T, ts *testServer, r *realRedis, script string) stri
 	return got
 }
 
+// eachAsRedis runs each of scripts, after a FLUSHALL, against a server
+// of this package's and against Redis, and checks the replies are the
+// same bytes.
+func eachAsRedis(t *testing.T, scripts []string) {
+	t.Helper()
+	ts := startServer(t, config{})
+	r := startRedis(t)
+	for _, script := range scripts {
+		sameAsRedis(t, ts, r, "FLUSHALL\r\n"+script)
+	}
+}
+
 // clientIDs matches the client ID in HELLO's reply, which differs between
 // servers that have seen different numbers of clients.
 var clientIDs = regexp.MustCompile(`(\$2\r\nid\r\n:)\d+`)

@@ -12,17 +12,24 @@ import (
 	"golang.org/x/sys/unix"
 )
 
+// receiverAndSender returns a UDP socket on loopback, its address, and a
+// socket of this package's to send to it from.
+func receiverAndSender(t *testing.T) (*net.UDPConn, netip.AddrPort, int) {
+	t.Helper()
+	r, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	require.NoError(t, err)
+	t.Cleanup(func() { r.Close() })
+	fd, err := newSocket(unix.AF_INET, unix.SOCK_DGRAM)
+	require.NoError(t, err)
+	t.Cleanup(func() { Close(fd) })
+	return r, r.LocalAddr().(*net.UDPAddr).AddrPort(), fd
+}
+
 // A SendBatch sends what it gathered with sendmmsg, reports a datagram
 // the kernel refuses (a port of 0: EINVAL) once, on its own, and sends
 // the ones after it; it refuses what it has no room for.
 func TestSendBatch(t *testing.T) {
-	r, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
-	require.NoError(t, err)
-	t.Cleanup(func() { r.Close() })
-	to := r.LocalAddr().(*net.UDPAddr).AddrPort()
-	fd, err := newSocket(unix.AF_INET, unix.SOCK_DGRAM)
-	require.NoError(t, err)
-	t.Cleanup(func() { Close(fd) })
+	r, to, fd := receiverAndSender(t)
 
 	b := NewSendBatch(3, 10)
 	a, c := []byte("aaaa"), []byte("cccc")
@@ -60,13 +67,7 @@ func TestSendBatch(t *testing.T) {
 // the batch's are: its length lost, nothing left pending; an empty one
 // goes too.
 func TestSendBatchOne(t *testing.T) {
-	r, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
-	require.NoError(t, err)
-	t.Cleanup(func() { r.Close() })
-	to := r.LocalAddr().(*net.UDPAddr).AddrPort()
-	fd, err := newSocket(unix.AF_INET, unix.SOCK_DGRAM)
-	require.NoError(t, err)
-	t.Cleanup(func() { Close(fd) })
+	r, to, fd := receiverAndSender(t)
 
 	b := NewSendBatch(2, 16)
 	require.True(t, b.Add([]byte("bad"), netip.AddrPortFrom(to.Addr(), 0), false))

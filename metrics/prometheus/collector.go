@@ -88,6 +88,12 @@ func (c *Collector) Describe(ch chan<- *prom.Desc) {
 	}
 }
 
+// reasonCount is one reason's count, for a counter labelled by reason.
+type reasonCount struct {
+	reason string
+	n      uint64
+}
+
 // Collect reads the engine's Stats once and sends a metric for each.
 func (c *Collector) Collect(ch chan<- prom.Metric) {
 	s := c.stats()
@@ -103,10 +109,12 @@ func (c *Collector) Collect(ch chan<- prom.Metric) {
 		gauge(d.loopConns, float64(n), strconv.Itoa(i))
 	}
 	counter(d.accepted, s.Accepted)
-	for _, r := range []struct {
-		reason string
-		n      uint64
-	}{
+	byReason := func(desc *prom.Desc, counts []reasonCount) {
+		for _, r := range counts {
+			counter(desc, r.n, r.reason)
+		}
+	}
+	byReason(d.rejected, []reasonCount{
 		{"max_connections", s.RejectedMaxConns},
 		{"per_source", s.RejectedPerSource},
 		{"inbound_budget", s.RejectedOverBudget},
@@ -116,13 +124,8 @@ func (c *Collector) Collect(ch chan<- prom.Metric) {
 		{"proxy_missing", s.ProxyMissing},
 		{"tls_handshake_failed", s.TLSHandshakeFailures},
 		{"tls_handshake_timeout", s.TLSHandshakeTimeouts},
-	} {
-		counter(d.rejected, r.n, r.reason)
-	}
-	for _, r := range []struct {
-		reason string
-		n      uint64
-	}{
+	})
+	byReason(d.closed, []reasonCount{
 		{"peer", s.ClosedByPeer},
 		{"handler", s.ClosedByHandler},
 		{"stop", s.ClosedByStop},
@@ -135,9 +138,7 @@ func (c *Collector) Collect(ch chan<- prom.Metric) {
 		{"inbound_too_large", s.InboundTooLarge},
 		{"outbound_over_limit", s.OutboundOverLimit},
 		{"inbound_over_budget", s.InboundOverBudget},
-	} {
-		counter(d.closed, r.n, r.reason)
-	}
+	})
 	counter(d.received, s.BytesIn)
 	counter(d.sent, s.BytesOut)
 	counter(d.backpressure, s.BackpressurePauses)

@@ -354,12 +354,7 @@ func run(cfg config, p picked) (t tables, failures int) {
 	}
 	t.proxies = newProxyTable(p.proxy, p.proxies)
 	secure := tlsStacks(cfg.stacks)
-	t.tls = table.New(tlsBase, tlsColumns(secure))
-	for _, sh := range p.tls {
-		for _, r := range sh.rows {
-			t.tls.AddRow(r.name)
-		}
-	}
+	t.tls = newTable(tlsBase, tlsColumns(secure), p.tls, func(sh shape) []row { return sh.rows })
 	t.seen = newTLSSeen()
 	datagrams := udpStacks(cfg.stacks)
 	t.udp = newUDPTable(p.udp, datagrams)

@@ -50,32 +50,25 @@ var floor = stacks[slices.IndexFunc(stacks, func(s stack) bool { return s.name =
 
 // clientStacks returns those of list that have a dialing client, in order.
 func clientStacks(list []stack) []stack {
-	var picked []stack
-	for _, s := range list {
-		if s.client != "" {
-			picked = append(picked, s)
-		}
-	}
-	return picked
+	return withOnly(list, func(s stack) bool { return s.client != "" })
 }
 
 // serverStacks returns those of list that serve TCP, in order: the server
 // table's columns.
 func serverStacks(list []stack) []stack {
-	var picked []stack
-	for _, s := range list {
-		if !s.udpOnly {
-			picked = append(picked, s)
-		}
-	}
-	return picked
+	return withOnly(list, func(s stack) bool { return !s.udpOnly })
 }
 
 // tlsStacks returns those of list that serve TLS, in order.
 func tlsStacks(list []stack) []stack {
+	return withOnly(list, func(s stack) bool { return s.tls != "" })
+}
+
+// withOnly returns those of list that keep is true for, in order.
+func withOnly(list []stack, keep func(stack) bool) []stack {
 	var picked []stack
 	for _, s := range list {
-		if s.tls != "" {
+		if keep(s) {
 			picked = append(picked, s)
 		}
 	}

@@ -93,22 +93,12 @@ func udpShapes(t timing) []shape {
 
 // udpStacks returns those of list that serve UDP, in order.
 func udpStacks(list []stack) []stack {
-	var picked []stack
-	for _, s := range list {
-		if s.udp != "" {
-			picked = append(picked, s)
-		}
-	}
-	return picked
+	return withOnly(list, func(s stack) bool { return s.udp != "" })
 }
 
 // udpColumns returns the UDP table's columns for list.
 func udpColumns(list []stack) []string {
-	n := make([]string, len(list))
-	for i, s := range list {
-		n[i] = s.udp
-	}
-	return n
+	return columns(list, func(s stack) string { return s.udp })
 }
 
 // startUDPServer starts st's server pinned to cpus echoing datagrams on a
@@ -171,13 +161,7 @@ func udpPreamble(cfg config) string {
 
 // newUDPTable returns the UDP table for shapes over list.
 func newUDPTable(shapes []shape, list []stack) *table.Table {
-	t := table.New(base, udpColumns(list))
-	for _, sh := range shapes {
-		for _, r := range sh.rows {
-			t.AddRow(r.name)
-		}
-	}
-	return t
+	return newTable(base, udpColumns(list), shapes, func(sh shape) []row { return sh.rows })
 }
 
 // lossSummary is a UDP measurement's progress line, its loss included.
