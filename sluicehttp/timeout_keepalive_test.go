@@ -1,0 +1,79 @@
+package sluicehttp
+
+import (
+	"bufio"
+	"io"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// handlerKinds runs test with a plain Handler and with a LoopHandler, on
+// the pool and inline.
+func handlerKinds(t *testing.T, test func(t *testing.T, h http.Handler, inline bool)) {
+	kinds := map[string]http.Handler{
+		"handler": http.HandlerFunc(hello),
+		"loop": loopFunc(func(w *LoopResponse, r *LoopRequest) bool {
+			w.WriteString("hello " + r.Path())
+			return true
+		}),
+	}
+	for name, h := range kinds {
+		t.Run(name, func(t *testing.T) {
+			modes(t, func(t *testing.T, inline bool) { test(t, h, inline) })
+		})
+	}
+}
+
+// TestReadTimeoutsArePerRequest checks that the read timeouts bound each
+// request, and each wait for one, not the connection's life: a client
+// that asks again and again, each time well within the timeout, is served
+// for several times it, whatever answers it (pool, inline, LoopHandler).
+// Then, with IdleTimeout (or ReadTimeout, which it defaults to) the
+// connection closes once it waits past it; with ReadHeaderTimeout alone
+// it is kept, as net/http keeps it.
+func TestReadTimeoutsArePerRequest(t *testing.T) {
+	const d = 400 * time.Millisecond
+	for _, tc := range []struct {
+		name   string
+		s      Server
+		closes bool
+	}{
+		{"IdleTimeout", Server{IdleTimeout: d}, true},
+		{"ReadTimeout", Server{ReadTimeout: d}, true},
+		{"ReadHeaderTimeout", Server{ReadHeaderTimeout: d}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			handlerKinds(t, func(t *testing.T, h http.Handler, inline bool) {
+				s := &Server{Handler: h, Inline: inline, IdleTimeout: tc.s.IdleTimeout,
+					ReadTimeout: tc.s.ReadTimeout, ReadHeaderTimeout: tc.s.ReadHeaderTimeout}
+				c := dial(t, serve(t, s))
+				br := bufio.NewReader(c)
+				start := time.Now()
+				for i := 0; time.Since(start) < 3*d; i++ {
+					_, err := io.WriteString(c, "GET /again HTTP/1.1\r\nHost: x\r\n\r\n")
+					require.NoError(t, err)
+					resp, err := http.ReadResponse(br, &http.Request{Method: http.MethodGet})
+					require.NoError(t, err, "request %d, %v after the first: the connection closed while its client kept asking",
+						i+1, time.Since(start))
+					_, err = io.Copy(io.Discard, resp.Body)
+					require.NoError(t, err)
+					time.Sleep(d / 8)
+				}
+				if tc.closes {
+					waited := time.Now()
+					_, err := br.ReadByte()
+					assert.ErrorIs(t, err, io.EOF, "the connection closes once idle")
+					assert.GreaterOrEqual(t, time.Since(waited), d/2)
+					return
+				}
+				c.SetReadDeadline(time.Now().Add(2 * d))
+				_, err := br.ReadByte()
+				assert.True(t, isTimeout(err), "an idle connection is kept without IdleTimeout or ReadTimeout: %v", err)
+			})
+		})
+	}
+}
