@@ -77,3 +77,47 @@ func TestReadTimeoutsArePerRequest(t *testing.T) {
 		})
 	}
 }
+
+// TestWriteTimeoutIsPerRequest checks that WriteTimeout bounds each
+// request's handler, from the end of its head, not the connection's
+// life: handlers that each take a third of it, one after another on a
+// kept connection, are all answered; and that a handler that takes
+// longer has its writes failed, even a megabyte written at once, rather
+// than left waiting or taken as sent.
+func TestWriteTimeoutIsPerRequest(t *testing.T) {
+	const d = 300 * time.Millisecond
+	wrote := make(chan error, 1)
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/late" {
+			<-r.Context().Done()
+			_, err := w.Write(make([]byte, 1<<20))
+			if err == nil {
+				err = http.NewResponseController(w).Flush()
+			}
+			wrote <- err
+			return
+		}
+		time.Sleep(d / 3)
+		hello(w, r)
+	})
+	c := dial(t, serve(t, &Server{Handler: h, WriteTimeout: d}))
+	br := bufio.NewReader(c)
+	for i := range 6 {
+		_, err := io.WriteString(c, "GET /third HTTP/1.1\r\nHost: x\r\n\r\n")
+		require.NoError(t, err)
+		resp, err := http.ReadResponse(br, &http.Request{Method: http.MethodGet})
+		require.NoError(t, err, "request %d: the connection was reset", i+1)
+		_, err = io.Copy(io.Discard, resp.Body)
+		require.NoError(t, err)
+	}
+	_, err := io.WriteString(c, "GET /late HTTP/1.1\r\nHost: x\r\n\r\n")
+	require.NoError(t, err)
+	select {
+	case err := <-wrote:
+		assert.Error(t, err, "a handler past WriteTimeout writes")
+	case <-time.After(deadline):
+		t.Fatal("a handler past WriteTimeout waits on its write")
+	}
+	_, err = br.ReadByte()
+	assert.Error(t, err, "the connection is reset")
+}
