@@ -39,17 +39,17 @@ func TestReadTimeoutsArePerRequest(t *testing.T) {
 	const d = 400 * time.Millisecond
 	for _, tc := range []struct {
 		name   string
-		s      Server
+		set    func(s *Server)
 		closes bool
 	}{
-		{"IdleTimeout", Server{IdleTimeout: d}, true},
-		{"ReadTimeout", Server{ReadTimeout: d}, true},
-		{"ReadHeaderTimeout", Server{ReadHeaderTimeout: d}, false},
+		{"IdleTimeout", func(s *Server) { s.IdleTimeout = d }, true},
+		{"ReadTimeout", func(s *Server) { s.ReadTimeout = d }, true},
+		{"ReadHeaderTimeout", func(s *Server) { s.ReadHeaderTimeout = d }, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			handlerKinds(t, func(t *testing.T, h http.Handler, inline bool) {
-				s := &Server{Handler: h, Inline: inline, IdleTimeout: tc.s.IdleTimeout,
-					ReadTimeout: tc.s.ReadTimeout, ReadHeaderTimeout: tc.s.ReadHeaderTimeout}
+				s := &Server{Handler: h, Inline: inline}
+				tc.set(s)
 				c := dial(t, serve(t, s))
 				br := bufio.NewReader(c)
 				start := time.Now()
