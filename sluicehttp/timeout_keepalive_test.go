@@ -31,12 +31,12 @@ func handlerKinds(t *testing.T, test func(t *testing.T, h http.Handler, inline b
 // TestReadTimeoutsArePerRequest checks that the read timeouts bound each
 // request, and each wait for one, not the connection's life: a client
 // that asks again and again, each time well within the timeout, is served
-// for several times it, whatever answers it (pool, inline, LoopHandler).
+// for twice as long as it, whatever answers it (pool, inline, LoopHandler).
 // Then, with IdleTimeout (or ReadTimeout, which it defaults to) the
 // connection closes once it waits past it; with ReadHeaderTimeout alone
 // it is kept, as net/http keeps it.
 func TestReadTimeoutsArePerRequest(t *testing.T) {
-	const d = 400 * time.Millisecond
+	const d = 300 * time.Millisecond
 	for _, tc := range []struct {
 		name   string
 		set    func(s *Server)
@@ -53,7 +53,7 @@ func TestReadTimeoutsArePerRequest(t *testing.T) {
 				c := dial(t, serve(t, s))
 				br := bufio.NewReader(c)
 				start := time.Now()
-				for i := 0; time.Since(start) < 3*d; i++ {
+				for i := 0; time.Since(start) < 2*d; i++ {
 					_, err := io.WriteString(c, "GET /again HTTP/1.1\r\nHost: x\r\n\r\n")
 					require.NoError(t, err)
 					resp, err := http.ReadResponse(br, &http.Request{Method: http.MethodGet})
@@ -70,7 +70,7 @@ func TestReadTimeoutsArePerRequest(t *testing.T) {
 					assert.GreaterOrEqual(t, time.Since(waited), d/2)
 					return
 				}
-				c.SetReadDeadline(time.Now().Add(2 * d))
+				c.SetReadDeadline(time.Now().Add(3 * d / 2))
 				_, err := br.ReadByte()
 				assert.True(t, isTimeout(err), "an idle connection is kept without IdleTimeout or ReadTimeout: %v", err)
 			})
