@@ -55,3 +55,26 @@ func TestLoopHandlerOffered(t *testing.T) {
 		}
 	})
 }
+
+// TestLoopResponseAnyOrder checks LoopResponse's calls in the orders an
+// http.ResponseWriter would refuse: a status set after the body, set
+// twice (the last one counts), and a header field added after the body
+// all make the answer, since nothing goes out before ServeLoop returns.
+func TestLoopResponseAnyOrder(t *testing.T) {
+	modes(t, func(t *testing.T, inline bool) {
+		h := loopFunc(func(w *LoopResponse, r *LoopRequest) bool {
+			w.WriteString("body first")
+			w.WriteHeader(http.StatusTeapot)
+			w.AddHeader("X-After", "the body")
+			w.WriteHeader(http.StatusAccepted)
+			return true
+		})
+		c := dial(t, serve(t, &Server{Handler: h, Inline: inline}))
+		_, err := io.WriteString(c, "GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+		require.NoError(t, err)
+		resp, body := readResponse(t, bufio.NewReader(c), http.MethodGet)
+		assert.Equal(t, http.StatusAccepted, resp.StatusCode)
+		assert.Equal(t, "the body", resp.Header.Get("X-After"))
+		assert.Equal(t, "body first", body)
+	})
+}
