@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -167,5 +168,60 @@ func TestPeersThatVanish(t *testing.T) {
 		require.NoError(t, err)
 		_, body := readResponse(t, bufio.NewReader(c), http.MethodGet)
 		assert.Equal(t, "hello /after", body)
+	})
+}
+
+// TestBodyLimitClosesWhateverTheAnswer checks MaxBodyBytes where the
+// handler answers the chunked body that outgrew it itself: its answer
+// goes out, and the connection still closes after it, the request
+// pipelined behind it unanswered (what follows a body cut short cannot
+// be told from the body). And an inline handler's default bound, 1 MiB,
+// refuses a Content-Length past it with 413, without running the
+// handler.
+func TestBodyLimitClosesWhateverTheAnswer(t *testing.T) {
+	modes(t, func(t *testing.T, inline bool) {
+		var ran atomic.Int64
+		h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			ran.Add(1)
+			if _, err := io.ReadAll(r.Body); err != nil {
+				w.WriteHeader(http.StatusBadRequest)
+				io.WriteString(w, "too big")
+				return
+			}
+			hello(w, r)
+		})
+		s := &Server{Handler: h, Inline: inline}
+		if !inline {
+			s.MaxBodyBytes = 1000
+		}
+		addr := serve(t, s)
+		c := dial(t, addr)
+		chunk := strings.Repeat("b", 0x800)
+		_, err := io.WriteString(c, "POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n")
+		require.NoError(t, err)
+		for range 1 + (1<<20)/len(chunk) {
+			if _, err := io.WriteString(c, "800\r\n"+chunk+"\r\n"); err != nil {
+				break // the server may close before it has all
+			}
+		}
+		io.WriteString(c, "0\r\n\r\nGET /next HTTP/1.1\r\nHost: x\r\n\r\n")
+		br := bufio.NewReader(c)
+		resp, body := readResponse(t, br, http.MethodPost)
+		assert.Equal(t, http.StatusBadRequest, resp.StatusCode)
+		assert.Equal(t, "too big", body)
+		assert.True(t, resp.Close)
+		_, err = br.ReadByte()
+		assert.Error(t, err, "the request behind the body is not answered")
+
+		if inline {
+			c = dial(t, addr)
+			_, err = fmt.Fprintf(c, "POST / HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n", 1<<20+1)
+			require.NoError(t, err)
+			before := ran.Load()
+			resp, _ = readResponse(t, bufio.NewReader(c), http.MethodPost)
+			assert.Equal(t, http.StatusRequestEntityTooLarge, resp.StatusCode)
+			assert.True(t, resp.Close)
+			assert.Equal(t, before, ran.Load(), "the handler ran")
+		}
 	})
 }
