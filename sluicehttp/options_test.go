@@ -12,6 +12,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/sluicenet/sluice"
 )
 
 // handlerKinds runs test with a plain Handler and with a LoopHandler, on
@@ -178,4 +180,35 @@ func TestBodyLimitClosesWhateverTheAnswer(t *testing.T) {
 			assert.Equal(t, before, ran.Load(), "the handler ran")
 		}
 	})
+}
+
+// TestWriteBufferSizeOverOptions checks that WriteBufferSize bounds what
+// a streamed answer queues for a client that reads nothing even when the
+// engine's options ask for a far larger write buffer cap, and that the
+// handler, held back, writes on once the client reads: Start sets the
+// cap over theirs, so that the engine says when the output has drained.
+func TestWriteBufferSizeOverOptions(t *testing.T) {
+	const size, mark = 16 << 20, 16 << 10
+	chunk := make([]byte, 32<<10)
+	var written atomic.Int64
+	s := &Server{WriteBufferSize: mark, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		for range size / len(chunk) {
+			if _, err := w.Write(chunk); err != nil {
+				return
+			}
+			written.Add(int64(len(chunk)))
+			http.NewResponseController(w).Flush()
+		}
+	})}
+	c := dial(t, serve(t, s, sluice.WithWriteBufferCap(1<<30)))
+	_, err := io.WriteString(c, "GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+	require.NoError(t, err)
+	waitFor(t, func() bool { return written.Load() > 0 }, func() string { return "the handler never wrote" })
+	bound := mark + len(chunk) + 64<<10 // a chunk past the mark, and its framing
+	assert.True(t, holdsFor(300*time.Millisecond, func() bool { return outbound(s) <= bound }),
+		"%d bytes queued for a client that reads nothing, past %d", outbound(s), bound)
+	assert.Less(t, written.Load(), int64(size/2), "the handler wrote on")
+	resp, body := readResponse(t, bufio.NewReader(c), http.MethodGet)
+	assert.Equal(t, http.StatusOK, resp.StatusCode)
+	assert.Equal(t, size, len(body), "the answer, once the client reads")
 }
