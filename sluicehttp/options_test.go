@@ -2,6 +2,7 @@ package sluicehttp
 
 import (
 	"bufio"
+	"context"
 	"fmt"
 	"io"
 	"net/http"
@@ -211,4 +212,61 @@ func TestWriteBufferSizeOverOptions(t *testing.T) {
 	resp, body := readResponse(t, bufio.NewReader(c), http.MethodGet)
 	assert.Equal(t, http.StatusOK, resp.StatusCode)
 	assert.Equal(t, size, len(body), "the answer, once the client reads")
+}
+
+// TestShutdownFromManyGoroutines calls Shutdown from several goroutines
+// at once, with a connection idle and one whose request is in flight on
+// the pool: each call returns, none with an error but the engine's being
+// stopped already, the request in flight is answered, with Connection:
+// close, and a call after is told the engine has stopped.
+func TestShutdownFromManyGoroutines(t *testing.T) {
+	release := make(chan struct{})
+	started := make(chan struct{})
+	s := &Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/slow" {
+			close(started)
+			<-release
+		}
+		hello(w, r)
+	})}
+	addr := serve(t, s)
+	idle := dial(t, addr)
+	_, err := io.WriteString(idle, "GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+	require.NoError(t, err)
+	ibr := bufio.NewReader(idle)
+	readResponse(t, ibr, http.MethodGet)
+	busy := dial(t, addr)
+	_, err = io.WriteString(busy, "GET /slow HTTP/1.1\r\nHost: x\r\n\r\n")
+	require.NoError(t, err)
+	<-started
+
+	const callers = 4
+	errs := make(chan error, callers)
+	for range callers {
+		go func() {
+			ctx, cancel := context.WithTimeout(context.Background(), deadline)
+			defer cancel()
+			errs <- s.Shutdown(ctx)
+		}()
+	}
+	waitFor(t, s.shutting.Load, func() string { return "Shutdown did not begin" })
+	_, err = ibr.ReadByte()
+	assert.ErrorIs(t, err, io.EOF, "the idle connection closes")
+	idle.Close() // as clients do: the server's lingering close ends
+	close(release)
+	resp, body := readResponse(t, bufio.NewReader(busy), http.MethodGet)
+	assert.Equal(t, "hello /slow", body)
+	assert.True(t, resp.Close)
+	busy.Close() // as clients do: the server's lingering close ends
+	for range callers {
+		select {
+		case err := <-errs:
+			if err != nil {
+				assert.ErrorIs(t, err, sluice.ErrEngineStopped)
+			}
+		case <-time.After(deadline):
+			t.Fatal("a Shutdown never returned")
+		}
+	}
+	assert.ErrorIs(t, s.Shutdown(context.Background()), sluice.ErrEngineStopped)
 }
