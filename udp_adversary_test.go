@@ -3,7 +3,9 @@
 package sluice
 
 import (
+	"bytes"
 	"net"
+	"net/netip"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -12,6 +14,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/sluicenet/sluice/internal/udptest"
 )
 
 // udpHandOut hands the listener's socket's Conn out, from its first
@@ -110,5 +114,42 @@ func TestUDPAsyncWriteToUnkindCallers(t *testing.T) {
 		n, err := c.Read(buf)
 		require.NoError(t, err, "%d of %d datagrams arrived", len(got), goroutines*each)
 		got[string(buf[:n])] = true
+	}
+}
+
+// TestUDPTruncatedBehindAProxy sends, through a proxy, a datagram larger
+// than the read buffer, and checks what OnDatagramError is promised of
+// it: ErrDatagramTruncated, RemoteAddr the client the header names, and
+// Peek the part that fit after the header; with sessions, on the
+// client's session's Conn. OnTraffic sees none of it, and it is counted.
+func TestUDPTruncatedBehindAProxy(t *testing.T) {
+	for _, sessions := range []bool{false, true} {
+		t.Run(map[bool]string{false: "socket", true: "session"}[sessions], func(t *testing.T) {
+			h := &udpEcho{truncated: make(chan []byte, 1)}
+			opts := []Option{WithNumEventLoop(1), WithReadBufferCap(1024), WithProxyProtocol(ProxyRequired, 0)}
+			if sessions {
+				opts = append(opts, WithDatagramSessions(time.Minute, 16))
+			}
+			eng, addr := serveAddr(t, "udp://127.0.0.1:0", h, opts...)
+			proxy := udpDial(t, addr)
+			client := netip.MustParseAddrPort("198.51.100.20:4000")
+			header := dgramHeader(1, 0x12, client, eng.Addrs()[0].(*net.UDPAddr).AddrPort())
+			big := bytes.Repeat([]byte("x"), 2000)
+			_, err := proxy.Write(append(header, big...))
+			require.NoError(t, err)
+			select {
+			case got := <-h.truncated:
+				from, part, _ := bytes.Cut(got, []byte("|"))
+				assert.Equal(t, client.String(), string(from), "the client the header names")
+				assert.Equal(t, big[:1024-len(header)], part, "the part that fit, after the header")
+			case <-time.After(10 * time.Second):
+				t.Fatal("OnDatagramError never ran for a datagram larger than the read buffer")
+			}
+			assert.Equal(t, uint64(1), eng.Stats().DatagramsTruncated)
+			if sessions {
+				assert.Equal(t, int32(1), h.opens.Load(), "the client's session opened")
+			}
+			assert.Equal(t, "small", string(udptest.RoundTrip(t, proxy, append(header, "small"...))))
+		})
 	}
 }
