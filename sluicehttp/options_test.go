@@ -270,3 +270,27 @@ func TestShutdownFromManyGoroutines(t *testing.T) {
 	}
 	assert.ErrorIs(t, s.Shutdown(context.Background()), sluice.ErrEngineStopped)
 }
+
+// TestReadTimeoutBoundsTheHead checks that ReadTimeout alone bounds a
+// request's head as ReadHeaderTimeout would (which is zero, so means
+// ReadTimeout's value): a head still coming on a kept connection is
+// answered 408 and closed, timed from its first byte, not from the
+// answer before it.
+func TestReadTimeoutBoundsTheHead(t *testing.T) {
+	handlerKinds(t, func(t *testing.T, h http.Handler, inline bool) {
+		const d = 300 * time.Millisecond
+		c := dial(t, serve(t, &Server{Handler: h, Inline: inline, ReadTimeout: d}))
+		br := bufio.NewReader(c)
+		_, err := io.WriteString(c, "GET /first HTTP/1.1\r\nHost: x\r\n\r\n")
+		require.NoError(t, err)
+		readResponse(t, br, http.MethodGet)
+		time.Sleep(d / 2)
+		begun := time.Now()
+		_, err = io.WriteString(c, "GET /slow HTTP/1.1\r\nHo")
+		require.NoError(t, err)
+		resp, _ := readResponse(t, br, http.MethodGet)
+		assert.Equal(t, http.StatusRequestTimeout, resp.StatusCode)
+		assert.GreaterOrEqual(t, time.Since(begun), d*3/4, "timed from the head's first byte")
+		assert.True(t, resp.Close)
+	})
+}
