@@ -41,7 +41,7 @@ const DefaultMaxSessions = 4096
 // a peer that has gone cannot say so), which Conn.SetIdleTimeout changes
 // for it, and with nil when the engine stops or the listener closes.
 //
-// A loop holds at most max sessions, about 500 bytes each besides the
+// A loop holds at most max sessions, about 600 bytes each besides the
 // handler's context, whatever the senders do: a datagram from a peer
 // without a session past that is dropped, counted in
 // Stats.SessionsRefused, and told to a DatagramErrorHandler with

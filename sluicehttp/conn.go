@@ -197,6 +197,10 @@ func (hc *hconn) parse() {
 		if hc.wait != readHead {
 			hc.start = hc.ls.now()
 		}
+		// The wait for this request is over, whatever its timer still
+		// says: settle sets the next one's, rather than leave the
+		// connection to a wait armed before it.
+		hc.wait = readNone
 		if lh := hc.ls.lh; lh != nil {
 			if x != nil && !x.inline && len(x.reqs) > 0 {
 				break // it may be lh's: it waits for the answers before it

@@ -106,17 +106,19 @@ func (r *LoopRequest) Header(key string) string {
 }
 
 // LoopResponse is a LoopHandler's answer, which the server frames and
-// queues once ServeLoop returns. Like an http.ResponseWriter, it is
-// written to in order: the status, header fields, then the body.
+// queues once ServeLoop returns. Nothing goes out before then, so, unlike
+// an http.ResponseWriter's, its calls may come in any order: the answer
+// has the status WriteHeader set last, every header field AddHeader
+// added, and the body Write appended, whichever came first.
 type LoopResponse struct {
 	code   int
 	fields []byte // the handler's header lines
 	body   []byte
 }
 
-// WriteHeader sets the answer's status, 200 unless it is called; one
-// outside 200 to 999 answers 500 Internal Server Error, as a handler's
-// panic would.
+// WriteHeader sets the answer's status, 200 unless it is called, in
+// place of any set before; one outside 200 to 999 panics, which answers
+// 500 Internal Server Error as any panic of ServeLoop does.
 func (w *LoopResponse) WriteHeader(code int) {
 	if code < 200 || code > 999 {
 		panic("sluicehttp: LoopResponse.WriteHeader: invalid code " + strconv.Itoa(code))

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"runtime"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -629,5 +630,49 @@ func TestPipelinedAnswersBounded(t *testing.T) {
 		assert.True(t, holdsFor(time.Second, func() bool { return handled.Load()*perAnswer < bound }),
 			"%d answers (%d KiB) made for a client that reads none", handled.Load(), handled.Load()*perAnswer>>10)
 		c.Close()
+	})
+}
+
+// TestPeersThatVanish has many clients pipeline requests and go, some
+// closing, some resetting, some half way through a head or a body,
+// without reading an answer, for every kind of handler, and checks that
+// the server lets every connection go (Shutdown, in serve's cleanup,
+// finds none left and no goroutine behind) and serves a client after
+// them.
+func TestPeersThatVanish(t *testing.T) {
+	handlerKinds(t, func(t *testing.T, h http.Handler, inline bool) {
+		s := &Server{Handler: h, Inline: inline}
+		addr := serve(t, s)
+		pipelined := strings.Repeat("GET /p HTTP/1.1\r\nHost: x\r\n\r\n", 64)
+		endings := []string{
+			pipelined,
+			pipelined + "GET /half HTTP/1.1\r\nHo",
+			pipelined + "POST /body HTTP/1.1\r\nHost: x\r\nContent-Length: 100000\r\n\r\nsome",
+			pipelined + "POST /chunked HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nab",
+		}
+		var wg sync.WaitGroup
+		for i := range 32 {
+			wg.Go(func() {
+				c, err := net.DialTimeout("tcp", addr, deadline)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				io.WriteString(c, endings[i%len(endings)])
+				if i%2 == 0 {
+					c.(*net.TCPConn).SetLinger(0) // a reset, not an end of stream
+				}
+				c.Close()
+			})
+		}
+		wg.Wait()
+		waitFor(t, func() bool { return s.served.Load() == 0 }, func() string {
+			return fmt.Sprintf("%d connections left of clients that went", s.served.Load())
+		})
+		c := dial(t, addr)
+		_, err := io.WriteString(c, "GET /after HTTP/1.1\r\nHost: x\r\n\r\n")
+		require.NoError(t, err)
+		_, body := readResponse(t, bufio.NewReader(c), http.MethodGet)
+		assert.Equal(t, "hello /after", body)
 	})
 }

@@ -94,6 +94,8 @@ func TestReadTimeoutBody(t *testing.T) {
 		err := <-got
 		require.Error(t, err)
 		assert.True(t, errors.Is(err, os.ErrDeadlineExceeded), "%v", err)
+		te, ok := err.(interface{ Timeout() bool })
+		assert.True(t, ok && te.Timeout(), "the error's own Timeout method says so: %T", err)
 		br := bufio.NewReader(c)
 		resp, _ := readResponse(t, br, "POST")
 		assert.Equal(t, http.StatusBadRequest, resp.StatusCode)
