@@ -253,3 +253,40 @@ func TestStopAccepting(t *testing.T) {
 		return outcome{Stats: closedStats(t, eng)}
 	})
 }
+
+// Once StopAccepting has begun, a connection the handler closes with
+// nothing unread and nothing its peer has yet to acknowledge closes at
+// once, with an end of stream, instead of lingering for the peer's: how a
+// server going away closes its idle keep-alive clients, as Stop does.
+// Before the stop the same close lingers while the peer stays.
+func TestStopAcceptingClosesIdleAtOnce(t *testing.T) {
+	onEachPoller(t, func(t *testing.T, p Option) outcome {
+		h := newLifetimes()
+		eng, addr := serve(t, h, p, WithLingeringClose(time.Minute, DefaultLingerBytes))
+		before := dial(t, addr)
+		require.NoError(t, echoOnce(before, []byte("idle")))
+		lingering := h.next(t)
+		require.NoError(t, h.conn(lingering).Close())
+		assert.True(t, holdsFor(300*time.Millisecond, func() bool {
+			_, closed := h.closing(lingering)
+			return !closed
+		}), "an idle connection closed before any stop did not linger")
+
+		idle := dial(t, addr)
+		require.NoError(t, echoOnce(idle, []byte("idle")))
+		id := h.next(t)
+		now, cancel := context.WithCancel(context.Background())
+		cancel()
+		require.ErrorIs(t, eng.StopAccepting(now), context.Canceled)
+		require.NoError(t, h.conn(id).Close())
+		_, err := h.waitClosed(t, id)
+		require.NoError(t, err)
+		idle.SetReadDeadline(time.Now().Add(10 * time.Second))
+		_, err = idle.Read(make([]byte, 1))
+		require.ErrorIs(t, err, io.EOF, "the idle client was not sent an end of stream")
+		_, closed := h.closing(lingering)
+		assert.False(t, closed, "the connection closed before the stop stopped lingering")
+		before.Close()
+		return outcome{}
+	})
+}

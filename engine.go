@@ -61,7 +61,8 @@ func (eng Engine) Stop(ctx context.Context) error {
 // connection is left, or ctx's error; either way the listeners stay
 // closed, and Stop ends the rest. The handler can hasten the connections
 // left, for instance by closing each once it has answered what it has
-// (Engine.ConnIDs lists them).
+// (Engine.ConnIDs lists them): from now on a connection closed with
+// nothing unread and nothing unacknowledged does not linger.
 func (eng Engine) StopAccepting(ctx context.Context) error {
 	e := eng.e
 	if e == nil {

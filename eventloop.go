@@ -43,6 +43,7 @@ type eventloop struct {
 	tasks     taskQueue
 	sleeping  atomic.Bool
 	draining  bool
+	stopping  bool // its listeners closed for a stop: settled closes need not linger
 	counts    counters
 	packets   packets  // its UDP sockets (udp.go)
 	sessions  sessions // its UDP listeners' peers' sessions (udp_session.go)
@@ -1064,15 +1065,16 @@ func (l *eventloop) closeSent(c *conn) {
 
 // linger shuts down the write side of c, whose output the kernel now holds
 // whole, and waits for its peer's FIN, reading and discarding what comes
-// first. c closes at once instead when the peer has finished; and in a
-// graceful stop, when it holds no unread input and no output the peer has
-// yet to acknowledge, so that a stop need not wait for idle peers. Only
-// there: a peer may still be sending what has yet to arrive, and a close
-// before it does answers it with a reset, which the peer reads as an error
-// after the reply rather than its end.
+// first. c closes at once instead when the peer has finished; and once a
+// stop has begun (Stop, or StopAccepting before it), when it holds no
+// unread input and no output the peer has yet to acknowledge, so that a
+// stop need not wait for idle peers. Only then: a peer may still be
+// sending what has yet to arrive, and a close before it does answers it
+// with a reset, which the peer reads as an error after the reply rather
+// than its end.
 func (l *eventloop) linger(c *conn) {
 	o := &l.eng.opts
-	if c.flags&flagEOF != 0 || o.lingerTimeout <= 0 || l.draining && socket.Settled(c.fd) {
+	if c.flags&flagEOF != 0 || o.lingerTimeout <= 0 || l.stopping && socket.Settled(c.fd) {
 		l.closeConn(c, nil)
 		return
 	}
@@ -1241,6 +1243,7 @@ func (l *eventloop) drain() {
 
 // closeListeners stops the loop's accepts and closes its listeners.
 func (l *eventloop) closeListeners() {
+	l.stopping = true
 	l.eng.lnMu.Lock() // DupListeners copies them meanwhile, or sees them gone
 	defer l.eng.lnMu.Unlock()
 	l.drv.stopAccepts()

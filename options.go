@@ -435,14 +435,13 @@ const (
 // and net/http do against it.
 //
 // A connection whose peer has already finished sending closes at once,
-// and so does one closed by a graceful stop that holds no unread input and
-// no output its peer has yet to acknowledge: a stop does not wait for idle
-// peers. A
-// timeout of zero or less turns lingering off: connections close as soon
-// as their output is sent. OnClose receives nil for a close that lingered,
-// however it ended. Engine.Kill, the deadlines and a stop whose time is up
-// never linger. The defaults are DefaultLingerTimeout and
-// DefaultLingerBytes.
+// and so does one closed once a stop has begun (Stop, or StopAccepting
+// before it) that holds no unread input and no output its peer has yet to
+// acknowledge: a stop does not wait for idle peers. A timeout of zero or
+// less turns lingering off: connections close as soon as their output is
+// sent. OnClose receives nil for a close that lingered, however it ended.
+// Engine.Kill, the deadlines and a stop whose time is up never linger. The
+// defaults are DefaultLingerTimeout and DefaultLingerBytes.
 func WithLingeringClose(timeout time.Duration, maxBytes int) Option {
 	return func(o *options) {
 		o.lingerTimeout = timeout

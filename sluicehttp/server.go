@@ -187,12 +187,14 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		return sluice.ErrEngineStopped
 	}
 	s.shutting.Store(true)
+	now, cancel := context.WithCancel(ctx)
+	cancel()
+	// Closing the listeners first tells each loop a stop has begun, so
+	// the idle connections closed next do not linger for their peers.
+	_ = eng.StopAccepting(now) // closes the listeners, waits for nothing
 	for _, ls := range loops {
 		_ = ls.loop.Execute(ls.closeIdle)
 	}
-	now, cancel := context.WithCancel(ctx)
-	cancel()
-	_ = eng.StopAccepting(now) // closes the listeners, waits for nothing
 	err := s.waitServed(ctx)
 	if err == nil {
 		for _, ls := range loops {

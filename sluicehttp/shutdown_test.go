@@ -119,3 +119,28 @@ func TestShutdownLeavesHijacked(t *testing.T) {
 	_, err := c.Read(make([]byte, 1))
 	assert.Error(t, err, "the hijacked connection is cut")
 }
+
+// TestShutdownIdleClientStays checks that Shutdown does not wait for an
+// idle keep-alive client that neither reads nor closes: as net/http's
+// Shutdown, it closes the idle connection at once (the client reads its
+// end of stream), rather than lingering for the client's own.
+func TestShutdownIdleClientStays(t *testing.T) {
+	modes(t, func(t *testing.T, inline bool) {
+		s := &Server{Handler: http.HandlerFunc(hello), Inline: inline}
+		addr := serve(t, s)
+		idle := dial(t, addr)
+		io.WriteString(idle, "GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+		ibr := bufio.NewReader(idle)
+		readResponse(t, ibr, "GET")
+
+		ctx, cancel := context.WithTimeout(context.Background(), deadline)
+		defer cancel()
+		began := time.Now()
+		require.NoError(t, s.Shutdown(ctx))
+		assert.Less(t, time.Since(began), sluice.DefaultLingerTimeout/2,
+			"Shutdown waited for the idle client's lingering close")
+		_, err := ibr.ReadByte()
+		assert.ErrorIs(t, err, io.EOF, "the idle connection closes")
+		idle.Close()
+	})
+}
