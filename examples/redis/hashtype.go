@@ -67,8 +67,10 @@ func (h *hash) has(f []byte) bool {
 
 // set sets field f to v, in its place if f was there and last if not,
 // and reports whether f is new. A small hash given a field or value
-// longer than lim.hashValue, or grown past lim.hashEntries fields, moves
-// to a map, as Redis converts its listpack.
+// longer than lim.hashValue, or holding more than lim.hashEntries fields
+// once f is set, moves to a map, as Redis converts its listpack: Redis
+// checks the count after replacing a value too, which matters once
+// CONFIG SET has lowered the bound.
 func (h *hash) set(f, v []byte, lim limits) bool {
 	if h.m == nil && (len(f) > lim.hashValue || len(v) > lim.hashValue) {
 		h.convert()
@@ -78,15 +80,17 @@ func (h *hash) set(f, v []byte, lim limits) bool {
 		h.m[string(f)] = string(v)
 		return !had
 	}
+	added := false
 	if i := h.index(f); i >= 0 {
 		h.pairs[i].value = string(v)
-		return false
+	} else {
+		h.pairs = append(h.pairs, hashPair{string(f), string(v)})
+		added = true
 	}
-	h.pairs = append(h.pairs, hashPair{string(f), string(v)})
 	if len(h.pairs) > lim.hashEntries {
 		h.convert()
 	}
-	return true
+	return added
 }
 
 // del deletes field f, keeping the order of the rest, and reports whether
