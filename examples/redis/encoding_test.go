@@ -227,3 +227,25 @@ func TestHashModel(t *testing.T) {
 	}
 	require.Equal(t, "listpack", h.encoding())
 }
+
+// TestHugeIntsetCostsLittle holds SRANDMEMBER to a cost a call in
+// proportion to the set at most, however high CONFIG SET puts
+// set-max-intset-entries: only a reply of the whole set comes in the
+// intset's order, so a random member needs no sorting of 200,000.
+func TestHugeIntsetCostsLittle(t *testing.T) {
+	ts := startServer(t, config{})
+	const n = 200000
+	var b strings.Builder
+	b.WriteString("CONFIG SET set-max-intset-entries 1000000000\r\n")
+	for i := 0; i < n; i += 1000 {
+		b.WriteString("SADD k")
+		for j := i; j < i+1000; j++ {
+			b.WriteString(" " + strconv.Itoa(n-j))
+		}
+		b.WriteString("\r\n")
+	}
+	b.WriteString(strings.Repeat("SRANDMEMBER k\r\nSRANDMEMBER k -2\r\nSRANDMEMBER k 2\r\n", 60))
+	b.WriteString("SCARD k\r\nOBJECT ENCODING k\r\n")
+	out := exchange(t, "tcp", ts.addr(), b.String())
+	require.True(t, strings.HasSuffix(out, fmt.Sprintf(":%d\r\n$6\r\nintset\r\n", n)), "%q", out[max(len(out)-100, 0):])
+}
