@@ -107,7 +107,10 @@ func limit(name string, v func(*server) *atomic.Int64, size bool) param {
 			var err error
 			if size {
 				var m int
-				if m, err = parseMemory(value); err != nil {
+				switch m, err = parseMemory(value); {
+				case errors.Is(err, errSizeRange):
+					err = errSizeRange
+				case err != nil:
 					err = errors.New("argument must be a memory value")
 				}
 				n = int64(m)

@@ -1417,6 +1417,37 @@ var diffRaw = []string{
 // to a subscriber). Each reply read must be the same bytes from Redis and
 // from this server.
 var diffSessions = []struct{ name, script string }{
+	{"watch a small hash", `
+		a1 HSET h a 1 b 2
+		a1 WATCH h
+		b1 HDEL h nope
+		b1 HSETNX h a 9
+		b1 HGET h a
+		a1 MULTI
+		a1 HGETALL h
+		a1 EXEC
+		a1 WATCH h
+		b1 HSET h a 1
+		a1 MULTI
+		a1 HGETALL h
+		a1 EXEC
+		a1 WATCH h
+		b1 HDEL h a
+		a1 MULTI
+		a1 HSET h a 3
+		a1 EXEC
+		a1 WATCH h
+		b1 HINCRBYFLOAT h b 0.5
+		a1 MULTI
+		a1 HGETALL h
+		a1 EXEC
+		a1 WATCH h
+		b1 HDEL h b
+		a1 MULTI
+		a1 HLEN h
+		a1 EXEC
+		a1 EXISTS h
+	`},
 	{"watch", `
 		a1 SET k 1
 		a1 WATCH k

@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -121,8 +122,14 @@ func parseMemory(s string) (int, error) {
 		}
 	}
 	n, err := strconv.Atoi(lower)
-	if err != nil || n < 0 {
+	switch {
+	case errors.Is(err, strconv.ErrRange) && n > 0, err == nil && n > math.MaxInt/scale:
+		return 0, fmt.Errorf("%q: %w", s, errSizeRange)
+	case err != nil || n < 0:
 		return 0, fmt.Errorf("%q is not a size", s)
 	}
 	return n * scale, nil
 }
+
+// errSizeRange is parseMemory's error for a size past the largest int.
+var errSizeRange = errors.New("argument must be between 0 and 9223372036854775807 inclusive")

@@ -152,18 +152,28 @@ func (c *call) members(s *set) {
 // orderedMembers returns the members of s, in order where Redis holds
 // them in an intset.
 func orderedMembers(s *set) []string {
+	ms := s.names()
+	if s != nil && !s.table {
+		sortIntegers(ms)
+	}
+	return ms
+}
+
+// names returns the members of s in the map's order.
+func (s *set) names() []string {
 	if s == nil {
 		return nil
 	}
-	ms := slices.AppendSeq(make([]string, 0, len(s.m)), maps.Keys(s.m))
-	if !s.table {
-		slices.SortFunc(ms, func(a, b string) int {
-			x, _ := parseInt([]byte(a))
-			y, _ := parseInt([]byte(b))
-			return cmp.Compare(x, y)
-		})
-	}
-	return ms
+	return slices.AppendSeq(make([]string, 0, len(s.m)), maps.Keys(s.m))
+}
+
+// sortIntegers sorts the members of an intset by value.
+func sortIntegers(ms []string) {
+	slices.SortFunc(ms, func(a, b string) int {
+		x, _ := parseInt([]byte(a))
+		y, _ := parseInt([]byte(b))
+		return cmp.Compare(x, y)
+	})
 }
 
 func sismember(c *call) {
@@ -380,7 +390,15 @@ func srandmember(c *call) {
 		}
 		count = n
 	}
-	readKey(c, func(s *set) { c.randomReply(orderedMembers(s), nil, hasCount, count) })
+	readKey(c, func(s *set) {
+		// Only a reply of the whole set comes in the intset's order: a
+		// random pick costs no sorting.
+		ms := s.names()
+		if hasCount && count >= int64(len(ms)) && s != nil && !s.table {
+			sortIntegers(ms)
+		}
+		c.randomReply(ms, nil, hasCount, count)
+	})
 }
 
 // randomReply replies random elements of items, each followed by its

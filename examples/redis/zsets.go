@@ -29,13 +29,16 @@ func newZset() *zset {
 
 // set gives member the score, adding it if it is new.
 func (z *zset) set(member []byte, score float64, lim limits) {
-	if old, ok := z.scores[string(member)]; ok {
+	old, had := z.scores[string(member)]
+	if had {
 		z.order.delete(old, string(member))
 	}
 	m := string(member)
 	z.scores[m] = score
 	z.order.insert(score, m)
-	if len(m) > lim.zsetValue || len(z.scores) > lim.zsetEntries {
+	// Redis converts its listpack as a member is added, not as one's
+	// score changes, whatever CONFIG SET has lowered the bounds to since.
+	if !had && (len(m) > lim.zsetValue || len(z.scores) > lim.zsetEntries) {
 		z.big = true
 	}
 }
