@@ -3,6 +3,7 @@ package sluice
 import (
 	"time"
 
+	"github.com/sluicenet/sluice/internal/socket"
 	"github.com/sluicenet/sluice/poller"
 	"github.com/sluicenet/sluice/wheel"
 )
@@ -105,7 +106,39 @@ func (l *eventloop) sent(c *conn) {
 	l.active(c)
 	if c.writeTimer != noTimer {
 		l.wheel.Extend(c.writeTimer, l.now()+int64(l.eng.opts.writeTimeout))
+		c.flags &^= flagWriteWaited
 	}
+}
+
+// writeWaits reports whether c's write deadline, which has just passed,
+// is set once more rather than closing c, and sets it if so. The loop sees
+// output progress only as the socket taking more of it, and the socket
+// takes more only once TCP hears the peer make room; a peer whose window
+// is closed is asked with window probes, the first at least 200 ms after
+// it closed (TCP's minimum retransmission timeout on Linux) and each next
+// one twice as late. A peer can read steadily and still keep its window
+// closed that long: over loopback, where a segment is 64 KiB, a receive
+// buffer of a few segments frees room only as each whole segment is read.
+// So the kernel is asked (one system call, only when a deadline passes),
+// and the deadline is set again while TCP has found the peer's window
+// closed (or its segments unanswered) at most once in a row, or when the
+// peer acknowledged some of the output during the last wait. A peer that
+// stopped reading is closed at the first deadline after TCP's second probe
+// finds its window still closed: after the timeout, and at least about
+// three retransmission timeouts after its window closed.
+func (l *eventloop) writeWaits(c *conn) bool {
+	acked, waiting, ok := socket.Delivery(c.fd)
+	if !ok {
+		return false
+	}
+	moved := uint32(acked) != c.acked && c.flags&flagWriteWaited != 0
+	if !moved && !waiting {
+		return false
+	}
+	c.flags |= flagWriteWaited
+	c.acked = uint32(acked)
+	l.arm(c, &c.writeTimer, timerWrite, l.eng.opts.writeTimeout)
+	return true
 }
 
 // watchOutput keeps c's write deadline set exactly while output is queued.
@@ -178,6 +211,9 @@ func (l *eventloop) expire(handle uint64) {
 		err = ErrReadTimeout
 	case timerWrite:
 		c.writeTimer = noTimer
+		if l.writeWaits(c) {
+			return
+		}
 		l.counts.add(countWriteTimeouts)
 		err = ErrWriteTimeout
 	case timerHeader:
