@@ -322,6 +322,20 @@ func TestWriteTimeout(t *testing.T) {
 	require.EqualValues(t, 1, eng.Stats().WriteTimeouts)
 }
 
+// TestWriteTimeoutOnTime: a timeout longer than TCP's first window probes
+// closes a peer that never reads when it passes, not later: by then TCP
+// has found its window closed twice.
+func TestWriteTimeoutOnTime(t *testing.T) {
+	const timeout = time.Second
+	h := newLifetimes()
+	h.traffic = (&bulk{payload: make([]byte, 8<<20), sent: make(chan struct{}, 1)}).OnTraffic
+	_, addr := serve(t, h, WithNumEventLoop(1), WithWriteTimeout(timeout), WithSocketSendBuffer(64<<10))
+	c := dialSmall(t, addr)
+	_, err := c.Write([]byte("go")) // and never read
+	require.NoError(t, err)
+	h.requireClosedBy(t, h.next(t), ErrWriteTimeout, timeout)
+}
+
 // TestWriteTimeoutSteadyReader holds WithWriteTimeout to its promise on
 // every poller: output that makes progress is never cut, and output that
 // makes none is. The peer has a 64 KiB receive buffer, set before the
