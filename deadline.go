@@ -119,20 +119,21 @@ func (l *eventloop) sent(c *conn) {
 // one twice as late. A peer can read steadily and still keep its window
 // closed that long: over loopback, where a segment is 64 KiB, a receive
 // buffer of a few segments frees room only as each whole segment is read.
-// So the kernel is asked (one system call, only when a deadline passes),
-// and the deadline is set again while TCP has found the peer's window
-// closed (or its segments unanswered) at most once in a row, or when the
-// peer acknowledged some of the output during the last wait. A peer that
-// stopped reading is closed at the first deadline after TCP's second probe
-// finds its window still closed: after the timeout, and at least about
-// three retransmission timeouts after its window closed.
+// So the kernel is asked (one system call, only when a deadline passes).
+// The first deadline of a stall waits once more unless TCP has already
+// found the peer's window closed (or its segments unanswered) twice in a
+// row; each later one waits again only if the peer acknowledged some of
+// the output during the last wait. A peer that stopped reading is closed
+// within two timeouts, and at the first deadline when the timeout is
+// longer than TCP's first two probes.
 func (l *eventloop) writeWaits(c *conn) bool {
 	acked, waiting, ok := socket.Delivery(c.fd)
 	if !ok {
 		return false
 	}
-	moved := uint32(acked) != c.acked && c.flags&flagWriteWaited != 0
-	if !moved && !waiting {
+	first := c.flags&flagWriteWaited == 0
+	moved := !first && uint32(acked) != c.acked
+	if !(first && waiting) && !moved {
 		return false
 	}
 	c.flags |= flagWriteWaited

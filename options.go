@@ -405,12 +405,13 @@ const DefaultWriteTimeout = 60 * time.Second
 // timeout, since TCP learns that it made room only when it acknowledges
 // or when TCP probes its closed window, at least 200 ms (on Linux) after
 // it closed and twice as late each time after. So when the deadline
-// passes on Linux, the kernel is asked (one system call, only then), and
-// the deadline is set again while TCP has yet to find the peer closed
-// twice in a row. A peer that stopped reading is then closed after d, and
-// no sooner than about three of TCP's retransmission timeouts after its
-// window closed: about 600 ms over loopback. Elsewhere the connection is
-// closed when the deadline passes.
+// passes on Linux, the kernel is asked (one system call, only then): the
+// deadline waits once more unless TCP has already found the peer's window
+// closed twice in a row, and again only while the peer acknowledges some
+// output within each wait. A peer that stopped reading is closed within
+// 2*d, and after d when d is longer than TCP's first two window probes
+// (about 600 ms over loopback). Elsewhere the connection is closed when
+// the deadline passes.
 func WithWriteTimeout(d time.Duration) Option {
 	return func(o *options) { o.writeTimeout = max(d, 0) }
 }
