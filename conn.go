@@ -264,9 +264,9 @@ const (
 	// for Stats (countClose).
 	flagByPeer
 	flagByStop
-	// flagWriteWaited: its write deadline passed while TCP had yet to try
-	// the peer again, and was set once more (writeWaits); the output's
-	// next progress clears it.
+	// flagWriteWaited: its write deadline passed and was set once more,
+	// as TCP had yet to hear its peer make room (writeWaits); the next
+	// write that moves bytes clears it.
 	flagWriteWaited
 )
 
