@@ -264,6 +264,10 @@ const (
 	// for Stats (countClose).
 	flagByPeer
 	flagByStop
+	// flagWriteWaited: its write deadline passed and was set once more,
+	// as TCP had yet to hear its peer make room (writeWaits); the next
+	// write that moves bytes clears it.
+	flagWriteWaited
 )
 
 // conn is kept small and flat: an idle connection holds no buffer, only
@@ -275,6 +279,7 @@ type conn struct {
 	state   connState
 	events  poller.Event // what the poller watches for
 	flags   connFlags
+	acked   uint32 // the low bits of what TCP said its peer acknowledged when its write deadline last waited (writeWaits)
 	loop    *eventloop
 	id      uint64         // its kill.ConnID
 	remote  netip.AddrPort // zero for a unix socket

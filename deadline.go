@@ -3,6 +3,7 @@ package sluice
 import (
 	"time"
 
+	"github.com/sluicenet/sluice/internal/socket"
 	"github.com/sluicenet/sluice/poller"
 	"github.com/sluicenet/sluice/wheel"
 )
@@ -105,7 +106,40 @@ func (l *eventloop) sent(c *conn) {
 	l.active(c)
 	if c.writeTimer != noTimer {
 		l.wheel.Extend(c.writeTimer, l.now()+int64(l.eng.opts.writeTimeout))
+		c.flags &^= flagWriteWaited
 	}
+}
+
+// writeWaits reports whether c's write deadline, which has just passed,
+// is set once more rather than closing c, and sets it if so. The loop sees
+// output progress only as the socket taking more of it, and the socket
+// takes more only once TCP hears the peer make room; a peer whose window
+// is closed is asked with window probes, the first at least 200 ms after
+// it closed (TCP's minimum retransmission timeout on Linux) and each next
+// one twice as late. A peer can read steadily and still keep its window
+// closed that long: over loopback, where a segment is 64 KiB, a receive
+// buffer of a few segments frees room only as each whole segment is read.
+// So the kernel is asked (one system call, only when a deadline passes).
+// The first deadline of a stall waits once more unless TCP has already
+// found the peer's window closed (or its segments unanswered) twice in a
+// row; each later one waits again only if the peer acknowledged some of
+// the output during the last wait. A peer that stopped reading is closed
+// within two timeouts, and at the first deadline when the timeout is
+// longer than TCP's first two probes.
+func (l *eventloop) writeWaits(c *conn) bool {
+	acked, waiting, ok := socket.Delivery(c.fd)
+	if !ok {
+		return false
+	}
+	first := c.flags&flagWriteWaited == 0
+	moved := !first && uint32(acked) != c.acked
+	if !(first && waiting) && !moved {
+		return false
+	}
+	c.flags |= flagWriteWaited
+	c.acked = uint32(acked)
+	l.arm(c, &c.writeTimer, timerWrite, l.eng.opts.writeTimeout)
+	return true
 }
 
 // watchOutput keeps c's write deadline set exactly while output is queued.
@@ -178,6 +212,9 @@ func (l *eventloop) expire(handle uint64) {
 		err = ErrReadTimeout
 	case timerWrite:
 		c.writeTimer = noTimer
+		if l.writeWaits(c) {
+			return
+		}
 		l.counts.add(countWriteTimeouts)
 		err = ErrWriteTimeout
 	case timerHeader:

@@ -3,11 +3,13 @@
 package sluice
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
 	"net"
+	"runtime"
 	"sync"
 	"testing"
 	"time"
@@ -320,34 +322,102 @@ func TestWriteTimeout(t *testing.T) {
 	require.EqualValues(t, 1, eng.Stats().WriteTimeouts)
 }
 
-func TestWriteTimeoutSparesSlowReaders(t *testing.T) {
-	const timeout = 200 * time.Millisecond
+// TestWriteTimeoutOnTime: a peer that never reads is closed once the
+// timeout has passed, and given at most the one more wait TCP may need to
+// find its window closed twice (writeWaits): a connection kept for a
+// further wait would close no sooner than three timeouts. The timeout is
+// longer than TCP's first window probes (at 200 and 600 ms over
+// loopback), so it is usually closed when the first deadline passes.
+func TestWriteTimeoutOnTime(t *testing.T) {
+	const timeout = 2 * time.Second
 	h := newLifetimes()
-	b := &bulk{payload: make([]byte, 1<<20), sent: make(chan struct{}, 1)}
-	h.traffic = b.OnTraffic
-	// Socket buffers small enough that most of the output waits in the
-	// engine, and not so small that TCP stalls on them: over loopback's
-	// 64 KiB segments, a window smaller than a segment can wait on TCP's
-	// persist timer for longer than the timeout.
-	eng, addr := serve(t, h, WithNumEventLoop(1), WithWriteTimeout(timeout), WithSocketSendBuffer(64<<10))
-	c := dial(t, addr)
-	c.(*net.TCPConn).SetReadBuffer(64 << 10)
-	id := h.next(t)
-	c.Write([]byte("go"))
-	<-b.sent
-	// Read a little every eighth of the timeout: the output keeps moving.
-	buf := make([]byte, 64<<10)
-	for got := 0; got < len(b.payload); {
-		c.SetReadDeadline(time.Now().Add(5 * time.Second))
-		n, err := c.Read(buf)
-		if err != nil {
-			cl, _ := h.closing(id)
-			t.Fatalf("read %d of %d bytes: %v; the server closed with %v", got, len(b.payload), err, cl.err)
-		}
-		got += n
-		time.Sleep(timeout / 8)
+	h.traffic = (&bulk{payload: make([]byte, 8<<20), sent: make(chan struct{}, 1)}).OnTraffic
+	_, addr := serve(t, h, WithNumEventLoop(1), WithWriteTimeout(timeout), WithSocketSendBuffer(64<<10))
+	c := dialSmall(t, addr)
+	_, err := c.Write([]byte("go")) // and never read
+	require.NoError(t, err)
+	after, err := h.waitClosed(t, h.next(t))
+	require.ErrorIs(t, err, ErrWriteTimeout)
+	assert.GreaterOrEqual(t, after, timeout, "closed early")
+	assert.Less(t, after, 3*timeout, "closed late")
+}
+
+// TestWriteTimeoutSteadyReader holds WithWriteTimeout to its promise on
+// every poller: output that makes progress is never cut, and output that
+// makes none is. The peer has a 64 KiB receive buffer, set before the
+// handshake, and the server a 64 KiB send buffer: over loopback, whose
+// segments are 64 KiB, such a peer reading 16 KiB every 25 ms (a 1 MiB
+// answer takes it 1.6 s) leaves the server's socket full for longer than
+// the 200 ms timeout at times, while TCP waits to probe its window or to
+// send again what its full buffer dropped. The same peer that stops
+// reading is closed with ErrWriteTimeout.
+func TestWriteTimeoutSteadyReader(t *testing.T) {
+	const timeout = 200 * time.Millisecond
+	payload := bytes.Repeat([]byte("steady"), (1<<20)/6)
+	tests := []struct {
+		name string
+		// peer reads what it will of the answer to a request on c, and
+		// returns how much it read.
+		peer func(t *testing.T, c net.Conn) int
+	}{
+		{"reads steadily", func(t *testing.T, c net.Conn) int {
+			if runtime.GOOS != "linux" {
+				t.Skip("only Linux's TCP is asked whether a peer with a full socket still reads")
+			}
+			got := make([]byte, 0, len(payload))
+			for buf := make([]byte, 16<<10); len(got) < len(payload); {
+				c.SetReadDeadline(time.Now().Add(10 * time.Second))
+				n, err := c.Read(buf)
+				got = append(got, buf[:n]...)
+				require.NoError(t, err, "after %d of %d bytes", len(got), len(payload))
+				time.Sleep(25 * time.Millisecond)
+			}
+			require.True(t, bytes.Equal(payload, got), "the answer arrived changed")
+			return len(got)
+		}},
+		{"stops reading", func(t *testing.T, c net.Conn) int {
+			buf := make([]byte, 16<<10)
+			c.SetReadDeadline(time.Now().Add(10 * time.Second))
+			n, err := io.ReadFull(c, buf)
+			require.NoError(t, err)
+			return n
+		}},
 	}
-	assert.Zero(t, eng.Stats().WriteTimeouts)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			onEachPoller(t, func(t *testing.T, p Option) outcome {
+				h := newLifetimes()
+				h.traffic = func(c Conn) Action {
+					c.Discard(-1)
+					c.Write(payload)
+					return None
+				}
+				eng, addr := serve(t, h, p, WithNumEventLoop(1), WithWriteTimeout(timeout), WithSocketSendBuffer(64<<10))
+				c, err := dialReadBuffer(addr, 64<<10)
+				require.NoError(t, err)
+				defer c.Close()
+				id := h.next(t)
+				_, err = c.Write([]byte("go"))
+				require.NoError(t, err)
+				asked := time.Now()
+				got := tt.peer(t, c)
+				if got == len(payload) {
+					// All of it came: the server must not have cut it.
+					_, closed := h.closing(id)
+					require.False(t, closed, "the server closed the connection")
+					c.Close()
+				}
+				_, err = h.waitClosed(t, id)
+				cut := errors.Is(err, ErrWriteTimeout)
+				assert.Equal(t, got < len(payload), cut, "closed with %v after %d bytes", err, got)
+				if cl, _ := h.closing(id); cut {
+					assert.GreaterOrEqual(t, cl.at.Sub(asked), timeout, "closed before the timeout")
+				}
+				return outcome{Delivered: []int{got}, Closed: []string{errName(err)},
+					Stats: Stats{WriteTimeouts: eng.Stats().WriteTimeouts}}
+			})
+		})
+	}
 }
 
 // TestManyConnectionsTimeOut is sized at 4,000 connections, not the

@@ -74,7 +74,8 @@ var (
 	ErrReadTimeout error = timeoutError("sluice: read timeout")
 
 	// ErrWriteTimeout is what OnClose receives for a connection whose
-	// queued output made no progress for the write timeout
+	// queued output made no progress for the write timeout: the peer
+	// took none of it and, on Linux, TCP found it not reading
 	// (WithWriteTimeout).
 	ErrWriteTimeout error = timeoutError("sluice: write timeout")
 

@@ -102,6 +102,19 @@ func Settled(fd int) bool {
 	return err == nil && out == 0
 }
 
+// Delivery reports what TCP says of fd's output (tcpDelivery): the bytes
+// its peer has acknowledged, and whether TCP still waits on the peer to
+// make room for output it holds. ok is false where fd does not say, as a
+// Unix socket does not. It costs one system call.
+func Delivery(fd int) (acked uint64, waiting, ok bool) {
+	ti, err := unix.GetsockoptTCPInfo(fd, unix.IPPROTO_TCP, unix.TCP_INFO)
+	if err != nil {
+		return 0, false, false
+	}
+	acked, waiting = tcpDelivery(ti)
+	return acked, waiting, true
+}
+
 // BindToDevice restricts fd to the network interface named device
 // (SO_BINDTODEVICE), which takes CAP_NET_RAW unless the socket is unbound.
 func BindToDevice(fd int, device string) error {
