@@ -226,7 +226,18 @@ func (d *pollDriver) awaitSent(c *conn) bool { return false }
 
 func (d *pollDriver) closeSocket(c *conn) { socket.Close(c.fd) }
 
-func (d *pollDriver) watchPackets(u *udpConn) error { return d.p.Add(u.fd, poller.Readable) }
+// watchPackets polls u's socket, and, where the loop's read buffers hold
+// whatever the kernel coalesces into one receive, has it coalesce the
+// datagrams one sender's burst brings (socket.ReceiveCoalesced: UDP_GRO
+// on Linux), which the loop's receive splits again.
+func (d *pollDriver) watchPackets(u *udpConn) error {
+	if d.l.eng.opts.readBufferCap >= socket.GROBuffer {
+		if err := socket.ReceiveCoalesced(u.fd); err != nil {
+			d.l.eng.opts.logger.Debug("sluice: UDP receives are not coalesced", "fd", u.fd, "err", err)
+		}
+	}
+	return d.p.Add(u.fd, poller.Readable)
+}
 
 // receivePackets hands the loop what u's readiness brought, up to
 // packetBatch datagrams, gathering what its callbacks send from u, a

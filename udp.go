@@ -366,8 +366,9 @@ func recvBatch(size int) int {
 }
 
 // receivePackets hands u's waiting datagrams to the handler, up to
-// budget of them: drivers call it when u is readable, with packetBatch
-// or what is left of it. It returns how many it handed over, and whether
+// budget of them (or past it by the rest of a receive the kernel
+// coalesced, all of whose datagrams it hands over): drivers call it when
+// u is readable, with packetBatch or what is left of it. It returns how many it handed over, and whether
 // it found the socket empty, rather than spent the budget (or closed).
 func (l *eventloop) receivePackets(u *udpConn, budget int) (got int, empty bool) {
 	ps := &l.packets
@@ -378,7 +379,7 @@ func (l *eventloop) receivePackets(u *udpConn, budget int) (got int, empty bool)
 	b := ps.batch
 	for got < budget {
 		ask := min(b.Len(), budget-got)
-		n, err := b.Recv(u.fd, ask)
+		n, drained, err := b.Recv(u.fd, ask)
 		switch {
 		case isErrno(err, syscall.EAGAIN):
 			return got, true
@@ -395,7 +396,7 @@ func (l *eventloop) receivePackets(u *udpConn, budget int) (got int, empty bool)
 				return got, false
 			}
 		}
-		if n < ask {
+		if drained {
 			return got, true // none left
 		}
 	}
