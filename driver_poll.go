@@ -226,15 +226,14 @@ func (d *pollDriver) awaitSent(c *conn) bool { return false }
 
 func (d *pollDriver) closeSocket(c *conn) { socket.Close(c.fd) }
 
-// watchPackets polls u's socket, and, where the loop's read buffers hold
-// whatever the kernel coalesces into one receive, has it coalesce the
+// watchPackets polls u's socket, and has the kernel coalesce the
 // datagrams one sender's burst brings (socket.ReceiveCoalesced: UDP_GRO
-// on Linux), which the loop's receive splits again.
+// on Linux), which the loop's receive splits again, where the loop's read
+// buffers hold whatever it coalesces into one; where they do not, it
+// turns that off, for a socket enrolled or handed over with it on.
 func (d *pollDriver) watchPackets(u *udpConn) error {
-	if d.l.eng.opts.readBufferCap >= socket.GROBuffer {
-		if err := socket.ReceiveCoalesced(u.fd); err != nil {
-			d.l.eng.opts.logger.Debug("sluice: UDP receives are not coalesced", "fd", u.fd, "err", err)
-		}
+	if err := socket.ReceiveCoalesced(u.fd, d.l.eng.opts.readBufferCap >= socket.GROBuffer); err != nil {
+		d.l.eng.opts.logger.Debug("sluice: UDP receives: UDP_GRO not set", "fd", u.fd, "err", err)
 	}
 	return d.p.Add(u.fd, poller.Readable)
 }

@@ -20,6 +20,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"golang.org/x/sys/unix"
 
 	"github.com/sluicenet/sluice/internal/udptest"
 )
@@ -1329,7 +1330,7 @@ func TestUDPCoalescedBurstsEchoSeparately(t *testing.T) {
 				d = append(d, bytes.Repeat([]byte{'a' + byte(j%26)}, n-len(d))...)
 				all, want = append(all, d...), append(want, d)
 			}
-			require.NoError(t, udptest.WriteSegmented(c, all, size))
+			require.NoError(t, udptest.WriteSegmented(c, nil, all, size))
 			for j, w := range want {
 				require.NoError(t, c.SetReadDeadline(time.Now().Add(5*time.Second)))
 				n, err := c.Read(buf)
@@ -1356,7 +1357,7 @@ func TestUDPSegmentedBurstTruncated(t *testing.T) {
 		for j := range each {
 			all = append(all, bytes.Repeat([]byte{'A' + byte(j)}, size)...)
 		}
-		require.NoError(t, udptest.WriteSegmented(c, all, size))
+		require.NoError(t, udptest.WriteSegmented(c, nil, all, size))
 		for j := range each {
 			select {
 			case got := <-h.truncated:
@@ -1369,5 +1370,43 @@ func TestUDPSegmentedBurstTruncated(t *testing.T) {
 		assert.Equal(t, []byte("small"), udptest.RoundTrip(t, c, []byte("small")))
 		st := eng.Stats()
 		return outcome{Delivered: []int{int(st.DatagramsTruncated)}}
+	})
+}
+
+// A connected socket enrolled with UDP_GRO already on, as one handed
+// over from a process that set it may come, still hands each datagram of
+// a segmented burst on its own where the read buffers are too small to
+// split what the kernel would coalesce, on every backend.
+func TestUDPEnrolledCoalescingSocketSmallBuffers(t *testing.T) {
+	const each, size = 5, 100
+	onEachPoller(t, func(t *testing.T, p Option) outcome {
+		eng, _ := serve(t, &udpEcho{}, p, WithNumEventLoop(1), WithReadBufferCap(1024))
+		peer, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+		require.NoError(t, err)
+		t.Cleanup(func() { peer.Close() })
+		nc, err := net.DialUDP("udp4", nil, peer.LocalAddr().(*net.UDPAddr))
+		require.NoError(t, err)
+		rc, err := nc.SyscallConn()
+		require.NoError(t, err)
+		var serr error
+		require.NoError(t, rc.Control(func(fd uintptr) { serr = unix.SetsockoptInt(int(fd), unix.SOL_UDP, unix.UDP_GRO, 1) }))
+		require.NoError(t, serr)
+		require.NoError(t, eng.Enroll(nc, nil))
+		// The kernel decides at arrival: what came before the loop
+		// watched the socket came coalesced.
+		waitFor(t, 10*time.Second, func() bool { return eng.Stats().Enrolled == 1 }, func() string { return "the socket never enrolled" })
+		var all []byte
+		for j := range each {
+			all = append(all, bytes.Repeat([]byte{'A' + byte(j)}, size)...)
+		}
+		require.NoError(t, udptest.WriteSegmented(peer, nc.LocalAddr().(*net.UDPAddr), all, size))
+		buf := make([]byte, 1<<16)
+		for j := range each {
+			require.NoError(t, peer.SetReadDeadline(time.Now().Add(5*time.Second)))
+			n, _, err := peer.ReadFromUDP(buf)
+			require.NoError(t, err, "answer %d", j)
+			require.Equal(t, string(bytes.Repeat([]byte{'A' + byte(j)}, size)), string(buf[:n]), "answer %d", j)
+		}
+		return outcome{Delivered: []int{int(eng.Stats().DatagramsTruncated)}}
 	})
 }

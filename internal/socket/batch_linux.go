@@ -299,12 +299,17 @@ func (b *SendBatch) Send(fd int) (lost int, err error) {
 	return 0, nil
 }
 
-// ReceiveCoalesced asks the kernel to coalesce datagrams of one sender
-// that arrive together into one receive (UDP_GRO), for a Batch of
+// ReceiveCoalesced has the kernel coalesce datagrams of one sender that
+// arrive together into one receive (UDP_GRO), or not, for a Batch of
 // GROBuffer-sized buffers to split: fewer, larger buffers through the
-// stack. A kernel without it refuses, which changes nothing.
-func ReceiveCoalesced(fd int) error {
-	return os.NewSyscallError("setsockopt", unix.SetsockoptInt(fd, unix.SOL_UDP, unix.UDP_GRO, 1))
+// stack. Off, it undoes what a socket handed over or enrolled may have
+// brought on. A kernel without it refuses, which changes nothing.
+func ReceiveCoalesced(fd int, on bool) error {
+	v := 0
+	if on {
+		v = 1
+	}
+	return os.NewSyscallError("setsockopt", unix.SetsockoptInt(fd, unix.SOL_UDP, unix.UDP_GRO, v))
 }
 
 // PutSockaddr lays to out in sa as the kernel reads it for a socket of

@@ -184,7 +184,7 @@ func TestBatchSplitsCoalesced(t *testing.T) {
 	require.NoError(t, err)
 	t.Cleanup(func() { f.Close() })
 	fd := int(f.Fd())
-	require.NoError(t, ReceiveCoalesced(fd))
+	require.NoError(t, ReceiveCoalesced(fd, true))
 	dial := func() *net.UDPConn {
 		c, err := net.DialUDP("udp4", nil, r.LocalAddr().(*net.UDPAddr))
 		require.NoError(t, err)
@@ -212,7 +212,7 @@ func TestBatchSplitsCoalesced(t *testing.T) {
 	}
 	var want []dgram
 	all, each := burst('A', 20, 100, 37)
-	require.NoError(t, udptest.WriteSegmented(a, all, 100))
+	require.NoError(t, udptest.WriteSegmented(a, nil, all, 100))
 	for _, d := range each {
 		want = append(want, dgram{a, d})
 	}
@@ -220,7 +220,7 @@ func TestBatchSplitsCoalesced(t *testing.T) {
 	require.NoError(t, err)
 	want = append(want, dgram{c, []byte("alone")})
 	all, each = burst('a', 10, 50, 50)
-	require.NoError(t, udptest.WriteSegmented(a, all, 50))
+	require.NoError(t, udptest.WriteSegmented(a, nil, all, 50))
 	for _, d := range each {
 		want = append(want, dgram{a, d})
 	}
@@ -249,7 +249,7 @@ func TestBatchSplitsCoalesced(t *testing.T) {
 
 	// A buffer shorter than what the kernel coalesced into it.
 	all, _ = burst('0', 5, 10, 10)
-	require.NoError(t, udptest.WriteSegmented(a, all, 10))
+	require.NoError(t, udptest.WriteSegmented(a, nil, all, 10))
 	b = NewBatch(1, GROBuffer)
 	b.bufs[0], b.iovs[0].Len = b.bufs[0][:25], 25
 	var n int

@@ -39,10 +39,6 @@ func (b *Batch) At(int) (p []byte, from netip.AddrPort, truncated bool) {
 // receives, which it never gets here.
 const GROBuffer = 64 << 10
 
-// ReceiveCoalesced does nothing where a Batch cannot split coalesced
-// receives.
-func ReceiveCoalesced(fd int) error { return nil }
-
 // A SendBatch gathers nothing where sendmmsg(2) is not to be had: Add
 // reports false, and the caller sends each datagram at once.
 type SendBatch struct{}
