@@ -42,7 +42,11 @@ var errPacketUnsupported = fmt.Errorf("sluice: not for a UDP socket: %w", errors
 // otherwise one, on one loop. OnTraffic runs once per datagram with its
 // socket's Conn: RemoteAddr is the datagram's sender, Next, Peek, Read
 // and Discard give its bytes, and Write sends one datagram to that sender
-// (Writev gathers its slices into one). The answers are gathered and
+// (Writev gathers its slices into one). That holds where the kernel
+// coalesced a sender's burst into one receive, which it does on Linux's
+// epoll when the read buffer (WithReadBufferCap) holds 64 KiB, the
+// default (UDP_GRO, set on every UDP socket a loop watches, and turned
+// off where the loop could not split what it coalesces). The answers are gathered and
 // sent together once the loop is done with what the socket's receive
 // brought: with one sendmmsg(2) on Linux's epoll, with the loop's other
 // submissions on io_uring; elsewhere each is sent at once. A gathered
