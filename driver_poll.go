@@ -226,7 +226,17 @@ func (d *pollDriver) awaitSent(c *conn) bool { return false }
 
 func (d *pollDriver) closeSocket(c *conn) { socket.Close(c.fd) }
 
-func (d *pollDriver) watchPackets(u *udpConn) error { return d.p.Add(u.fd, poller.Readable) }
+// watchPackets polls u's socket, and has the kernel coalesce the
+// datagrams one sender's burst brings (socket.ReceiveCoalesced: UDP_GRO
+// on Linux), which the loop's receive splits again, where the loop's read
+// buffers hold whatever it coalesces into one; where they do not, it
+// turns that off, for a socket enrolled or handed over with it on.
+func (d *pollDriver) watchPackets(u *udpConn) error {
+	if err := socket.ReceiveCoalesced(u.fd, d.l.eng.opts.readBufferCap >= socket.GROBuffer); err != nil {
+		d.l.eng.opts.logger.Debug("sluice: UDP receives: UDP_GRO not set", "fd", u.fd, "err", err)
+	}
+	return d.p.Add(u.fd, poller.Readable)
+}
 
 // receivePackets hands the loop what u's readiness brought, up to
 // packetBatch datagrams, gathering what its callbacks send from u, a

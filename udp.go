@@ -42,7 +42,11 @@ var errPacketUnsupported = fmt.Errorf("sluice: not for a UDP socket: %w", errors
 // otherwise one, on one loop. OnTraffic runs once per datagram with its
 // socket's Conn: RemoteAddr is the datagram's sender, Next, Peek, Read
 // and Discard give its bytes, and Write sends one datagram to that sender
-// (Writev gathers its slices into one). The answers are gathered and
+// (Writev gathers its slices into one). That holds where the kernel
+// coalesced a sender's burst into one receive, which it does on Linux's
+// epoll when the read buffer (WithReadBufferCap) holds 64 KiB, the
+// default (UDP_GRO, set on every UDP socket a loop watches, and turned
+// off where the loop could not split what it coalesces). The answers are gathered and
 // sent together once the loop is done with what the socket's receive
 // brought: with one sendmmsg(2) on Linux's epoll, with the loop's other
 // submissions on io_uring; elsewhere each is sent at once. A gathered
@@ -366,8 +370,9 @@ func recvBatch(size int) int {
 }
 
 // receivePackets hands u's waiting datagrams to the handler, up to
-// budget of them: drivers call it when u is readable, with packetBatch
-// or what is left of it. It returns how many it handed over, and whether
+// budget of them (or past it by the rest of a receive the kernel
+// coalesced, all of whose datagrams it hands over): drivers call it when
+// u is readable, with packetBatch or what is left of it. It returns how many it handed over, and whether
 // it found the socket empty, rather than spent the budget (or closed).
 func (l *eventloop) receivePackets(u *udpConn, budget int) (got int, empty bool) {
 	ps := &l.packets
@@ -378,7 +383,7 @@ func (l *eventloop) receivePackets(u *udpConn, budget int) (got int, empty bool)
 	b := ps.batch
 	for got < budget {
 		ask := min(b.Len(), budget-got)
-		n, err := b.Recv(u.fd, ask)
+		n, drained, err := b.Recv(u.fd, ask)
 		switch {
 		case isErrno(err, syscall.EAGAIN):
 			return got, true
@@ -395,7 +400,7 @@ func (l *eventloop) receivePackets(u *udpConn, budget int) (got int, empty bool)
 				return got, false
 			}
 		}
-		if n < ask {
+		if drained {
 			return got, true // none left
 		}
 	}

@@ -20,6 +20,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"golang.org/x/sys/unix"
 
 	"github.com/sluicenet/sluice/internal/udptest"
 )
@@ -1302,5 +1303,110 @@ func TestUDPBothFamiliesBurstsOneLoop(t *testing.T) {
 		}
 		wg.Wait()
 		return outcome{Delivered: []int{int(answered.Load())}}
+	})
+}
+
+// A peer's bursts, sent with one segmented send (UDP_SEGMENT) as a peer
+// with segmentation offload sends them, which a socket that coalesces
+// receives (UDP_GRO, epoll's) gets in one buffer, reach OnTraffic one
+// datagram at a time on every backend, each answered on its own with its
+// own bytes, the last, shorter one too.
+func TestUDPCoalescedBurstsEchoSeparately(t *testing.T) {
+	const bursts, each, size = 3, 40, 100
+	onEachPoller(t, func(t *testing.T, p Option) outcome {
+		eng, addr := serveAddr(t, "udp://127.0.0.1:0", &udpEcho{}, p, WithNumEventLoop(1))
+		c := udpDial(t, addr)
+		require.NoError(t, c.SetReadBuffer(1<<20))
+		buf := make([]byte, 1<<16)
+		for i := range bursts {
+			var all []byte
+			var want [][]byte
+			for j := range each {
+				d := fmt.Appendf(nil, "burst %d datagram %02d ", i, j)
+				n := size
+				if j == each-1 {
+					n = size/2 + i // the last is shorter
+				}
+				d = append(d, bytes.Repeat([]byte{'a' + byte(j%26)}, n-len(d))...)
+				all, want = append(all, d...), append(want, d)
+			}
+			require.NoError(t, udptest.WriteSegmented(c, nil, all, size))
+			for j, w := range want {
+				require.NoError(t, c.SetReadDeadline(time.Now().Add(5*time.Second)))
+				n, err := c.Read(buf)
+				require.NoError(t, err, "burst %d: answer %d", i, j)
+				require.Equal(t, string(w), string(buf[:n]), "burst %d: answer %d", i, j)
+			}
+		}
+		st := eng.Stats()
+		return outcome{Delivered: []int{int(st.BytesIn), int(st.BytesOut), int(st.DatagramsTruncated)}}
+	})
+}
+
+// A segmented burst of datagrams each larger than the read buffer is
+// reported datagram by datagram, on every backend: a socket whose
+// buffers are too small to split what the kernel would coalesce does
+// not ask it to, and the kernel hands each on its own.
+func TestUDPSegmentedBurstTruncated(t *testing.T) {
+	const cap, each, size = 1024, 5, 1500
+	onEachPoller(t, func(t *testing.T, p Option) outcome {
+		h := &udpEcho{truncated: make(chan []byte, each)}
+		eng, addr := serveAddr(t, "udp://127.0.0.1:0", h, p, WithNumEventLoop(1), WithReadBufferCap(cap))
+		c := udpDial(t, addr)
+		var all []byte
+		for j := range each {
+			all = append(all, bytes.Repeat([]byte{'A' + byte(j)}, size)...)
+		}
+		require.NoError(t, udptest.WriteSegmented(c, nil, all, size))
+		for j := range each {
+			select {
+			case got := <-h.truncated:
+				_, part, _ := bytes.Cut(got, []byte("|"))
+				require.Equal(t, bytes.Repeat([]byte{'A' + byte(j)}, cap), part, "datagram %d: the part that fit", j)
+			case <-time.After(10 * time.Second):
+				t.Fatalf("datagram %d of the burst was not reported truncated", j)
+			}
+		}
+		assert.Equal(t, []byte("small"), udptest.RoundTrip(t, c, []byte("small")))
+		st := eng.Stats()
+		return outcome{Delivered: []int{int(st.DatagramsTruncated)}}
+	})
+}
+
+// A connected socket enrolled with UDP_GRO already on, as one handed
+// over from a process that set it may come, still hands each datagram of
+// a segmented burst on its own where the read buffers are too small to
+// split what the kernel would coalesce, on every backend.
+func TestUDPEnrolledCoalescingSocketSmallBuffers(t *testing.T) {
+	const each, size = 5, 100
+	onEachPoller(t, func(t *testing.T, p Option) outcome {
+		eng, _ := serve(t, &udpEcho{}, p, WithNumEventLoop(1), WithReadBufferCap(1024))
+		peer, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+		require.NoError(t, err)
+		t.Cleanup(func() { peer.Close() })
+		nc, err := net.DialUDP("udp4", nil, peer.LocalAddr().(*net.UDPAddr))
+		require.NoError(t, err)
+		rc, err := nc.SyscallConn()
+		require.NoError(t, err)
+		var serr error
+		require.NoError(t, rc.Control(func(fd uintptr) { serr = unix.SetsockoptInt(int(fd), unix.SOL_UDP, unix.UDP_GRO, 1) }))
+		require.NoError(t, serr)
+		require.NoError(t, eng.Enroll(nc, nil))
+		// The kernel decides at arrival: what came before the loop
+		// watched the socket came coalesced.
+		waitFor(t, 10*time.Second, func() bool { return eng.Stats().Enrolled == 1 }, func() string { return "the socket never enrolled" })
+		var all []byte
+		for j := range each {
+			all = append(all, bytes.Repeat([]byte{'A' + byte(j)}, size)...)
+		}
+		require.NoError(t, udptest.WriteSegmented(peer, nc.LocalAddr().(*net.UDPAddr), all, size))
+		buf := make([]byte, 1<<16)
+		for j := range each {
+			require.NoError(t, peer.SetReadDeadline(time.Now().Add(5*time.Second)))
+			n, _, err := peer.ReadFromUDP(buf)
+			require.NoError(t, err, "answer %d", j)
+			require.Equal(t, string(bytes.Repeat([]byte{'A' + byte(j)}, size)), string(buf[:n]), "answer %d", j)
+		}
+		return outcome{Delivered: []int{int(eng.Stats().DatagramsTruncated)}}
 	})
 }

@@ -112,6 +112,11 @@ func (rg *ringDriver) watchPackets(u *udpConn) error {
 		o.names = make([]unix.RawSockaddrInet6, ringSendSlots)
 		pk.sendsTo = ringSendsTo()
 	}
+	// Each completion is one datagram: a socket enrolled or handed over
+	// with UDP_GRO on would bring several in one buffer.
+	if err := socket.ReceiveCoalesced(u.fd, false); err != nil {
+		rg.l.eng.opts.logger.Debug("sluice: UDP receives: UDP_GRO not set", "fd", u.fd, "err", err)
+	}
 	rg.gens++
 	u.ds = ringSlot{gen: rg.gens}
 	rg.armPackets(u)

@@ -33,6 +33,8 @@ import (
 // echoes go out with one sendmmsg, so that the generator spends a few
 // system calls per batch rather than two per datagram, and saturation is
 // the server's. Every echo is still matched and checked, and loss counted.
+// With Config.Segmented each batch goes with one sendmsg(2) and
+// UDP_SEGMENT instead.
 type DatagramSession struct {
 	workers []*dgramWorker
 }
@@ -55,8 +57,9 @@ type dgramWorker struct {
 	res    Result
 	// Batched (Config.InFlight above 1): how many each peer keeps in
 	// flight, and the worker's recvmmsg and sendmmsg vectors.
-	inFlight int
-	in, out  *mmsgs
+	inFlight  int
+	in, out   *mmsgs
+	segmented bool // send each batch with one sendmsg and UDP_SEGMENT
 }
 
 // A peer is one UDP socket and what it has in flight.
@@ -87,7 +90,7 @@ func DialDatagrams(cfg Config) (*DatagramSession, error) {
 			return nil, err
 		}
 		if cfg.InFlight > 1 {
-			w.inFlight = cfg.InFlight
+			w.inFlight, w.segmented = cfg.InFlight, cfg.Segmented
 			w.in, w.out = newMmsgs(mmsgBatch, cfg.Size), newMmsgs(min(cfg.InFlight, mmsgBatch), cfg.Size)
 		}
 		s.workers = append(s.workers, w)
@@ -399,7 +402,12 @@ func (w *dgramWorker) sendMany(s *dgramRun, i, n int, at int64) {
 	if k == 0 {
 		return
 	}
-	sent, _ := w.out.send(p.fd, k)
+	var sent int
+	if w.segmented && k > 1 {
+		sent, _ = w.out.sendSegmented(p.fd, k, len(p.msg))
+	} else {
+		sent, _ = w.out.send(p.fd, k)
+	}
 	for seq := p.next - int64(k-sent); seq < p.next; seq++ {
 		p.sent[seq%dgramWindow] = 0 // never sent: lost
 		p.out--

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"net"
 	"net/netip"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -213,4 +214,25 @@ func TestDatagramsInFlightPastTheWindow(t *testing.T) {
 	assert.Zero(t, res.Lost)
 	assert.Zero(t, res.Late)
 	assert.Equal(t, int64(8*dgramWindow), res.RoundTrips)
+}
+
+// Segmented, each batch goes with one send the kernel cuts into the
+// datagrams it holds: the server gets each on its own, of the size asked
+// for, and echoes every one.
+func TestDatagramsInFlightSegmented(t *testing.T) {
+	var odd atomic.Int64
+	addr := serveUDP(t, func(_ int, in []byte) []byte {
+		if len(in) != 64 {
+			odd.Add(1)
+		}
+		return in
+	})
+	s, err := DialDatagrams(Config{Addr: addr, Conns: 2, Size: 64, Workers: 1, InFlight: 16, Segmented: true})
+	require.NoError(t, err)
+	res := s.Exchange(2 * 16 * 20)
+	s.Close()
+	assert.Zero(t, res.Errors.Total(), "%+v", res.Errors)
+	assert.Zero(t, res.Lost)
+	assert.Equal(t, int64(2*16*20), res.RoundTrips)
+	assert.Zero(t, odd.Load(), "datagrams not of 64 bytes reached the server")
 }

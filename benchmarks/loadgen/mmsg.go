@@ -83,3 +83,29 @@ func (m *mmsgs) send(fd, n int) (int, error) {
 		return int(sent), nil
 	}
 }
+
+// sendSegmented sends the first n datagrams, each of size bytes, with one
+// sendmsg and UDP_SEGMENT: they lie back to back in mem. It returns n
+// or, when the socket refused them, 0.
+func (m *mmsgs) sendSegmented(fd, n, size int) (int, error) {
+	var oob [unix.SizeofCmsghdr + 8]byte // CmsgSpace(2)
+	h := (*unix.Cmsghdr)(unsafe.Pointer(&oob[0]))
+	h.Level, h.Type = unix.SOL_UDP, unix.UDP_SEGMENT
+	h.SetLen(unix.CmsgLen(2))
+	*(*uint16)(unsafe.Pointer(&oob[unix.CmsgLen(0)])) = uint16(size)
+	iov := unix.Iovec{Base: &m.mem[0]}
+	iov.SetLen(n * size)
+	msg := unix.Msghdr{Iov: &iov, Control: &oob[0]}
+	msg.SetIovlen(1)
+	msg.SetControllen(unix.CmsgSpace(2))
+	for {
+		_, _, e := syscall.RawSyscall(unix.SYS_SENDMSG, uintptr(fd), uintptr(unsafe.Pointer(&msg)), unix.MSG_DONTWAIT)
+		if e == unix.EINTR {
+			continue
+		}
+		if e != 0 {
+			return 0, e
+		}
+		return n, nil
+	}
+}

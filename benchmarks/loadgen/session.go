@@ -22,6 +22,13 @@ type Config struct {
 	// keeps in flight in the closed loop, sent and received in batches;
 	// 0 or 1, one at a time. Streams keep one message in flight.
 	InFlight int
+	// Segmented, with InFlight above 1, has each peer send a batch with
+	// one sendmsg(2) and UDP generic segmentation offload (UDP_SEGMENT)
+	// in place of a sendmmsg, as a QUIC stack does: the kernel hands the
+	// batch on as one buffer, which a server that coalesces receives
+	// (UDP_GRO) takes in one piece, and one that does not, datagram by
+	// datagram.
+	Segmented bool
 }
 
 func (c Config) check() error {

@@ -4,6 +4,7 @@ package socket
 
 import (
 	"net/netip"
+	"os"
 	"syscall"
 	"unsafe"
 
@@ -20,13 +21,34 @@ type mmsghdr struct {
 
 // A Batch receives several datagrams with one recvmmsg(2), each into a
 // buffer of its own. It belongs to one goroutine.
+//
+// With buffers of GROBuffer bytes or more it reads the segment size the
+// kernel reports (a UDP_GRO control message) where a socket has
+// ReceiveCoalesced on and one buffer brought several datagrams of one
+// sender, coalesced: Recv counts and At returns each of them on its own.
 type Batch struct {
 	hdrs  []mmsghdr
 	iovs  []unix.Iovec
 	names []unix.RawSockaddrInet6
 	bufs  [][]byte
-	used  int // headers the last Recv filled, whose name lengths the kernel rewrote
+	ctrl  []byte // each header's room for a UDP_GRO message, when gro
+	gro   bool
+	used  int       // headers the last Recv filled, whose name and control lengths the kernel rewrote
+	segs  []segment // the last Recv's datagrams, when one buffer held several
 }
+
+// A segment is one datagram of a buffer that held several: which one,
+// where in it, and its length as sent.
+type segment struct {
+	msg, off, n int32
+}
+
+// GROBuffer is the buffer size that holds whatever the kernel coalesces
+// into one receive: UDP carries 65,535 bytes at most, headers included.
+const GROBuffer = 64 << 10
+
+// groRoom is the room a UDP_GRO control message takes: an int.
+var groRoom = unix.CmsgSpace(4)
 
 // NewBatch makes a Batch of n buffers of size bytes.
 func NewBatch(n, size int) *Batch {
@@ -35,6 +57,10 @@ func NewBatch(n, size int) *Batch {
 		iovs:  make([]unix.Iovec, n),
 		names: make([]unix.RawSockaddrInet6, n),
 		bufs:  make([][]byte, n),
+		gro:   size >= GROBuffer,
+	}
+	if b.gro {
+		b.ctrl = make([]byte, n*groRoom)
 	}
 	mem := make([]byte, n*size)
 	for i := range n {
@@ -45,6 +71,10 @@ func NewBatch(n, size int) *Batch {
 		b.hdrs[i].hdr.SetIovlen(1)
 		b.hdrs[i].hdr.Name = (*byte)(unsafe.Pointer(&b.names[i]))
 		b.hdrs[i].hdr.Namelen = unix.SizeofSockaddrInet6
+		if b.gro {
+			b.hdrs[i].hdr.Control = &b.ctrl[i*groRoom]
+			b.hdrs[i].hdr.SetControllen(groRoom)
+		}
 	}
 	return b
 }
@@ -52,44 +82,112 @@ func NewBatch(n, size int) *Batch {
 // Len returns how many datagrams one Recv takes at most.
 func (b *Batch) Len() int { return len(b.hdrs) }
 
-// Recv receives up to max datagrams waiting on fd (Len at most),
-// without waiting, and returns how many; fewer than it asked for means
-// none is left. It returns unix.EAGAIN when none waits, and on a
-// connected socket the error an ICMP message reported.
-func (b *Batch) Recv(fd, max int) (int, error) {
+// Recv receives up to max buffers' worth of datagrams waiting on fd
+// (Len at most), without waiting, and returns how many datagrams came
+// (more than max when the kernel coalesced some) and whether it filled
+// fewer buffers than it asked for, which means none is left. It returns
+// unix.EAGAIN when none waits, and on a connected socket the error an
+// ICMP message reported.
+func (b *Batch) Recv(fd, max int) (n int, drained bool, err error) {
 	syscount.Inc()
 	// The kernel writes a header's name length (the room for the
 	// sender's address, read as well as written: an IPv4 socket's 16
-	// would cut an IPv6 one's 28 short) and its flags only for a datagram
-	// it received into it, and the flags every time, so only the last
-	// Recv's name lengths need setting again: one or two under a light
+	// would cut an IPv6 one's 28 short) and control length only for a
+	// datagram it received into it, and the flags every time, so only the
+	// last Recv's lengths need setting again: one or two under a light
 	// load, not the whole batch.
 	for i := range b.used {
 		b.hdrs[i].hdr.Namelen = unix.SizeofSockaddrInet6
+		if b.gro {
+			b.hdrs[i].hdr.SetControllen(groRoom)
+		}
 	}
 	b.used = 0
+	b.segs = b.segs[:0]
 	hdrs := b.hdrs[:min(max, len(b.hdrs))]
 	for {
-		n, _, e := syscall.RawSyscall6(unix.SYS_RECVMMSG, uintptr(fd), uintptr(unsafe.Pointer(&hdrs[0])), uintptr(len(hdrs)),
+		got, _, e := syscall.RawSyscall6(unix.SYS_RECVMMSG, uintptr(fd), uintptr(unsafe.Pointer(&hdrs[0])), uintptr(len(hdrs)),
 			unix.MSG_DONTWAIT|unix.MSG_TRUNC, 0, 0)
 		switch e {
 		case 0:
-			b.used = int(n)
-			return int(n), nil
+			b.used = int(got)
+			return b.split(), b.used < len(hdrs), nil
 		case unix.EINTR:
 			continue
 		}
-		return 0, e
+		return 0, false, e
 	}
+}
+
+// split finds the buffers the last Recv filled with several datagrams,
+// and if one did, lists every datagram in segs; it returns how many
+// datagrams came. Without one, the usual case, segs stays empty and the
+// i-th datagram is the i-th buffer's.
+func (b *Batch) split() int {
+	if !b.gro {
+		return b.used
+	}
+	for i := range b.used {
+		if b.segSize(i) > 0 {
+			return b.splitFrom(i)
+		}
+	}
+	return b.used
+}
+
+// splitFrom lists in segs the datagrams of the buffers the last Recv
+// filled, knowing those before the i-th held one each.
+func (b *Batch) splitFrom(i int) int {
+	for j := range i {
+		b.segs = append(b.segs, segment{msg: int32(j), n: int32(b.hdrs[j].n)})
+	}
+	for ; i < b.used; i++ {
+		n, seg := int(b.hdrs[i].n), b.segSize(i)
+		if seg <= 0 || seg >= n {
+			b.segs = append(b.segs, segment{msg: int32(i), n: int32(n)})
+			continue
+		}
+		for off := 0; off < n; off += seg {
+			b.segs = append(b.segs, segment{msg: int32(i), off: int32(off), n: int32(min(seg, n-off))})
+		}
+	}
+	return len(b.segs)
+}
+
+// segSize returns the size of the datagrams the kernel coalesced into
+// the i-th buffer, as its UDP_GRO message says, or 0 when it holds one.
+func (b *Batch) segSize(i int) int {
+	h := &b.hdrs[i].hdr
+	if int(h.Controllen) < unix.CmsgLen(4) {
+		return 0
+	}
+	c := (*unix.Cmsghdr)(unsafe.Pointer(h.Control))
+	if c.Level != unix.SOL_UDP || c.Type != unix.UDP_GRO {
+		return 0
+	}
+	return int(*(*int32)(unsafe.Pointer(&b.ctrl[i*groRoom+unix.CmsgLen(0)])))
 }
 
 // At returns the i-th datagram the last Recv took: the part its buffer
 // holds, its sender, and whether it was longer.
 func (b *Batch) At(i int) (p []byte, from netip.AddrPort, truncated bool) {
+	if len(b.segs) > 0 {
+		return b.segment(i)
+	}
 	h := &b.hdrs[i]
 	n := int(h.n)
 	truncated = h.hdr.Flags&unix.MSG_TRUNC != 0 || n > len(b.bufs[i])
 	return b.bufs[i][:min(n, len(b.bufs[i]))], inetAddrPort(&b.names[i]), truncated
+}
+
+// segment returns the i-th datagram of the last Recv, which coalesced
+// some: a buffer cut short (which a GROBuffer's never is) cuts its last
+// datagrams short, or leaves them empty, each reported truncated.
+func (b *Batch) segment(i int) (p []byte, from netip.AddrPort, truncated bool) {
+	s := b.segs[i]
+	buf := b.bufs[s.msg]
+	end := int(s.off + s.n)
+	return buf[min(int(s.off), len(buf)):min(end, len(buf))], inetAddrPort(&b.names[s.msg]), end > len(buf)
 }
 
 // inetAddrPort reads the IPv4 or IPv6 address (with its zone) and port
@@ -199,6 +297,19 @@ func (b *SendBatch) Send(fd int) (lost int, err error) {
 		}
 	}
 	return 0, nil
+}
+
+// ReceiveCoalesced has the kernel coalesce datagrams of one sender that
+// arrive together into one receive (UDP_GRO), or not, for a Batch of
+// GROBuffer-sized buffers to split: fewer, larger buffers through the
+// stack. Off, it undoes what a socket handed over or enrolled may have
+// brought on. A kernel without it refuses, which changes nothing.
+func ReceiveCoalesced(fd int, on bool) error {
+	v := 0
+	if on {
+		v = 1
+	}
+	return os.NewSyscallError("setsockopt", unix.SetsockoptInt(fd, unix.SOL_UDP, unix.UDP_GRO, v))
 }
 
 // PutSockaddr lays to out in sa as the kernel reads it for a socket of

@@ -3,6 +3,7 @@
 package socket
 
 import (
+	"bytes"
 	"net"
 	"net/netip"
 	"testing"
@@ -10,6 +11,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"golang.org/x/sys/unix"
+
+	"github.com/sluicenet/sluice/internal/udptest"
 )
 
 // receiverAndSender returns a UDP socket on loopback, its address, and a
@@ -149,7 +152,7 @@ func TestBatchReceivesAfresh(t *testing.T) {
 		got := 0
 		deadline := time.Now().Add(5 * time.Second)
 		for got < len(r.sent) {
-			n, err := b.Recv(r.fd, b.Len())
+			n, _, err := b.Recv(r.fd, b.Len())
 			if err == unix.EAGAIN {
 				require.True(t, time.Now().Before(deadline), "round %d: %d of %d datagrams", round, got, len(r.sent))
 				time.Sleep(time.Millisecond)
@@ -166,5 +169,106 @@ func TestBatchReceivesAfresh(t *testing.T) {
 				got++
 			}
 		}
+	}
+}
+
+// A Batch of GROBuffer-sized buffers on a socket that coalesces receives
+// hands each datagram of a coalesced burst on its own, in order, with
+// its sender, beside datagrams that came alone; a buffer too short for a
+// coalesced receive cuts its last datagrams short and reports them
+// truncated.
+func TestBatchSplitsCoalesced(t *testing.T) {
+	r, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	require.NoError(t, err)
+	t.Cleanup(func() { r.Close() })
+	f, err := r.File() // a blocking copy, read with MSG_DONTWAIT
+	require.NoError(t, err)
+	t.Cleanup(func() { f.Close() })
+	fd := int(f.Fd())
+	require.NoError(t, ReceiveCoalesced(fd, true))
+	dial := func() *net.UDPConn {
+		c, err := net.DialUDP("udp4", nil, r.LocalAddr().(*net.UDPAddr))
+		require.NoError(t, err)
+		t.Cleanup(func() { c.Close() })
+		return c
+	}
+	a, c := dial(), dial()
+
+	// burst is n datagrams of size bytes, the last last bytes, each of
+	// its own byte.
+	burst := func(first byte, n, size, last int) (all []byte, each [][]byte) {
+		for i := range n {
+			l := size
+			if i == n-1 {
+				l = last
+			}
+			d := bytes.Repeat([]byte{first + byte(i)}, l)
+			all, each = append(all, d...), append(each, d)
+		}
+		return all, each
+	}
+	type dgram struct {
+		from *net.UDPConn
+		p    []byte
+	}
+	var want []dgram
+	all, each := burst('A', 20, 100, 37)
+	require.NoError(t, udptest.WriteSegmented(a, nil, all, 100))
+	for _, d := range each {
+		want = append(want, dgram{a, d})
+	}
+	_, err = c.Write([]byte("alone"))
+	require.NoError(t, err)
+	want = append(want, dgram{c, []byte("alone")})
+	all, each = burst('a', 10, 50, 50)
+	require.NoError(t, udptest.WriteSegmented(a, nil, all, 50))
+	for _, d := range each {
+		want = append(want, dgram{a, d})
+	}
+
+	b := NewBatch(4, GROBuffer)
+	got, buffers := 0, 0
+	deadline := time.Now().Add(5 * time.Second)
+	for got < len(want) {
+		n, _, err := b.Recv(fd, b.Len())
+		if err == unix.EAGAIN {
+			require.True(t, time.Now().Before(deadline), "%d of %d datagrams", got, len(want))
+			time.Sleep(time.Millisecond)
+			continue
+		}
+		require.NoError(t, err)
+		buffers += b.used
+		for i := range n {
+			p, from, truncated := b.At(i)
+			require.Equal(t, want[got].p, p, "datagram %d", got)
+			require.False(t, truncated, "datagram %d", got)
+			require.Equal(t, want[got].from.LocalAddr().(*net.UDPAddr).AddrPort(), from, "datagram %d", got)
+			got++
+		}
+	}
+	require.Less(t, buffers, len(want), "the kernel coalesced nothing: the test tried no split")
+
+	// A buffer shorter than what the kernel coalesced into it.
+	all, _ = burst('0', 5, 10, 10)
+	require.NoError(t, udptest.WriteSegmented(a, nil, all, 10))
+	b = NewBatch(1, GROBuffer)
+	b.bufs[0], b.iovs[0].Len = b.bufs[0][:25], 25
+	var n int
+	for {
+		n, _, err = b.Recv(fd, 1)
+		if err != unix.EAGAIN || time.Now().After(deadline.Add(5*time.Second)) {
+			break
+		}
+		time.Sleep(time.Millisecond)
+	}
+	require.NoError(t, err)
+	require.Equal(t, 5, n, "every datagram sent, kept or not")
+	for i, w := range []struct {
+		p         string
+		truncated bool
+	}{{"0000000000", false}, {"1111111111", false}, {"22222", true}, {"", true}, {"", true}} {
+		p, _, truncated := b.At(i)
+		require.Equal(t, w.p, string(p), "datagram %d", i)
+		require.Equal(t, w.truncated, truncated, "datagram %d", i)
 	}
 }

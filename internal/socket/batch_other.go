@@ -20,20 +20,24 @@ func NewBatch(n, size int) *Batch { return &Batch{buf: make([]byte, size)} }
 func (b *Batch) Len() int { return 1 }
 
 // Recv receives the datagram waiting on fd, without waiting; see the
-// Linux version (max is at least one, and one is all it takes).
-func (b *Batch) Recv(fd, max int) (int, error) {
-	var err error
+// Linux version (max is at least one, and one is all it takes, which
+// tells nothing of what is left).
+func (b *Batch) Recv(fd, max int) (n int, drained bool, err error) {
 	b.n, b.from, b.truncated, err = RecvFrom(fd, b.buf)
 	if err != nil {
-		return 0, err
+		return 0, false, err
 	}
-	return 1, nil
+	return 1, false, nil
 }
 
 // At returns the datagram the last Recv took.
 func (b *Batch) At(int) (p []byte, from netip.AddrPort, truncated bool) {
 	return b.buf[:b.n], b.from, b.truncated
 }
+
+// GROBuffer is the buffer size a Batch would need to split coalesced
+// receives, which it never gets here.
+const GROBuffer = 64 << 10
 
 // A SendBatch gathers nothing where sendmmsg(2) is not to be had: Add
 // reports false, and the caller sends each datagram at once.

@@ -56,6 +56,7 @@ func udpShapes(t timing) []shape {
 	batch := func(args []string) []string {
 		return udp(append(args, "-inflight", strconv.Itoa(udpInFlight)))
 	}
+	gso := func(args []string) []string { return batch(append(args, "-gso")) }
 	batched := fmt.Sprintf("batched generator (%d peers, %d in flight each)", udpBatchPeers, udpInFlight)
 	lossArgs := udp(loadArgs("loss", udpPeers, 64, "-fraction", strconv.FormatFloat(udpLossFraction, 'f', -1, 64),
 		"-warmup", t.warm.String(), "-duration", t.paced.String()))
@@ -87,6 +88,13 @@ func udpShapes(t timing) []shape {
 		}},
 		{name: "udp batched syscalls", udp: true, perf: true, args: batch(t.counted(udpBatchPeers)), rows: []row{
 			{"System calls/datagram at saturation, " + batched, syscalls},
+		}},
+		{name: "udp batched gso saturation", udp: true, args: gso(t.closed(udpBatchPeers, 64)), rows: []row{
+			{"Datagrams/s at saturation, " + batched + " sending each batch with GSO, 64 B", rate},
+			{"At saturation, batched generator with GSO: server CPU µs/datagram", cpu},
+		}},
+		{name: "udp batched gso syscalls", udp: true, perf: true, args: gso(t.counted(udpBatchPeers)), rows: []row{
+			{"System calls/datagram at saturation, " + batched + " sending each batch with GSO", syscalls},
 		}},
 	}
 }
@@ -154,7 +162,7 @@ func udpPreamble(cfg config) string {
 		"gnet: \"udp://\"; C floor: cfloor/udp_echo.c, recvmmsg and sendmmsg 64 datagrams a call. "+
 		"Saturation: each peer keeps one datagram in flight. Paced: %d datagrams a second in all, each peer sending on time whether or not its last was echoed. "+
 		"System calls: perf over a fixed count of saturation round trips. Loss row: the closed loop's rate measured, then %.0f%% of it paced over the same peers; "+
-		"again with each server asking for a %d MiB receive buffer (-rcvbuf). Batched generator: %d peers, each keeping %d datagrams in flight, sent and received with sendmmsg and recvmmsg (loadgen -inflight).\n"+
+		"again with each server asking for a %d MiB receive buffer (-rcvbuf). Batched generator: %d peers, each keeping %d datagrams in flight, sent and received with sendmmsg and recvmmsg (loadgen -inflight); with GSO, each batch sent instead with one sendmsg and UDP_SEGMENT (loadgen -gso), as a QUIC stack sends, which a server that turns UDP_GRO on (sluice on epoll) receives coalesced.\n"+
 		"Cells: median over rounds (median per-round ratio to %s, low–high).\n",
 		cfg.server.spec, cfg.client.spec, udpPeers, lg.LossTimeout, pacedRate, 100*udpLossFraction, udpBigRecvBuf>>20, udpBatchPeers, udpInFlight, base)
 }

@@ -62,7 +62,7 @@ var (
 	errMode   = errors.New("unknown -mode")
 	errListen = errors.New("-listen-fd works with closed, paced and syscalls only, over plain TCP")
 	errTLS    = errors.New("the handshakes mode needs -tls-cert, and the accepts mode is plain TCP")
-	errUDP    = errors.New("-udp works with closed, paced, syscalls and loss, without -tls-cert or -listen-fd; loss and -inflight need -udp")
+	errUDP    = errors.New("-udp works with closed, paced, syscalls and loss, without -tls-cert or -listen-fd; loss and -inflight need -udp, -gso -udp and -inflight above 1")
 	errGroup  = errors.New("unknown -tls-groups name")
 )
 
@@ -87,6 +87,7 @@ func main() {
 	flag.IntVar(&t.Size, "size", 64, "message size in bytes")
 	flag.IntVar(&t.Workers, "workers", 1, "epoll loops, one per core the generator may use")
 	flag.IntVar(&t.InFlight, "inflight", 0, "-udp closed and syscalls: datagrams each peer keeps in flight, sent and received in batches (0 or 1: one at a time)")
+	flag.BoolVar(&t.Segmented, "gso", false, "-udp with -inflight: send each peer's batch with one sendmsg and UDP_SEGMENT (generic segmentation offload)")
 	flag.IntVar(&t.Listener, "listen-fd", 0, "accept the connections on this inherited listening `descriptor` instead of dialing -addr")
 	flag.Parse()
 	ap, err := netip.ParseAddrPort(*addr)
@@ -132,7 +133,7 @@ func parseGroups(list string) ([]tls.CurveID, error) {
 
 func run(t measure.Target, mode string, warm, d time.Duration, rate int, count int64, then int, frac float64) (measure.Report, error) {
 	datagrams := mode == "closed" || mode == "paced" || mode == "syscalls" || mode == "loss"
-	if (t.UDP || mode == "loss" || t.InFlight > 1) && (!t.UDP || !datagrams || t.TLS != nil || t.Listener > 0) {
+	if (t.UDP || mode == "loss" || t.InFlight > 1 || t.Segmented) && (t.Segmented && t.InFlight < 2 || !t.UDP || !datagrams || t.TLS != nil || t.Listener > 0) {
 		return measure.Report{}, errUDP
 	}
 	switch mode {
