@@ -222,7 +222,7 @@ func (w *response) write(n int, b []byte, s string) (int, error) {
 	}
 	if !w.committed {
 		if x.stage == nil {
-			x.stage = outPool.Get()
+			x.stage = x.getBuf()
 		}
 		x.stage.B = append(x.stage.B, b...)
 		x.stage.B = append(x.stage.B, s...)
