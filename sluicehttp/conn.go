@@ -24,7 +24,7 @@ type hconn struct {
 	flags   hflags
 	paused  pauses   // why it is not read; none when it is
 	wait    readWait // what the read timer waits for
-	start   int64    // when the request being read began, on ls's clock
+	start   int64    // when the request being read began, on ls's clock; kept only with a ReadTimeout
 
 	rtimer, wtimer wheel.Timer
 
@@ -195,7 +195,7 @@ func (hc *hconn) parse() {
 			break
 		}
 		if hc.wait != readHead {
-			hc.start = hc.ls.now()
+			hc.markStart()
 		}
 		// The wait for this request is over, whatever its timer still
 		// says: settle sets the next one's, rather than leave the
@@ -393,13 +393,22 @@ func (hc *hconn) beginHead() {
 		hc.wait = readHead
 		return
 	}
-	hc.start = hc.ls.now()
+	hc.markStart()
 	hc.wait = readHead
 	if d := hc.s.headTimeout(); d > 0 {
 		hc.ls.arm(hc, timerRead, d, readHead)
 	} else {
 		hc.stopReadTimer()
 		hc.wait = readHead
+	}
+}
+
+// markStart notes that a request begins now, for ReadTimeout, the only
+// reader of hc.start (armBody): without one, the clock is not read for
+// every request.
+func (hc *hconn) markStart() {
+	if hc.s.ReadTimeout > 0 {
+		hc.start = hc.ls.now()
 	}
 }
 

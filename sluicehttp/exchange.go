@@ -6,6 +6,7 @@ import (
 	"os"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/sluicenet/sluice"
@@ -33,6 +34,13 @@ type exchange struct {
 	ans   decided      // what the header of the answer being written decides
 	p     poster
 	last  *pool.Buffer // the final output, in flight
+
+	// kept holds output buffers, empty, that the exchange keeps for its
+	// next answers rather than give back to outPool and take out again
+	// for every answer: the handlers' goroutine's during a run (under mu),
+	// the loop's between runs. Nothing a handler sees is in them.
+	kept  [2]*pool.Buffer
+	nkept int
 
 	stop       bool // answer nothing more: the connection closes, or was hijacked
 	closeAfter bool
@@ -244,15 +252,42 @@ func (x *exchange) putRest() {
 
 func (x *exchange) putLast() {
 	if x.last != nil {
-		outPool.Put(x.last)
+		x.putBuf(x.last)
 		x.last = nil
 	}
+}
+
+// maxKeptOut bounds the buffers an exchange keeps (kept): a loop keeps
+// at most maxSpares exchanges, each two of them.
+const maxKeptOut = 4 << 10
+
+// getBuf returns an empty output buffer: one x kept, or the pool's.
+func (x *exchange) getBuf() *pool.Buffer {
+	if x.nkept == 0 {
+		return outPool.Get()
+	}
+	x.nkept--
+	b := x.kept[x.nkept]
+	x.kept[x.nkept] = nil
+	return b
+}
+
+// putBuf takes back b, which nothing refers to any more: x keeps it, if
+// it has room and b is small, or the pool has it back.
+func (x *exchange) putBuf(b *pool.Buffer) {
+	if x.nkept < len(x.kept) && cap(b.B) <= maxKeptOut {
+		b.B = b.B[:0]
+		x.kept[x.nkept] = b
+		x.nkept++
+		return
+	}
+	outPool.Put(b)
 }
 
 // appendRaw appends b to the output. x.mu is held, or x is inline.
 func (x *exchange) appendRaw(b []byte) {
 	if x.out == nil {
-		x.out = outPool.Get()
+		x.out = x.getBuf()
 	}
 	x.out.B = append(x.out.B, b...)
 }
@@ -295,11 +330,11 @@ func (x *exchange) writeOnLoop() error {
 // releaseLocked gives back the exchange's buffers. x.mu is held.
 func (x *exchange) releaseLocked() {
 	if x.stage != nil {
-		outPool.Put(x.stage)
+		x.putBuf(x.stage)
 		x.stage = nil
 	}
 	if x.out != nil {
-		outPool.Put(x.out)
+		x.putBuf(x.out)
 		x.out = nil
 	}
 }
@@ -321,6 +356,10 @@ type poster struct {
 	full     bool           // over the mark, until OnDrain
 	err      error          // the connection is gone
 	kick     chan struct{}  // something above changed
+
+	// failed is set once err is: failure's look, for every answer, takes
+	// no lock while the connection is fine.
+	failed atomic.Bool
 }
 
 func (p *poster) init(hc *hconn) {
@@ -352,7 +391,7 @@ func (p *poster) send(buf *pool.Buffer, wait bool, deadline time.Time) error {
 	if err := p.c.AsyncWrite(buf.B, p.ack); err != nil {
 		p.mu.Lock()
 		p.inflight = p.inflight[:len(p.inflight)-1]
-		p.err = err
+		p.setErr(err)
 		p.mu.Unlock()
 		outPool.Put(buf)
 		return err
@@ -383,7 +422,7 @@ func (p *poster) acked(c sluice.Conn, err error) {
 	buf := p.inflight[0]
 	p.inflight = p.inflight[1:]
 	if err != nil && p.err == nil {
-		p.err = err
+		p.setErr(err)
 	}
 	if err == nil && c.OutboundBuffered() > p.mark {
 		// OnDrain comes once it has drained: it passed the engine's
@@ -409,14 +448,24 @@ func (p *poster) drained() {
 func (p *poster) fail(err error) {
 	p.mu.Lock()
 	if p.err == nil {
-		p.err = err
+		p.setErr(err)
 	}
 	p.full = false
 	p.mu.Unlock()
 	p.signal()
 }
 
+// setErr notes why the connection takes no more output. p.mu is held.
+func (p *poster) setErr(err error) {
+	p.err = err
+	p.failed.Store(true)
+}
+
+// failure returns why the connection takes no more output, or nil.
 func (p *poster) failure() error {
+	if !p.failed.Load() {
+		return nil
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.err

@@ -222,7 +222,7 @@ func (w *response) write(n int, b []byte, s string) (int, error) {
 	}
 	if !w.committed {
 		if x.stage == nil {
-			x.stage = outPool.Get()
+			x.stage = x.getBuf()
 		}
 		x.stage.B = append(x.stage.B, b...)
 		x.stage.B = append(x.stage.B, s...)
@@ -311,13 +311,13 @@ func (w *response) commit(p []byte) {
 	}
 	// What the server writes beside the handler's fields, and which of
 	// those it drops.
-	var setCL, setConn, setCT string
-	setTE := false
+	var setConn, setCT string
+	setCL, setTE := false, false
 	dropCL, dropTE, dropConn, dropCT := false, false, false, false
 
 	if w.handlerDone && !d.trailerSet && !hasTE && bodyAllowed(code) && !d.haveCL && (!isHEAD || len(p) > 0) {
 		w.contentLength = int64(len(p))
-		setCL = strconv.Itoa(len(p))
+		setCL = true
 	}
 	if w.wants10KeepAlive && keepAlives {
 		if len(d.cl) > 0 && d.cl[0] != "" && connection == "keep-alive" {
@@ -410,8 +410,11 @@ func (w *response) commit(p []byte) {
 	if !d.hasDate {
 		out = append(out, *x.s.date.Load()...)
 	}
-	if setCL != "" {
-		out = append(append(append(out, "Content-Length: "...), setCL...), "\r\n"...)
+	if setCL {
+		// Appended, not formatted to a string: one of more than two
+		// digits would be an allocation.
+		out = strconv.AppendInt(append(out, "Content-Length: "...), w.contentLength, 10)
+		out = append(out, "\r\n"...)
 	}
 	if setCT != "" {
 		out = append(append(append(out, "Content-Type: "...), setCT...), "\r\n"...)
