@@ -161,3 +161,6 @@ func (p *Poller) Wake() error {
 	}
 	return nil
 }
+
+// SetHeld does nothing here (EXPERIMENT).
+func (p *Poller) SetHeld(bool) {}
