@@ -47,10 +47,6 @@ func newPollDriver(l *eventloop) (*pollDriver, error) {
 
 func (d *pollDriver) pinned() bool { return false }
 
-// experimentHeld (EXPERIMENT, SLUICE_HELD=1): epoll loops hold their waits
-// as gathering rings do (heldwait.go).
-var experimentHeld = os.Getenv("SLUICE_HELD") == "1"
-
 func (d *pollDriver) start() (driver, error) {
 	for _, ln := range d.l.listeners {
 		if err := d.p.Add(ln.fd, poller.Readable); err != nil {
@@ -62,8 +58,7 @@ func (d *pollDriver) start() (driver, error) {
 
 func (d *pollDriver) turn() error {
 	l := d.l
-	timeout, held := l.sleep(experimentHeld)
-	d.p.SetHeld(held)
+	timeout, _ := l.sleep(false) // only a gathering ring holds its waits
 	ready, err := d.p.Wait(timeout)
 	l.awake(len(ready) == 0)
 	if err != nil {

@@ -5,7 +5,6 @@ package poller
 import (
 	"os"
 	"time"
-	"unsafe"
 
 	"golang.org/x/sys/unix"
 
@@ -20,11 +19,7 @@ type Poller struct {
 	wakefd int
 	events [maxEvents]unix.EpollEvent
 	ready  [maxEvents]Ready
-	held   bool // EXPERIMENT: the next Wait is a raw system call
 }
-
-// SetHeld makes the next Wait a raw system call (EXPERIMENT).
-func (p *Poller) SetHeld(held bool) { p.held = held }
 
 // Open creates a poller.
 func Open() (*Poller, error) {
@@ -82,17 +77,7 @@ func (p *Poller) Remove(fd int) error {
 // reused by the next call.
 func (p *Poller) Wait(timeout time.Duration) ([]Ready, error) {
 	syscount.Inc()
-	var n int
-	var err error
-	if p.held {
-		r, _, e := unix.RawSyscall6(unix.SYS_EPOLL_PWAIT, uintptr(p.epfd), uintptr(unsafe.Pointer(&p.events[0])), uintptr(len(p.events)), uintptr(waitMillis(timeout)), 0, 0)
-		n = int(r)
-		if e != 0 {
-			err = e
-		}
-	} else {
-		n, err = unix.EpollWait(p.epfd, p.events[:], waitMillis(timeout))
-	}
+	n, err := unix.EpollWait(p.epfd, p.events[:], waitMillis(timeout))
 	if err != nil {
 		if err == unix.EINTR {
 			return nil, nil

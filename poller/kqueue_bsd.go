@@ -139,6 +139,3 @@ func (p *Poller) Wake() error {
 		return os.NewSyscallError("kevent", err)
 	}
 }
-
-// SetHeld does nothing here (EXPERIMENT).
-func (p *Poller) SetHeld(bool) {}

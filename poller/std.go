@@ -161,6 +161,3 @@ func (p *Poller) Wake() error {
 	}
 	return nil
 }
-
-// SetHeld does nothing here (EXPERIMENT).
-func (p *Poller) SetHeld(bool) {}
