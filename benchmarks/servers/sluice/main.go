@@ -16,6 +16,9 @@
 // With -gather-wait d its io_uring loops gather events for up to d before
 // handling them (WithGatherWait; 0, the default, is off).
 //
+// With -lock-os-thread=false its epoll loops are not locked to their
+// threads (WithLockOSThread(false)), to measure what locking costs.
+//
 // With -tls-cert and -tls-key it serves TLS on its listener (WithTLS, the
 // handshake on a goroutine, the records on the loop): the same handler
 // echoes the plaintext.
@@ -78,6 +81,7 @@ type server struct {
 	kind    *poller.Kind
 	readBuf *int
 	gather  *time.Duration
+	lock    *bool
 }
 
 func (s server) Serve(cfg serve.Config, m *serve.Meter) error {
@@ -115,6 +119,7 @@ func (s server) options(cfg serve.Config) []sluice.Option {
 		sluice.WithWriteBufferCap(64 << 10),
 		sluice.WithPoller(*s.kind),
 		sluice.WithGatherWait(*s.gather),
+		sluice.WithLockOSThread(*s.lock),
 	}
 }
 
@@ -131,5 +136,6 @@ func main() {
 	flag.TextVar(&kind, "poller", poller.Epoll, "how the event loops wait: epoll, uring or auto")
 	readBuf := flag.Int("read-buffer", 64<<10, "read buffer `bytes`")
 	gather := flag.Duration("gather-wait", 0, "io_uring: after an event, wait up to this long for more before handling them (0: off)")
-	serve.Main(server{eng: serve.NewHandoff[sluice.Engine](), kind: &kind, readBuf: readBuf, gather: gather})
+	lock := flag.Bool("lock-os-thread", true, "lock each event loop to its OS thread (io_uring's always are)")
+	serve.Main(server{eng: serve.NewHandoff[sluice.Engine](), kind: &kind, readBuf: readBuf, gather: gather, lock: lock})
 }
