@@ -5,7 +5,6 @@ import (
 	"errors"
 	"net"
 	"os"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -279,13 +278,9 @@ func (s *server) OnTick() (time.Duration, sluice.Action) {
 	return time.Second / time.Duration(s.hz.Load()), sluice.None
 }
 
-// replyBufs holds the buffers batches gather replies in, so an idle
-// connection holds none.
-var replyBufs = sync.Pool{New: func() any { return new([]byte) }}
-
 // maxPendingReplies bounds the replies one call queues before it leaves
 // the rest of the pipeline for the next.
 const maxPendingReplies = 4 << 20
 
-// maxKeptReply bounds the reply buffers kept for reuse.
+// maxKeptReply bounds the reply buffer a loop keeps for its next batch.
 const maxKeptReply = 2 * flushAt
