@@ -62,6 +62,14 @@ func (c *config) options() []sluice.Option {
 		sluice.WithOutboundSoftLimit(c.output.normalLimit().soft, c.output.normalLimit().softFor),
 		sluice.WithTLS(c.tls),
 		sluice.WithListenerFiles(c.files, sluice.ListenTLS(c.tls)),
+		// Unlocked: no other thread can run a loop locked to its own, so
+		// each of its passes through the Go scheduler (every few
+		// milliseconds, to keep the runtime from taking it for stuck) and
+		// each return from a wait whose P the runtime took meanwhile hands
+		// the P from one thread to another and back, waking both. The
+		// server never dials from a callback, the one thing locking serves
+		// on epoll; io_uring's loops stay locked whatever this says.
+		sluice.WithLockOSThread(false),
 	}
 }
 
