@@ -30,8 +30,7 @@ type call struct {
 	inExec    bool
 	held      uint64
 	readyKeys []string
-	out       []byte
-	buf       *[]byte // where out came from
+	out       []byte // the loop's reply buffer while a batch runs (loopState.replies)
 
 	// The command last looked up, by the name the client gave it, which
 	// the next command usually repeats.
@@ -40,22 +39,23 @@ type call struct {
 	lastCmd  *command
 }
 
-// begin starts a batch of commands.
+// begin starts a batch of commands. Its replies gather in the loop's
+// buffer, which end gives back: a loop runs one batch at a time (what a
+// command has for another client of its loop is posted to the loop), and
+// a batch begun inside another would only start from an empty buffer.
 func (c *call) begin() {
-	c.buf = replyBufs.Get().(*[]byte)
-	c.out = (*c.buf)[:0]
+	ls := c.cl.loop
+	c.out, ls.replies = ls.replies[:0], nil
 	c.now = time.Now().UnixMilli()
 	c.resp3 = c.cl.proto.Load() == 3
 }
 
 // end finishes a batch whose replies have been written.
 func (c *call) end() {
-	*c.buf = nil
 	if cap(c.out) <= maxKeptReply {
-		*c.buf = c.out[:0]
+		c.cl.loop.replies = c.out[:0]
 	}
-	replyBufs.Put(c.buf)
-	c.buf, c.out, c.args = nil, nil, nil
+	c.out, c.args = nil, nil
 	c.cl.touch(c.now, c.cmd)
 }
 

@@ -19,6 +19,11 @@ type loopState struct {
 	srv  *server
 	loop sluice.Loop
 
+	// The buffer the replies of a batch of commands gather in, one per
+	// loop, so that an idle connection holds none; the batch running
+	// holds it (call.begin), and it is nil meanwhile.
+	replies []byte
+
 	// Pub/sub messages for this loop's clients, posted by publishers on
 	// other loops and written in one task, however many were posted
 	// before it ran.

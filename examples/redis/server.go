@@ -5,7 +5,6 @@ import (
 	"errors"
 	"net"
 	"os"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -63,6 +62,14 @@ func (c *config) options() []sluice.Option {
 		sluice.WithOutboundSoftLimit(c.output.normalLimit().soft, c.output.normalLimit().softFor),
 		sluice.WithTLS(c.tls),
 		sluice.WithListenerFiles(c.files, sluice.ListenTLS(c.tls)),
+		// Unlocked: no other thread can run a loop locked to its own, so
+		// each of its passes through the Go scheduler (every few
+		// milliseconds, to keep the runtime from taking it for stuck) and
+		// each return from a wait whose P the runtime took meanwhile hands
+		// the P from one thread to another and back, waking both. The
+		// server never dials from a callback, the one thing locking serves
+		// on epoll; io_uring's loops stay locked whatever this says.
+		sluice.WithLockOSThread(false),
 	}
 }
 
@@ -281,13 +288,9 @@ func (s *server) OnTick() (time.Duration, sluice.Action) {
 	return time.Second / time.Duration(s.hz.Load()), sluice.None
 }
 
-// replyBufs holds the buffers batches gather replies in, so an idle
-// connection holds none.
-var replyBufs = sync.Pool{New: func() any { return new([]byte) }}
-
 // maxPendingReplies bounds the replies one call queues before it leaves
 // the rest of the pipeline for the next.
 const maxPendingReplies = 4 << 20
 
-// maxKeptReply bounds the reply buffers kept for reuse.
+// maxKeptReply bounds the reply buffer a loop keeps for its next batch.
 const maxKeptReply = 2 * flushAt
