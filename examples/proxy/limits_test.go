@@ -161,6 +161,10 @@ func TestStopIsBounded(t *testing.T) {
 	_, err := stuck.Write(payload(9, size))
 	require.NoError(t, err)
 	waitFor(t, func() bool { return tp.snapshot().Up == size }, func() string { return "the upload was not relayed" })
+	// The echo must have come back through the proxy, which the stop then
+	// waits to deliver; on a busy machine the backend may not have echoed
+	// anything yet when the upload is relayed.
+	waitFor(t, func() bool { return tp.snapshot().Down == size }, func() string { return "the echo did not come back through the proxy" })
 
 	start := time.Now()
 	require.NoError(t, tp.stop())
