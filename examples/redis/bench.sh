@@ -49,8 +49,9 @@
 # script): SUBSCRIBERS connections subscribe to one channel and one more
 # publishes to it, -P PUBLISH commands at a time, until REQUESTS messages
 # have been delivered in all; the figures are then per delivered message.
-# LOOPS sets the Go server's event loops (and GOMAXPROCS), all on
-# SERVER_CPU: with more than one, subscribers and the publisher are spread
+# LOOPS sets the Go server's event loops, all on SERVER_CPU, and PROCS its
+# GOMAXPROCS (LOOPS unless set: PROCS=2 with one loop gives the runtime a
+# spare P, as "How the loop meets the Go runtime" in ARCHITECTURE.md says): with more than one, subscribers and the publisher are spread
 # over them and messages cross loops. POLLER sets the poller its loops run
 # on (its -poller flag: epoll, the default, or uring).
 #
@@ -70,6 +71,7 @@ REQUESTS=${REQUESTS:-400000}
 CLIENTS=${CLIENTS:-50}
 SUBSCRIBERS=${SUBSCRIBERS:-1000}
 LOOPS=${LOOPS:-1}
+PROCS=${PROCS:-$LOOPS}
 POLLER=${POLLER:-epoll}
 TESTS=${TESTS:-set,get}
 PIPELINES=${PIPELINES:-"1 16"}
@@ -111,7 +113,7 @@ waitFor() {
 }
 
 (cd "$(dirname "$0")" && go build -o "$tmp/sluice-redis" . && go build -o "$tmp/fanout" ./fanout)
-GOMAXPROCS=$LOOPS taskset -c "$SERVER_CPU" "$tmp/sluice-redis" -addr "tcp://127.0.0.1:$SLUICE_PORT" -loops "$LOOPS" -poller "$POLLER" >"$tmp/sluice.log" 2>&1 &
+GOMAXPROCS=$PROCS taskset -c "$SERVER_CPU" "$tmp/sluice-redis" -addr "tcp://127.0.0.1:$SLUICE_PORT" -loops "$LOOPS" -poller "$POLLER" >"$tmp/sluice.log" 2>&1 &
 sluice_pid=$!
 pids+=("$sluice_pid")
 taskset -c "$SERVER_CPU" redis-server --port "$REDIS_PORT" --bind 127.0.0.1 --save '' --appendonly no \
