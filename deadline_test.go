@@ -342,6 +342,36 @@ func TestWriteTimeoutOnTime(t *testing.T) {
 	assert.Less(t, after, 3*timeout, "closed late")
 }
 
+// TestWriteTimeoutFillingPeer: a peer that never reads is closed within
+// two timeouts of its output stalling (WithWriteTimeout) even when its
+// kernel has yet to fill the last of its receive window when the first
+// deadline passes. With its default receive buffer, TCP leaves that last
+// piece, smaller than a segment, for its first window probe, about 200 ms
+// later, and the peer acknowledges it then without having read a byte:
+// that is the room it had offered, not room it made. The timeout is
+// shorter than that probe, so the first deadline comes before it.
+func TestWriteTimeoutFillingPeer(t *testing.T) {
+	const timeout = 150 * time.Millisecond
+	onEachPoller(t, func(t *testing.T, p Option) outcome {
+		h := newLifetimes()
+		b := &bulk{payload: make([]byte, 12<<20), sent: make(chan struct{}, 1)}
+		h.traffic = b.OnTraffic
+		eng, addr := serve(t, h, p, WithNumEventLoop(1), WithWriteTimeout(timeout))
+		c := dial(t, addr) // and never read
+		id := h.next(t)
+		_, err := c.Write([]byte("go"))
+		require.NoError(t, err)
+		<-b.sent
+		stalled := time.Now()
+		_, err = h.waitClosed(t, id)
+		require.ErrorIs(t, err, ErrWriteTimeout)
+		cl, _ := h.closing(id)
+		// Closed at the second deadline, not a wait later (3*timeout).
+		assert.Less(t, cl.at.Sub(stalled), 5*timeout/2, "closed late")
+		return outcome{Closed: []string{errName(err)}, Stats: Stats{WriteTimeouts: eng.Stats().WriteTimeouts}}
+	})
+}
+
 // TestWriteTimeoutSteadyReader holds WithWriteTimeout to its promise on
 // every poller: output that makes progress is never cut, and output that
 // makes none is. The peer has a 64 KiB receive buffer, set before the
