@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"path/filepath"
 	"runtime"
 	"sync"
 	"testing"
@@ -351,7 +352,7 @@ func TestWriteTimeoutOnTime(t *testing.T) {
 // that is the room it had offered, not room it made. The timeout is
 // shorter than that probe, so the first deadline comes before it.
 func TestWriteTimeoutFillingPeer(t *testing.T) {
-	const timeout = 150 * time.Millisecond
+	const timeout = 175 * time.Millisecond
 	onEachPoller(t, func(t *testing.T, p Option) outcome {
 		h := newLifetimes()
 		b := &bulk{payload: make([]byte, 12<<20), sent: make(chan struct{}, 1)}
@@ -362,22 +363,56 @@ func TestWriteTimeoutFillingPeer(t *testing.T) {
 		_, err := c.Write([]byte("go"))
 		require.NoError(t, err)
 		<-b.sent
-		// The output stalls when the socket last takes some of it, which
-		// on the development backend is a while after the handler wrote.
-		sent, stalled := eng.Stats().BytesOut, time.Now()
-		waitFor(t, 10*time.Second, func() bool {
-			if n := eng.Stats().BytesOut; n != sent {
-				sent, stalled = n, time.Now()
-			}
-			_, closed := h.closing(id)
-			return closed
-		}, func() string { return "the connection did not close" })
-		cl, _ := h.closing(id)
+		cl, stalled := h.closedAfterStall(t, eng, id)
 		require.ErrorIs(t, cl.err, ErrWriteTimeout)
-		// Closed at the second deadline, not a wait later (3*timeout).
-		assert.Less(t, cl.at.Sub(stalled), 5*timeout/2, "closed late")
+		// Closed at the second deadline, not a wait later: a third comes
+		// no sooner than three timeouts after the stall, less the loop's
+		// clock running up to an iteration behind.
+		assert.Less(t, stalled, 3*timeout-2*wheel.DefaultTick, "closed late")
 		return outcome{Closed: []string{errName(cl.err)}, Stats: Stats{WriteTimeouts: eng.Stats().WriteTimeouts}}
 	})
+}
+
+// TestWriteTimeoutUnixSocket: a Unix socket has no TCP to ask
+// (WithWriteTimeout), and needs none, since its writer hears at once that
+// its peer read: a peer that never reads is closed when the first
+// deadline passes, not given another wait.
+func TestWriteTimeoutUnixSocket(t *testing.T) {
+	const timeout = 200 * time.Millisecond
+	onEachPoller(t, func(t *testing.T, p Option) outcome {
+		h := newLifetimes()
+		b := &bulk{payload: make([]byte, 4<<20), sent: make(chan struct{}, 1)}
+		h.traffic = b.OnTraffic
+		eng, addr := serveAddr(t, "unix://"+filepath.Join(t.TempDir(), "s"), h, p, WithNumEventLoop(1), WithWriteTimeout(timeout))
+		c := dial(t, addr) // and never read
+		id := h.next(t)
+		_, err := c.Write([]byte("go"))
+		require.NoError(t, err)
+		<-b.sent
+		cl, stalled := h.closedAfterStall(t, eng, id)
+		require.ErrorIs(t, cl.err, ErrWriteTimeout)
+		assert.GreaterOrEqual(t, stalled, timeout-wheel.DefaultTick, "closed early")
+		assert.Less(t, stalled, 3*timeout/2, "closed late")
+		return outcome{Closed: []string{errName(cl.err)}, Stats: Stats{WriteTimeouts: eng.Stats().WriteTimeouts}}
+	})
+}
+
+// closedAfterStall waits for connection id of eng to close, and returns
+// how and how long after its output stalled: when the socket last took
+// some (BytesOut), which on the development backend is a while after the
+// handler wrote, as its writer fills the kernel's buffer.
+func (h *lifetimes) closedAfterStall(t testing.TB, eng Engine, id uint64) (closing, time.Duration) {
+	t.Helper()
+	sent, stalled := eng.Stats().BytesOut, time.Now()
+	waitFor(t, 10*time.Second, func() bool {
+		if n := eng.Stats().BytesOut; n != sent {
+			sent, stalled = n, time.Now()
+		}
+		_, closed := h.closing(id)
+		return closed
+	}, func() string { return "the connection did not close" })
+	cl, _ := h.closing(id)
+	return cl, cl.at.Sub(stalled)
 }
 
 // TestWriteTimeoutSteadyReader holds WithWriteTimeout to its promise on
