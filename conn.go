@@ -279,7 +279,7 @@ type conn struct {
 	state   connState
 	events  poller.Event // what the poller watches for
 	flags   connFlags
-	acked   uint32 // the low bits of what TCP said its peer acknowledged when its write deadline last waited (writeWaits)
+	acked   uint32 // the low bits of what TCP said its peer had acknowledged and offered to take when its write deadline last waited (writeWaits)
 	loop    *eventloop
 	id      uint64         // its kill.ConnID
 	remote  netip.AddrPort // zero for a unix socket

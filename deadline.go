@@ -122,22 +122,25 @@ func (l *eventloop) sent(c *conn) {
 // So the kernel is asked (one system call, only when a deadline passes).
 // The first deadline of a stall waits once more unless TCP has already
 // found the peer's window closed (or its segments unanswered) twice in a
-// row; each later one waits again only if the peer acknowledged some of
-// the output during the last wait. A peer that stopped reading is closed
-// within two timeouts, and at the first deadline when the timeout is
-// longer than TCP's first two probes.
+// row; each later one waits again only if the peer acknowledged output
+// past the window it offered at the last look, room it can make only by
+// reading: the rest of that window its kernel may take without reading a
+// byte, and TCP sends its last piece smaller than a segment only with a
+// window probe. A peer that stopped reading is closed within two
+// timeouts, and at the first deadline when the timeout is longer than
+// TCP's first two probes.
 func (l *eventloop) writeWaits(c *conn) bool {
-	acked, waiting, ok := socket.Delivery(c.fd)
+	acked, offered, waiting, ok := socket.Delivery(c.fd)
 	if !ok {
 		return false
 	}
 	first := c.flags&flagWriteWaited == 0
-	moved := !first && uint32(acked) != c.acked
+	moved := !first && int32(uint32(acked)-c.acked) > 0
 	if !(first && waiting) && !moved {
 		return false
 	}
 	c.flags |= flagWriteWaited
-	c.acked = uint32(acked)
+	c.acked = uint32(offered)
 	l.arm(c, &c.writeTimer, timerWrite, l.eng.opts.writeTimeout)
 	return true
 }

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"path/filepath"
 	"runtime"
 	"sync"
 	"testing"
@@ -340,6 +341,88 @@ func TestWriteTimeoutOnTime(t *testing.T) {
 	require.ErrorIs(t, err, ErrWriteTimeout)
 	assert.GreaterOrEqual(t, after, timeout, "closed early")
 	assert.Less(t, after, 3*timeout, "closed late")
+}
+
+// TestWriteTimeoutFillingPeer: a peer that never reads is closed at the
+// second deadline of its stalled output (WithWriteTimeout), not given a
+// third wait, even when its kernel has yet to fill the last of its
+// receive window when the first deadline passes. With its default
+// receive buffer, TCP leaves that last piece, smaller than a segment, for
+// its first window probe, about 200 ms later, and the peer acknowledges
+// it then without having read a byte: that is the room it had offered,
+// not room it made. The timeout is shorter than that probe, so the first
+// deadline comes before it. The waits are counted, not timed, so that a
+// loop running late on a loaded machine cannot fail the test.
+func TestWriteTimeoutFillingPeer(t *testing.T) {
+	const timeout = 150 * time.Millisecond
+	onEachPoller(t, func(t *testing.T, p Option) outcome {
+		h := newLifetimes()
+		b := &bulk{payload: make([]byte, 12<<20), sent: make(chan struct{}, 1)}
+		h.traffic = b.OnTraffic
+		eng, addr := serve(t, h, p, WithNumEventLoop(1), WithWriteTimeout(timeout))
+		c := dial(t, addr) // and never read
+		id := h.next(t)
+		_, err := c.Write([]byte("go"))
+		require.NoError(t, err)
+		<-b.sent
+		cl, waits := h.writeWaitsUntilClosed(t, eng, id)
+		require.ErrorIs(t, cl.err, ErrWriteTimeout)
+		assert.LessOrEqual(t, waits, 1, "write deadlines set again for a peer that never read")
+		return outcome{Closed: []string{errName(cl.err)}, Stats: Stats{WriteTimeouts: eng.Stats().WriteTimeouts}}
+	})
+}
+
+// TestWriteTimeoutUnixSocket: a Unix socket has no TCP to ask
+// (WithWriteTimeout), and needs none, since its writer hears at once that
+// its peer read: a peer that never reads is closed when the first
+// deadline passes, never given another wait.
+func TestWriteTimeoutUnixSocket(t *testing.T) {
+	const timeout = 200 * time.Millisecond
+	onEachPoller(t, func(t *testing.T, p Option) outcome {
+		h := newLifetimes()
+		b := &bulk{payload: make([]byte, 4<<20), sent: make(chan struct{}, 1)}
+		h.traffic = b.OnTraffic
+		eng, addr := serveAddr(t, "unix://"+filepath.Join(t.TempDir(), "s"), h, p, WithNumEventLoop(1), WithWriteTimeout(timeout))
+		c := dial(t, addr) // and never read
+		id := h.next(t)
+		_, err := c.Write([]byte("go"))
+		require.NoError(t, err)
+		<-b.sent
+		cl, waits := h.writeWaitsUntilClosed(t, eng, id)
+		require.ErrorIs(t, cl.err, ErrWriteTimeout)
+		assert.Zero(t, waits, "a Unix socket's write deadline was set again")
+		after, _ := h.waitClosed(t, id)
+		assert.GreaterOrEqual(t, after, timeout, "closed early")
+		return outcome{Closed: []string{errName(cl.err)}, Stats: Stats{WriteTimeouts: eng.Stats().WriteTimeouts}}
+	})
+}
+
+// writeWaitsUntilClosed waits for connection id, on eng's first loop, to
+// close, and returns how, and how many times its write deadline passed
+// and was set again (writeWaits), seen from the loop: each such wait
+// records a new mark in conn.acked, which stays until the next.
+func (h *lifetimes) writeWaitsUntilClosed(t testing.TB, eng Engine, id uint64) (closing, int) {
+	t.Helper()
+	c := h.conn(id).(*conn)
+	var mu sync.Mutex
+	var waits int
+	var mark uint32
+	look := func() {
+		mu.Lock()
+		defer mu.Unlock()
+		if c.state != stateClosed && c.flags&flagWriteWaited != 0 && (waits == 0 || c.acked != mark) {
+			waits, mark = waits+1, c.acked
+		}
+	}
+	waitFor(t, 10*time.Second, func() bool {
+		eng.Loop(0).Execute(look) // fails once the engine stops, which the test sees as no close
+		_, closed := h.closing(id)
+		return closed
+	}, func() string { return "the connection did not close" })
+	cl, _ := h.closing(id)
+	mu.Lock()
+	defer mu.Unlock()
+	return cl, waits
 }
 
 // TestWriteTimeoutSteadyReader holds WithWriteTimeout to its promise on

@@ -396,22 +396,25 @@ const DefaultWriteTimeout = 60 * time.Second
 // otherwise wait on a peer that waits on it. The default is
 // DefaultWriteTimeout; zero or less means none.
 //
-// Output makes progress when the socket takes more of it, or, on Linux,
-// when the peer acknowledges some of what the socket holds. It is a bound
-// on each wait, as nginx's send_timeout is, not on the whole answer, as a
-// net.Conn's write deadline and net/http's WriteTimeout are: a peer that
-// reads a large answer slowly but steadily is never cut. A peer can read
+// Output makes progress when the socket takes more of it, or, for TCP on
+// Linux, when the peer acknowledges output past the window it had
+// offered, which it can only by reading. It is a bound on each wait, as
+// nginx's send_timeout is, not on the whole answer, as a net.Conn's write
+// deadline and net/http's WriteTimeout are: a peer that reads a large
+// answer slowly but steadily is not cut. A peer can read
 // steadily and still leave the socket full for longer than a short
 // timeout, since TCP learns that it made room only when it acknowledges
 // or when TCP probes its closed window, at least 200 ms (on Linux) after
 // it closed and twice as late each time after. So when the deadline
-// passes on Linux, the kernel is asked (one system call, only then): the
-// deadline waits once more unless TCP has already found the peer's window
-// closed twice in a row, and again only while the peer acknowledges some
-// output within each wait. A peer that stopped reading is closed within
-// 2*d, and after d when d is longer than TCP's first two window probes
-// (about 600 ms over loopback). Elsewhere the connection is closed when
-// the deadline passes.
+// passes on a TCP connection on Linux, the kernel is asked (one system
+// call, only then): the deadline waits once more unless TCP has already
+// found the peer's window closed twice in a row, and again only while the
+// peer acknowledges output past its window within each wait. A peer that
+// stopped reading is closed within 2*d, and after d when d is longer than
+// TCP's first two window probes (about 600 ms over loopback). Elsewhere
+// (Unix sockets, the BSDs, Windows) the kernel is not asked and the
+// connection is closed when the deadline passes, so there a d shorter
+// than TCP's window probes can cut a peer that reads steadily.
 func WithWriteTimeout(d time.Duration) Option {
 	return func(o *options) { o.writeTimeout = max(d, 0) }
 }

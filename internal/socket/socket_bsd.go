@@ -66,7 +66,7 @@ func Settled(fd int) bool { return false }
 
 // Delivery reports what TCP says of fd's output. The BSDs are not asked:
 // ok is false, so a write deadline passes when it comes.
-func Delivery(fd int) (acked uint64, waiting, ok bool) { return 0, false, false }
+func Delivery(fd int) (acked, offered uint64, waiting, ok bool) { return 0, 0, false, false }
 
 // BindToDevice reports that the BSDs have no SO_BINDTODEVICE.
 func BindToDevice(fd int, device string) error {

@@ -103,16 +103,17 @@ func Settled(fd int) bool {
 }
 
 // Delivery reports what TCP says of fd's output (tcpDelivery): the bytes
-// its peer has acknowledged, and whether TCP still waits on the peer to
-// make room for output it holds. ok is false where fd does not say, as a
-// Unix socket does not. It costs one system call.
-func Delivery(fd int) (acked uint64, waiting, ok bool) {
+// its peer has acknowledged, those and the window it offers, and whether
+// TCP still waits on the peer to make room for output it holds. ok is
+// false where fd does not say, as a Unix socket does not. It costs one
+// system call.
+func Delivery(fd int) (acked, offered uint64, waiting, ok bool) {
 	ti, err := unix.GetsockoptTCPInfo(fd, unix.IPPROTO_TCP, unix.TCP_INFO)
 	if err != nil {
-		return 0, false, false
+		return 0, 0, false, false
 	}
-	acked, waiting = tcpDelivery(ti)
-	return acked, waiting, true
+	acked, offered, waiting = tcpDelivery(ti)
+	return acked, offered, waiting, true
 }
 
 // BindToDevice restricts fd to the network interface named device
