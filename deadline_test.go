@@ -356,15 +356,7 @@ func TestWriteTimeoutOnTime(t *testing.T) {
 func TestWriteTimeoutFillingPeer(t *testing.T) {
 	const timeout = 150 * time.Millisecond
 	onEachPoller(t, func(t *testing.T, p Option) outcome {
-		h := newLifetimes()
-		b := &bulk{payload: make([]byte, 12<<20), sent: make(chan struct{}, 1)}
-		h.traffic = b.OnTraffic
-		eng, addr := serve(t, h, p, WithNumEventLoop(1), WithWriteTimeout(timeout))
-		c := dial(t, addr) // and never read
-		id := h.next(t)
-		_, err := c.Write([]byte("go"))
-		require.NoError(t, err)
-		<-b.sent
+		h, eng, id := stalledWriter(t, "tcp://127.0.0.1:0", 12<<20, p, WithWriteTimeout(timeout))
 		cl, waits := h.writeWaitsUntilClosed(t, eng, id)
 		require.ErrorIs(t, cl.err, ErrWriteTimeout)
 		assert.LessOrEqual(t, waits, 1, "write deadlines set again for a peer that never read")
@@ -379,15 +371,7 @@ func TestWriteTimeoutFillingPeer(t *testing.T) {
 func TestWriteTimeoutUnixSocket(t *testing.T) {
 	const timeout = 200 * time.Millisecond
 	onEachPoller(t, func(t *testing.T, p Option) outcome {
-		h := newLifetimes()
-		b := &bulk{payload: make([]byte, 4<<20), sent: make(chan struct{}, 1)}
-		h.traffic = b.OnTraffic
-		eng, addr := serveAddr(t, "unix://"+filepath.Join(t.TempDir(), "s"), h, p, WithNumEventLoop(1), WithWriteTimeout(timeout))
-		c := dial(t, addr) // and never read
-		id := h.next(t)
-		_, err := c.Write([]byte("go"))
-		require.NoError(t, err)
-		<-b.sent
+		h, eng, id := stalledWriter(t, "unix://"+filepath.Join(t.TempDir(), "s"), 4<<20, p, WithWriteTimeout(timeout))
 		cl, waits := h.writeWaitsUntilClosed(t, eng, id)
 		require.ErrorIs(t, cl.err, ErrWriteTimeout)
 		assert.Zero(t, waits, "a Unix socket's write deadline was set again")
@@ -395,6 +379,22 @@ func TestWriteTimeoutUnixSocket(t *testing.T) {
 		assert.GreaterOrEqual(t, after, timeout, "closed early")
 		return outcome{Closed: []string{errName(cl.err)}, Stats: Stats{WriteTimeouts: eng.Stats().WriteTimeouts}}
 	})
+}
+
+// stalledWriter serves addr on one loop with opts, connects a peer that
+// never reads and has the server answer it with size bytes, which it
+// returns once the handler has written them.
+func stalledWriter(t *testing.T, addr string, size int, opts ...Option) (*lifetimes, Engine, uint64) {
+	h := newLifetimes()
+	b := &bulk{payload: make([]byte, size), sent: make(chan struct{}, 1)}
+	h.traffic = b.OnTraffic
+	eng, addr := serveAddr(t, addr, h, append(opts, WithNumEventLoop(1))...)
+	c := dial(t, addr) // and never read
+	id := h.next(t)
+	_, err := c.Write([]byte("go"))
+	require.NoError(t, err)
+	<-b.sent
+	return h, eng, id
 }
 
 // writeWaitsUntilClosed waits for connection id, on eng's first loop, to

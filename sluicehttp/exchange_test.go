@@ -9,7 +9,6 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/sluicenet/sluice"
 	"github.com/sluicenet/sluice/pool"
 )
 
@@ -32,10 +31,7 @@ func TestExchangeKeepsBuffers(t *testing.T) {
 	})
 	modes(t, func(t *testing.T, inline bool) {
 		s := &Server{Inline: inline, Handler: h}
-		c := dial(t, serve(t, s, sluice.WithNumEventLoop(1)))
-		s.mu.Lock()
-		ls := s.loops[0]
-		s.mu.Unlock()
+		c, ls := serveOneLoop(t, s)
 		// kept returns the capacities of the buffers the loop's spare
 		// exchanges keep, and how many exchanges it has.
 		kept := func() (caps []int, spares int) {

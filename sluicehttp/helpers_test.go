@@ -79,6 +79,15 @@ func client(t testing.TB) *http.Client {
 	return &http.Client{Transport: tr, Timeout: deadline}
 }
 
+// serveOneLoop serves s on one loop and returns a client connected to it
+// and the loop's state, for tests that look at what the loop keeps.
+func serveOneLoop(t testing.TB, s *Server) (net.Conn, *loopState) {
+	c := dial(t, serve(t, s, sluice.WithNumEventLoop(1)))
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return c, s.loops[0]
+}
+
 // dial connects to addr over TCP; the connection closes when the test
 // ends, and its reads and writes fail past the deadline.
 func dial(t testing.TB, addr string) net.Conn {

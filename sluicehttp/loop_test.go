@@ -345,10 +345,7 @@ func TestLoopHandlerKeepsOutput(t *testing.T) {
 	})
 	modes(t, func(t *testing.T, inline bool) {
 		s := &Server{Inline: inline, Handler: h}
-		c := dial(t, serve(t, s, sluice.WithNumEventLoop(1)))
-		s.mu.Lock()
-		ls := s.loops[0]
-		s.mu.Unlock()
+		c, ls := serveOneLoop(t, s)
 		// kept returns the capacity of the loop's kept buffer, or -1.
 		kept := func() int {
 			ch := make(chan int, 1)
