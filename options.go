@@ -325,18 +325,21 @@ func WithTCPKeepAlive(d time.Duration) Option {
 
 // WithSocketRecvBuffer sets SO_RCVBUF on the listeners, UDP sockets
 // included, and every connection (DialReadBuffer overrides it for a
-// dial); zero keeps the kernel's default. Linux doubles what it is asked
-// for, to leave room for its bookkeeping, and caps what it grants at
-// net.core.rmem_max (212,992 bytes unless raised with sysctl).
+// dial). Zero, the default, keeps the kernel's default, except on UDP
+// listeners, which ask for DefaultPacketRecvBuffer. Linux doubles what it
+// is asked for, to leave room for its bookkeeping, and caps what it
+// grants at net.core.rmem_max (212,992 bytes unless raised with sysctl).
 //
 // A UDP listener's receive buffer is what holds datagrams while its loop
 // is busy or its process stalled; once it is full the kernel drops what
 // arrives. Each datagram takes its bytes and about 770 of the kernel's:
-// the default 212,992 bytes hold 256 datagrams of 64 bytes, 2.5 ms at
-// 100,000 a second. A UDP server that must not lose datagrams to a
-// stall of a few milliseconds (a busy machine, a virtual machine's
-// pauses) wants it larger: asked for 4 MiB, with net.core.rmem_max
-// raised to match, the kernel grants 8 MiB, which holds 10,000 of them.
+// the kernel's default 212,992 bytes hold 256 datagrams of 64 bytes,
+// 2.5 ms at 100,000 a second, which a busy machine or a virtual
+// machine's pause outlasts; 8 MiB, what Linux grants for
+// DefaultPacketRecvBuffer where net.core.rmem_max allows it, holds 10,000
+// of them. The buffer bounds the kernel's memory for the socket, taken
+// only as datagrams wait in it: under a flood, up to twice the size
+// asked for per loop's socket.
 func WithSocketRecvBuffer(n int) Option {
 	return func(o *options) { o.recvBuf = n }
 }
@@ -435,6 +438,14 @@ const DefaultShutdownTimeout = 30 * time.Second
 func WithShutdownTimeout(d time.Duration) Option {
 	return func(o *options) { o.shutdownTimeout = d }
 }
+
+// DefaultPacketRecvBuffer is the receive buffer a UDP listener's socket
+// asks for when WithSocketRecvBuffer sets none: large enough that a
+// stall of tens of milliseconds at 100,000 datagrams a second loses
+// none, where the kernel's default loses what arrives after 2.5 ms. Linux
+// grants it where net.core.rmem_max allows (raise it with sysctl to 4 MiB
+// or more), and otherwise as much as that allows.
+const DefaultPacketRecvBuffer = 4 << 20
 
 // Defaults for WithLingeringClose: nginx's lingering_timeout, and as much
 // as a peer on loopback sends in about a millisecond.

@@ -8,6 +8,9 @@ import (
 	"bytes"
 	"log/slog"
 	"net"
+	"os"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -353,19 +356,7 @@ func TestSocketBuffersOfUDPSockets(t *testing.T) {
 	h := &udpBufferSizes{sizes: make(chan [2]int, 4)}
 	eng, addr := serveAddr(t, "udp4://127.0.0.1:0", h, WithNumEventLoop(2), WithReusePort(true),
 		WithSocketRecvBuffer(200000), WithSocketSendBuffer(150000))
-	var fds []int
-	done := make(chan struct{})
-	for _, l := range eng.e.loops {
-		require.NoError(t, Loop{l}.Execute(func() {
-			for _, u := range l.packets.socks {
-				if u != nil {
-					fds = append(fds, u.fd)
-				}
-			}
-			done <- struct{}{}
-		}))
-		<-done
-	}
+	fds := packetSockets(t, eng)
 	require.Len(t, fds, 2, "one socket per loop")
 	peer := udpDial(t, addr)
 	require.NoError(t, eng.Dial("udp://"+peer.LocalAddr().String(), nil))
@@ -379,6 +370,53 @@ func TestSocketBuffersOfUDPSockets(t *testing.T) {
 		assert.Equal(t, [2]int{400000, 300000}, [2]int{rcv, snd}, "a listener's socket")
 	}
 	assert.Equal(t, [2]int{400000, 300000}, dialed, "a dialed socket")
+}
+
+// A UDP listener asks for DefaultPacketRecvBuffer where no receive buffer
+// is set, and the kernel grants it as far as net.core.rmem_max allows; a
+// dialed UDP socket keeps the kernel's default.
+func TestUDPListenerRecvBufferDefault(t *testing.T) {
+	needsKernelSockets(t, "reads the options back with getsockopt")
+	rmemMax, rmemDefault := sysctlInt(t, "net/core/rmem_max"), sysctlInt(t, "net/core/rmem_default")
+	h := &udpBufferSizes{sizes: make(chan [2]int, 4)}
+	eng, addr := serveAddr(t, "udp4://127.0.0.1:0", h, WithNumEventLoop(2), WithReusePort(true))
+	fds := packetSockets(t, eng)
+	require.Len(t, fds, 2, "one socket per loop")
+	for _, fd := range fds {
+		rcv, err := unix.GetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_RCVBUF)
+		require.NoError(t, err)
+		assert.Equal(t, 2*min(DefaultPacketRecvBuffer, rmemMax), rcv, "a listener's socket, net.core.rmem_max %d", rmemMax)
+	}
+	peer := udpDial(t, addr)
+	require.NoError(t, eng.Dial("udp://"+peer.LocalAddr().String(), nil))
+	assert.Equal(t, rmemDefault, (<-h.sizes)[0], "a dialed socket")
+}
+
+// packetSockets returns the descriptors of eng's UDP listener sockets.
+func packetSockets(t *testing.T, eng Engine) []int {
+	var fds []int
+	done := make(chan struct{})
+	for _, l := range eng.e.loops {
+		require.NoError(t, Loop{l}.Execute(func() {
+			for _, u := range l.packets.socks {
+				if u != nil {
+					fds = append(fds, u.fd)
+				}
+			}
+			done <- struct{}{}
+		}))
+		<-done
+	}
+	return fds
+}
+
+// sysctlInt reads the integer under /proc/sys/name.
+func sysctlInt(t *testing.T, name string) int {
+	b, err := os.ReadFile("/proc/sys/" + name)
+	require.NoError(t, err)
+	n, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	require.NoError(t, err)
+	return n
 }
 
 // udpBufferSizes tells the buffer sizes of each socket it opens.

@@ -263,8 +263,12 @@ func (e *engine) listenPackets(s listenSpec, network, address string, loops []*e
 		return fmt.Errorf("%w: %q: TLS is for stream listeners", ErrInvalidAddr, s.addr)
 	}
 	vet := s.proxy != ProxyOff || e.opts.dgramRate > 0 || e.opts.sessionMax > 0
+	sock := e.sock
+	if sock.RecvBuf == 0 {
+		sock.RecvBuf = DefaultPacketRecvBuffer
+	}
 	for i, l := range loops {
-		fd, addr, v6, err := socket.ListenPacket(network, address, e.sock)
+		fd, addr, v6, err := socket.ListenPacket(network, address, sock)
 		if err != nil {
 			return fmt.Errorf("sluice: listen %s %s: %w", network, address, err)
 		}
