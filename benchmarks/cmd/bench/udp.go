@@ -161,8 +161,8 @@ func udpPreamble(cfg config) string {
 		"a datagram not echoed within %v lost. sluice, sluice-uring: \"udp://\" (OnTraffic per datagram, Write answers the sender); "+
 		"gnet: \"udp://\"; C floor: cfloor/udp_echo.c, recvmmsg and sendmmsg 64 datagrams a call. "+
 		"Saturation: each peer keeps one datagram in flight. Paced: %d datagrams a second in all, each peer sending on time whether or not its last was echoed. "+
-		"System calls: perf over a fixed count of saturation round trips. Loss row: the closed loop's rate measured, then %.0f%% of it paced over the same peers; "+
-		"again with each server asking for a %d MiB receive buffer (-rcvbuf). Batched generator: %d peers, each keeping %d datagrams in flight, sent and received with sendmmsg and recvmmsg (loadgen -inflight); with GSO, each batch sent instead with one sendmsg and UDP_SEGMENT (loadgen -gso), as a QUIC stack sends, which a server that turns UDP_GRO on (sluice on epoll) receives coalesced.\n"+
+		"System calls: perf over a fixed count of saturation round trips. Loss row: the closed loop's rate measured, then %.0f%% of it paced over the same peers, each server with its default receive buffer "+
+		"(the kernel's, but sluice's, which asks for 4 MiB: sluice.DefaultPacketRecvBuffer); again with each server asking for a %d MiB receive buffer (-rcvbuf). Batched generator: %d peers, each keeping %d datagrams in flight, sent and received with sendmmsg and recvmmsg (loadgen -inflight); with GSO, each batch sent instead with one sendmsg and UDP_SEGMENT (loadgen -gso), as a QUIC stack sends, which a server that turns UDP_GRO on (sluice on epoll) receives coalesced.\n"+
 		"Cells: median over rounds (median per-round ratio to %s, low–high).\n",
 		cfg.server.spec, cfg.client.spec, udpPeers, lg.LossTimeout, pacedRate, 100*udpLossFraction, udpBigRecvBuf>>20, udpBatchPeers, udpInFlight, base)
 }
