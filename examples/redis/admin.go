@@ -206,7 +206,11 @@ func shutdown(c *call) {
 		log.Printf("redis: SHUTDOWN SAVE from client %d (%s) refused: this server keeps nothing on disk; SHUTDOWN SAVE FORCE stops it without saving", c.cl.id, c.cl.addr)
 		c.errorText("ERR Errors trying to SHUTDOWN. Check logs.")
 	default:
-		log.Printf("redis: SHUTDOWN from client %d (%s)", c.cl.id, c.cl.addr)
+		unsaved := ""
+		if save {
+			unsaved = ": stopping without saving (FORCE), as this server keeps nothing on disk"
+		}
+		log.Printf("redis: SHUTDOWN from client %d (%s)%s", c.cl.id, c.cl.addr, unsaved)
 		c.srv.requestShutdown()
 		c.quit = true
 	}
