@@ -188,7 +188,7 @@ func (ts *testServer) asked() bool {
 // nothing here, asks serve to stop the server and closes the caller's
 // connection with no reply of its own: the replies before it are sent,
 // and the commands after it are not run. (The in-process server is not
-// serve's, so it serves on.)
+// serve's, so it serves on, and a second SHUTDOWN finds it asked.)
 func TestShutdownAsks(t *testing.T) {
 	for _, cmd := range []string{"SHUTDOWN", "shutdown nosave", "SHUTDOWN NOW FORCE", "SHUTDOWN NOSAVE NOSAVE NOW",
 		"Shutdown Save Force", resp("SHUTDOWN", "NOW")} {
@@ -200,8 +200,9 @@ func TestShutdownAsks(t *testing.T) {
 			c.expectClosed(t)
 			assert.True(t, ts.asked())
 			d := ts.dial(t)
-			d.send(t, "GET k\r\n")
+			d.send(t, "GET k\r\nSHUTDOWN\r\n")
 			d.expect(t, "$-1\r\n")
+			d.expectClosed(t) // asked again, as another client may
 		})
 	}
 }
