@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"log"
 	"net"
 	"os"
 	"runtime"
@@ -168,4 +169,49 @@ func flush(c *call) {
 	}
 	c.flush()
 	c.ok()
+}
+
+// shutdown is SHUTDOWN [NOSAVE|SAVE] [NOW] [FORCE] [ABORT]: the server
+// stops as it does on SIGTERM, and the client, as Redis's, reads no
+// reply, only the end of its connection. With nothing kept on disk, NOW
+// (there are no replicas to wait for) and NOSAVE change nothing, and
+// there is never a shutdown under way that ABORT could call off. SAVE is
+// refused, as Redis refuses a shutdown whose save failed, unless FORCE
+// says to stop without it, as Redis's FORCE ignores a failed save.
+func shutdown(c *call) {
+	var save, nosave, force, now, abort bool
+	for _, a := range c.args[1:] {
+		switch {
+		case eqFold(a, "nosave"):
+			nosave = true
+		case eqFold(a, "save"):
+			save = true
+		case eqFold(a, "now"):
+			now = true
+		case eqFold(a, "force"):
+			force = true
+		case eqFold(a, "abort"):
+			abort = true
+		default:
+			c.error(errSyntax)
+			return
+		}
+	}
+	switch {
+	case abort && (save || nosave || now || force), save && nosave:
+		c.error(errSyntax)
+	case abort:
+		c.errorText("ERR No shutdown in progress.")
+	case save && !force:
+		log.Printf("redis: SHUTDOWN SAVE from client %d (%s) refused: this server keeps nothing on disk; SHUTDOWN SAVE FORCE stops it without saving", c.cl.id, c.cl.addr)
+		c.errorText("ERR Errors trying to SHUTDOWN. Check logs.")
+	default:
+		unsaved := ""
+		if save {
+			unsaved = ": stopping without saving (FORCE), as this server keeps nothing on disk"
+		}
+		log.Printf("redis: SHUTDOWN from client %d (%s)%s", c.cl.id, c.cl.addr, unsaved)
+		c.srv.requestShutdown()
+		c.quit = true
+	}
 }

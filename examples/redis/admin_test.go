@@ -173,3 +173,72 @@ func TestClientOutputBufferLimit(t *testing.T) {
 	_, err := io.Copy(io.Discard, c.r)
 	require.ErrorIs(t, err, syscall.ECONNRESET, "the replies queued for it were dropped")
 }
+
+// asked reports whether a client's SHUTDOWN asked the server to stop.
+func (ts *testServer) asked() bool {
+	select {
+	case <-ts.shutdown:
+		return true
+	default:
+		return false
+	}
+}
+
+// SHUTDOWN, in any case and with any of the modifiers that change
+// nothing here, asks serve to stop the server and closes the caller's
+// connection with no reply of its own: the replies before it are sent,
+// and the commands after it are not run. (The in-process server is not
+// serve's, so it serves on, and a second SHUTDOWN finds it asked.)
+func TestShutdownAsks(t *testing.T) {
+	for _, cmd := range []string{"SHUTDOWN", "shutdown nosave", "SHUTDOWN NOW FORCE", "SHUTDOWN NOSAVE NOSAVE NOW",
+		"Shutdown Save Force", resp("SHUTDOWN", "NOW")} {
+		t.Run(cmd, func(t *testing.T) {
+			ts := startServer(t, config{})
+			c := ts.dial(t)
+			c.send(t, "PING\r\n"+strings.TrimSuffix(cmd, "\r\n")+"\r\nSET k v\r\n")
+			c.expect(t, "+PONG\r\n")
+			c.expectClosed(t)
+			assert.True(t, ts.asked())
+			d := ts.dial(t)
+			d.send(t, "GET k\r\nSHUTDOWN\r\n")
+			d.expect(t, "$-1\r\n")
+			d.expectClosed(t) // asked again, as another client may
+		})
+	}
+}
+
+// What Redis 7.0 refuses is refused in its words (the differential test
+// holds them to a redis-server's too), and SAVE, which would need a disk,
+// unless FORCE; none of it asks the server to stop, or closes the
+// connection.
+func TestShutdownRefused(t *testing.T) {
+	syntax := "-ERR syntax error\r\n"
+	notInMulti := "-ERR Command not allowed inside a transaction\r\n"
+	pong := "+PONG\r\n"
+	ts := startServer(t, config{})
+	for _, tt := range []struct{ script, want string }{
+		{"SHUTDOWN NOSAVE SAVE", syntax + pong},
+		{"SHUTDOWN SAVE NOW NOSAVE", syntax + pong},
+		{"SHUTDOWN foo", syntax + pong},
+		{"SHUTDOWN NOW foo", syntax + pong},
+		{resp("SHUTDOWN", ""), syntax + pong},
+		{"SHUTDOWN ABORT NOW", syntax + pong},
+		{"SHUTDOWN FORCE ABORT", syntax + pong},
+		{"SHUTDOWN ABORT", "-ERR No shutdown in progress.\r\n" + pong},
+		{"shutdown abort abort", "-ERR No shutdown in progress.\r\n" + pong},
+		{"SHUTDOWN SAVE", "-ERR Errors trying to SHUTDOWN. Check logs.\r\n" + pong},
+		{"SHUTDOWN NOW SAVE", "-ERR Errors trying to SHUTDOWN. Check logs.\r\n" + pong},
+		{"MULTI\r\nSHUTDOWN\r\nSHUTDOWN ABORT\r\nSET k v\r\nEXEC\r\nGET k",
+			"+OK\r\n" + notInMulti + notInMulti + "+QUEUED\r\n" +
+				"-EXECABORT Transaction discarded because of previous errors.\r\n$-1\r\n" + pong},
+		{"SUBSCRIBE a\r\nSHUTDOWN NOSAVE",
+			"*3\r\n$9\r\nsubscribe\r\n$1\r\na\r\n:1\r\n" +
+				"-ERR Can't execute 'shutdown': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context\r\n" +
+				"*2\r\n$4\r\npong\r\n$0\r\n\r\n"},
+	} {
+		c := ts.dial(t)
+		c.send(t, strings.TrimSuffix(tt.script, "\r\n")+"\r\nPING\r\n")
+		c.expect(t, tt.want)
+	}
+	assert.False(t, ts.asked())
+}

@@ -105,6 +105,10 @@ func (c *call) dispatch() {
 		c.reject(cmd, fmt.Sprintf("ERR Can't execute '%s': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context", cmd.name))
 		return
 	}
+	if c.cl.tx != nil && cmd.noMulti {
+		c.reject(cmd, "ERR Command not allowed inside a transaction")
+		return
+	}
 	if c.cl.tx != nil && cmd.queues() {
 		c.queue(cmd)
 		return

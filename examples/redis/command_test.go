@@ -4,10 +4,12 @@ package main
 
 import (
 	"bufio"
+	"context"
 	"fmt"
 	"io"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -156,4 +158,34 @@ func TestFanoutCommand(t *testing.T) {
 	require.Len(t, lines, 2)
 	assert.Equal(t, `"test","rps"`, lines[0])
 	assert.Regexp(t, `^"FANOUT","[0-9.]+"$`, lines[1])
+}
+
+// redis-cli shutdown stops the command as SIGTERM does: redis-cli prints
+// nothing and exits 0, another client's connection is closed, and the
+// command says it stopped and exits with status 0.
+func TestCommandShutdown(t *testing.T) {
+	cmd := cmdtest.Start(t, cmdtest.Build(t, "."), "redis", nil, "-addr", "tcp://127.0.0.1:0", "-loops", "2")
+	addr := cmd.Expect(t, regexp.MustCompile(`^redis: listening on (.+)$`))[1]
+	other := dialClient(t, addr)
+	_, err := io.WriteString(other.c, "PING\r\n")
+	require.NoError(t, err)
+	line, err := other.r.ReadString('\n')
+	require.NoError(t, err)
+	require.Equal(t, "+PONG\r\n", line, "the other client is served")
+
+	host, port, err := net.SplitHostPort(addr)
+	require.NoError(t, err)
+	ctx, cancel := context.WithTimeout(context.Background(), cmdtest.Deadline)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, tool(t, "redis-cli"), "-h", host, "-p", port, "shutdown").CombinedOutput()
+	require.NoError(t, err, "redis-cli shutdown: %s", out)
+	assert.Empty(t, strings.TrimSpace(string(out)), "redis-cli prints nothing")
+	_, err = other.r.ReadByte()
+	require.ErrorIs(t, err, io.EOF, "the other client's connection ends")
+	cmd.Expect(t, regexp.MustCompile(`^\S+ \S+ redis: SHUTDOWN from client \d+ \(127\.0\.0\.1:\d+\)$`))
+	lines, err := cmd.Exit(t)
+	require.NoError(t, err, "%q", lines)
+	assert.Equal(t, 0, cmd.ProcessState.ExitCode())
+	require.NotEmpty(t, lines)
+	assert.Equal(t, "redis: stopped", lines[len(lines)-1])
 }

@@ -23,6 +23,7 @@ type command struct {
 	run      func(*call)
 	subs     *commandTable // for a container command such as CLIENT
 	pubsubOK bool          // allowed to a RESP2 client with subscriptions
+	noMulti  bool          // refused inside MULTI: its flags name no_multi
 
 	// keys finds the keys of a command whose keys are not at fixed places
 	// (movablekeys), and says whether it may touch keys it cannot name
@@ -198,6 +199,7 @@ func init() {
 		{name: "dbsize", arity: 1, flags: flags("readonly", "fast"), acl: flags("@keyspace", "@read", "@fast"), group: "server", since: "1.0.0", summary: "Return the number of keys in the selected database", run: dbsize, allShards: true},
 		{name: "flushdb", arity: -1, flags: flags("write"), acl: flags("@keyspace", "@write", "@slow", "@dangerous"), group: "server", since: "1.0.0", summary: "Remove all keys from the current database", run: flush, allShards: true},
 		{name: "flushall", arity: -1, flags: flags("write"), acl: flags("@keyspace", "@write", "@slow", "@dangerous"), group: "server", since: "1.0.0", summary: "Remove all keys from all databases", run: flush, allShards: true},
+		{name: "shutdown", arity: -1, flags: flags("admin", "noscript", "loading", "stale", "no_multi", "allow_busy"), acl: flags("@admin", "@slow", "@dangerous"), group: "server", since: "1.0.0", summary: "Synchronously save the dataset to disk and then shut down the server", run: shutdown},
 		{name: "time", arity: 1, flags: flags("loading", "stale", "fast"), acl: flags("@fast"), group: "server", since: "2.6.0", summary: "Return the current server time", run: timeCmd},
 
 		// Generic.
@@ -385,6 +387,7 @@ func newTable(parent string, cmds []*command) *commandTable {
 			cmd.name = parent + "|" + cmd.name
 		}
 		cmd.upper = strings.ToUpper(cmd.name)
+		cmd.noMulti = slices.Contains(cmd.flags, "no_multi")
 		cmd.arityErr = fmt.Sprintf("ERR wrong number of arguments for '%s' command", cmd.name)
 	}
 	t.all = slices.SortedFunc(slices.Values(cmds), func(a, b *command) int { return strings.Compare(a.name, b.name) })

@@ -1375,6 +1375,36 @@ var diffScripts = []struct{ name, script string }{
 		UNSUBSCRIBE
 		PING
 	`},
+	// Only what Redis refuses: a SHUTDOWN it runs would stop the
+	// redis-server the other scripts share (and SAVE would write its
+	// dump there).
+	{"shutdown refused", `
+		SHUTDOWN NOSAVE SAVE
+		SHUTDOWN SAVE NOSAVE
+		SHUTDOWN FORCE SAVE NOSAVE
+		SHUTDOWN foo
+		SHUTDOWN NOW foo
+		SHUTDOWN ""
+		SHUTDOWN ABORT
+		shutdown abort
+		SHUTDOWN ABORT ABORT
+		SHUTDOWN ABORT NOW
+		SHUTDOWN FORCE ABORT
+		SHUTDOWN NOSAVE ABORT
+		SHUTDOWN SAVE ABORT
+		COMMAND INFO shutdown
+		MULTI
+		SHUTDOWN
+		SHUTDOWN NOSAVE
+		SHUTDOWN foo
+		SHUTDOWN ABORT
+		EXEC
+		MULTI
+		SET k v
+		SHUTDOWN NOW
+		EXEC
+		GET k
+	`},
 }
 
 // diffRaw are byte streams sent as they are to both servers: protocol
@@ -1408,6 +1438,11 @@ var diffRaw = []string{
 	"CLIENT REPLY SKIP\r\nPING skipped\r\nPING\r\nCLIENT REPLY OFF\r\nPING off\r\nCLIENT REPLY ON\r\nPING on\r\n",
 	"CLIENT REPLY OFF\r\nGET\r\nCLIENT REPLY SKIP\r\nCLIENT REPLY ON\r\nCLIENT REPLY SKIP\r\nGET\r\nPING\r\n",
 	"SUBSCRIBE a\r\n*2\r\n$4\r\nPING\r\n$1\r\nx\r\nUNSUBSCRIBE\r\nPING x\r\n",
+	// SHUTDOWN from a subscribed client: refused in RESP2, whatever its
+	// arguments; in RESP3 only those Redis refuses are sent.
+	"SUBSCRIBE a\r\nSHUTDOWN\r\nSHUTDOWN NOSAVE NOW\r\nSHUTDOWN foo\r\nSHUTDOWN ABORT\r\nPING\r\n",
+	"HELLO 3\r\nSUBSCRIBE a\r\nSHUTDOWN foo\r\nSHUTDOWN ABORT\r\nSHUTDOWN NOSAVE SAVE\r\n",
+	"CLIENT REPLY OFF\r\nSHUTDOWN foo\r\nCLIENT REPLY ON\r\nSHUTDOWN ABORT\r\n",
 }
 
 // diffSessions are scripts of several clients, a, b and c, each on its
@@ -1638,11 +1673,13 @@ func shape(reply string) string {
 // words for the wrong number of arguments, or its reply where none are
 // needed. Commands that change the connection (QUIT, RESET, MULTI,
 // HELLO) or whose reply is a clock's or lists every command are left to
-// the other scripts.
+// the other scripts, and SHUTDOWN, which with no arguments would stop
+// the redis-server every script shares, to the scripts that send it only
+// what Redis refuses.
 func arityScript() string {
 	skip := map[string]bool{"quit": true, "reset": true, "multi": true, "hello": true,
 		"command": true, "info": true, "time": true, "client": true, "subscribe": true,
-		"psubscribe": true, "ssubscribe": true}
+		"psubscribe": true, "ssubscribe": true, "shutdown": true}
 	var b strings.Builder
 	for _, cmd := range commands.all {
 		if !skip[cmd.name] {

@@ -70,9 +70,10 @@
 // of their own (Redis's tls-auth-clients no). Commands, pipelining and the
 // bounds above work the same over TLS.
 //
-// It stops gracefully on SIGINT or SIGTERM, sending the replies it has
-// queued, for at most 5 s, and says how the stop went before it exits:
-// "redis: stopped", or why not, with exit status 1.
+// It stops gracefully on SIGINT or SIGTERM, or when a client sends
+// SHUTDOWN (redis-cli shutdown), sending the replies it has queued, for
+// at most 5 s, and says how the stop went before it exits: "redis:
+// stopped", with exit status 0, or why not, with exit status 1.
 //
 // Started with listening sockets (systemd's socket activation, or an
 // upgrade) it serves each of them; without -addr, only them. With

@@ -21,9 +21,10 @@ var drain = flag.Duration("drain", 30*time.Second, "after an upgrade, how long c
 const stopTimeout = 5 * time.Second
 
 // serve runs the server cfg describes, on cfg.addr and on the sockets the
-// process was handed, until a signal stops it or a successor takes over,
-// stops it, and says how that went; it exits with status 1 if the stop
-// had to reset clients, or the server could not start.
+// process was handed, until a signal or a client's SHUTDOWN stops it or a
+// successor takes over, stops it, and says how that went; it exits with
+// status 1 if the stop had to reset clients, or the server could not
+// start.
 func serve(cfg config) {
 	up := ops.Upgrader("redis")
 	defer up.Close()
@@ -38,7 +39,7 @@ func serve(cfg config) {
 		for _, a := range s.eng.Addrs() {
 			fmt.Printf("redis: listening on %s\n", a)
 		}
-		stopped <- stop(s.eng, ops.Serve("redis", up, s.eng))
+		stopped <- serveUntilStopped(s, up)
 	}()
 	if err := s.run(); err != nil {
 		log.Fatalf("redis: %v", err)
@@ -48,6 +49,24 @@ func serve(cfg config) {
 		log.Fatalf("redis: stop: %v", err)
 	}
 	fmt.Println("redis: stopped")
+}
+
+// serveUntilStopped waits until a signal or a client's SHUTDOWN stops s,
+// or a successor takes over, then stops the engine as stop does and
+// returns how that went. SHUTDOWN stops it as SIGTERM does; then the
+// engine's end lets ops.Serve return, which lets go of the signals and
+// of the debug endpoint before the process exits.
+func serveUntilStopped(s *server, up *upgrade.Upgrader) error {
+	why := make(chan upgrade.Reason, 1)
+	go func() { why <- ops.Serve("redis", up, s.eng) }()
+	select {
+	case r := <-why:
+		return stop(s.eng, r)
+	case <-s.shutdown:
+		err := stop(s.eng, upgrade.Stopped)
+		<-why
+		return err
+	}
 }
 
 // stop stops the engine gracefully, for why, and returns how that went.

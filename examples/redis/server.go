@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net"
 	"os"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -103,6 +104,12 @@ type server struct {
 	eng     sluice.Engine
 	loops   []*loopState // by index, set by OnBoot
 
+	// shutdown is closed, once, when a client's SHUTDOWN asks the server
+	// to stop; serve stops the engine then, off the loops, whose
+	// callbacks must not call Stop.
+	shutdown     chan struct{}
+	shutdownOnce sync.Once
+
 	// checkNormal says whether normal clients need holding to their class's
 	// hard bound, which is tighter than the engine's when the pub/sub
 	// class's is looser.
@@ -124,7 +131,7 @@ type server struct {
 
 func newServer(cfg config) *server {
 	cfg.poller = settlePoller(cfg.poller)
-	s := &server{cfg: cfg, started: time.Now(), booted: make(chan struct{})}
+	s := &server{cfg: cfg, started: time.Now(), booted: make(chan struct{}), shutdown: make(chan struct{})}
 	s.db.init()
 	s.pubsub.init()
 	s.clients.init()
@@ -135,6 +142,12 @@ func newServer(cfg config) *server {
 	normal := cfg.output.normalLimit().hard
 	s.checkNormal = normal > 0 && normal != cfg.output.engineBound()
 	return s
+}
+
+// requestShutdown asks whoever serves s (serve) to stop it, as SIGTERM
+// does. It may be called from any goroutine, any number of times.
+func (s *server) requestShutdown() {
+	s.shutdownOnce.Do(func() { close(s.shutdown) })
 }
 
 // run serves until the engine stops.
