@@ -272,3 +272,70 @@ func TestBatchSplitsCoalesced(t *testing.T) {
 		require.Equal(t, w.truncated, truncated, "datagram %d", i)
 	}
 }
+
+// A Batch splits a coalesced receive on a socket whose own options have
+// the kernel write control messages ahead of UDP_GRO's (timestamps, a
+// count of drops, a mark), as one enrolled may have: the segment size
+// must not be crowded out of the room the Batch gives each buffer.
+func TestBatchSplitsCoalescedBehindOtherControlMessages(t *testing.T) {
+	for _, o := range []struct {
+		name string
+		opt  int
+		val  int
+	}{
+		{"SO_TIMESTAMP", unix.SO_TIMESTAMP, 1},
+		{"SO_TIMESTAMPNS", unix.SO_TIMESTAMPNS, 1},
+		{"SO_TIMESTAMPING", unix.SO_TIMESTAMPING, unix.SOF_TIMESTAMPING_RX_SOFTWARE | unix.SOF_TIMESTAMPING_SOFTWARE},
+		{"SO_RCVMARK", unix.SO_RCVMARK, 1},
+		{"all", -1, 0},
+	} {
+		t.Run(o.name, func(t *testing.T) {
+			r, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+			require.NoError(t, err)
+			t.Cleanup(func() { r.Close() })
+			f, err := r.File()
+			require.NoError(t, err)
+			t.Cleanup(func() { f.Close() })
+			fd := int(f.Fd())
+			set := func(opt, val int) { require.NoError(t, unix.SetsockoptInt(fd, unix.SOL_SOCKET, opt, val)) }
+			if o.opt >= 0 {
+				set(o.opt, o.val)
+			} else {
+				set(unix.SO_TIMESTAMPNS, 1)
+				set(unix.SO_TIMESTAMPING, unix.SOF_TIMESTAMPING_RX_SOFTWARE|unix.SOF_TIMESTAMPING_SOFTWARE)
+				set(unix.SO_RCVMARK, 1)
+				set(unix.SO_RXQ_OVFL, 1)
+			}
+			require.NoError(t, ReceiveCoalesced(fd, true))
+			a, err := net.DialUDP("udp4", nil, r.LocalAddr().(*net.UDPAddr))
+			require.NoError(t, err)
+			t.Cleanup(func() { a.Close() })
+			var all []byte
+			for i := range 10 {
+				all = append(all, bytes.Repeat([]byte{'A' + byte(i)}, 100)...)
+			}
+			require.NoError(t, udptest.WriteSegmented(a, nil, all, 100))
+
+			b := NewBatch(4, GROBuffer)
+			got, buffers := 0, 0
+			deadline := time.Now().Add(5 * time.Second)
+			for got < 10 {
+				n, _, err := b.Recv(fd, b.Len())
+				if err == unix.EAGAIN {
+					require.True(t, time.Now().Before(deadline), "%d of 10 datagrams", got)
+					time.Sleep(time.Millisecond)
+					continue
+				}
+				require.NoError(t, err)
+				buffers += b.used
+				for i := range n {
+					p, _, truncated := b.At(i)
+					require.Equal(t, string(bytes.Repeat([]byte{'A' + byte(got)}, 100)), string(p), "datagram %d", got)
+					require.False(t, truncated, "datagram %d", got)
+					got++
+				}
+			}
+			require.Less(t, buffers, 10, "the kernel coalesced nothing: the test tried no split")
+		})
+	}
+}
