@@ -149,6 +149,7 @@ type udpConn struct {
 	closeErr  error // closed while busy: closed with this once the callback returns
 	closing   bool
 	byStop    bool         // closed by a stop of the engine, for Stats
+	perBuffer int          // the most datagrams a buffer of its last receive held (receivePackets)
 	posted    atomic.Int64 // bytes AsyncWriteTo posted, not yet sent, and their tasks
 
 	// A listener's socket's checks before a datagram reaches the handler
@@ -370,10 +371,14 @@ func recvBatch(size int) int {
 }
 
 // receivePackets hands u's waiting datagrams to the handler, up to
-// budget of them (or past it by the rest of a receive the kernel
-// coalesced, all of whose datagrams it hands over): drivers call it when
-// u is readable, with packetBatch or what is left of it. It returns how many it handed over, and whether
-// it found the socket empty, rather than spent the budget (or closed).
+// budget of them: drivers call it when u is readable, with packetBatch or
+// what is left of it. A receive the kernel coalesced may pass the budget,
+// all of whose datagrams it hands over, so it asks for no more buffers
+// than the budget's datagrams fill at as many a buffer as u's last
+// receive brought: a flood of coalesced bursts passes it by a buffer's
+// worth at most, and only the first receive of one by more. It returns
+// how many it handed over, and whether it found the socket empty, rather
+// than spent the budget (or closed).
 func (l *eventloop) receivePackets(u *udpConn, budget int) (got int, empty bool) {
 	ps := &l.packets
 	if ps.batch == nil {
@@ -382,7 +387,7 @@ func (l *eventloop) receivePackets(u *udpConn, budget int) (got int, empty bool)
 	}
 	b := ps.batch
 	for got < budget {
-		ask := min(b.Len(), budget-got)
+		ask := min(b.Len(), max((budget-got)/max(u.perBuffer, 1), 1))
 		n, drained, err := b.Recv(u.fd, ask)
 		switch {
 		case isErrno(err, syscall.EAGAIN):
@@ -391,6 +396,7 @@ func (l *eventloop) receivePackets(u *udpConn, budget int) (got int, empty bool)
 			l.packetFailed(u, err)
 			return got, false
 		}
+		u.perBuffer = b.PerBuffer()
 		for i := range n {
 			p, from, truncated := b.At(i)
 			l.datagram(u, p, from, truncated)

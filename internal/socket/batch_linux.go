@@ -35,6 +35,7 @@ type Batch struct {
 	gro   bool
 	used  int       // headers the last Recv filled, whose name and control lengths the kernel rewrote
 	segs  []segment // the last Recv's datagrams, when one buffer held several
+	most  int       // the most datagrams one buffer of the last Recv held
 }
 
 // A segment is one datagram of a buffer that held several: which one,
@@ -129,6 +130,7 @@ func (b *Batch) Recv(fd, max int) (n int, drained bool, err error) {
 // datagrams came. Without one, the usual case, segs stays empty and the
 // i-th datagram is the i-th buffer's.
 func (b *Batch) split() int {
+	b.most = 1
 	if !b.gro {
 		return b.used
 	}
@@ -155,9 +157,14 @@ func (b *Batch) splitFrom(i int) int {
 		for off := 0; off < n; off += seg {
 			b.segs = append(b.segs, segment{msg: int32(i), off: int32(off), n: int32(min(seg, n-off))})
 		}
+		b.most = max(b.most, (n+seg-1)/seg)
 	}
 	return len(b.segs)
 }
+
+// PerBuffer returns the most datagrams one buffer of the last Recv held:
+// 1 where the kernel coalesced none.
+func (b *Batch) PerBuffer() int { return b.most }
 
 // segSize returns the size of the datagrams the kernel coalesced into
 // the i-th buffer, as its UDP_GRO message says, or 0 when it holds one.
