@@ -46,7 +46,11 @@ var errPacketUnsupported = fmt.Errorf("sluice: not for a UDP socket: %w", errors
 // coalesced a sender's burst into one receive, which it does on Linux's
 // epoll when the read buffer (WithReadBufferCap) holds 64 KiB, the
 // default (UDP_GRO, set on every UDP socket a loop watches, and turned
-// off where the loop could not split what it coalesces). The answers are gathered and
+// off where the loop could not split what it coalesces: elsewhere, or
+// with smaller read buffers). The kernel coalesces as datagrams arrive,
+// so a socket enrolled with UDP_GRO on brings the bursts it coalesced
+// before its loop took it, which only such a loop splits: elsewhere each
+// reaches OnTraffic as one datagram, or truncated. The answers are gathered and
 // sent together once the loop is done with what the socket's receive
 // brought: with one sendmmsg(2) on Linux's epoll, with the loop's other
 // submissions on io_uring; elsewhere each is sent at once. A gathered

@@ -5,10 +5,12 @@ package sluice
 import (
 	"bytes"
 	"fmt"
+	"net"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"golang.org/x/sys/unix"
 
 	"github.com/sluicenet/sluice/internal/udptest"
 	"github.com/sluicenet/sluice/poller"
@@ -74,4 +76,37 @@ func TestUDPCoalescedFloodKeepsTheBudget(t *testing.T) {
 		require.LessOrEqual(t, n, packetBatch+each-1, "one readiness handed over %d datagrams, of %v", n, got)
 	}
 	require.Equal(t, bursts*each, sum)
+}
+
+// The kernel coalesces as datagrams arrive: a connected socket enrolled
+// with UDP_GRO on brings the bursts it coalesced before the loop took it,
+// which epoll's loop, its read buffers at the default 64 KiB, splits as
+// it splits those that arrive later.
+func TestUDPEnrolledWithCoalescedBurstsQueued(t *testing.T) {
+	if testPoller != poller.Epoll {
+		t.Skip("epoll's receive")
+	}
+	const each, size = 10, 100
+	eng, _ := serve(t, &udpEcho{}, WithNumEventLoop(1))
+	peer := udpPeer(t)
+	nc, err := net.DialUDP("udp4", nil, peer.LocalAddr().(*net.UDPAddr))
+	require.NoError(t, err)
+	rc, err := nc.SyscallConn()
+	require.NoError(t, err)
+	var serr error
+	require.NoError(t, rc.Control(func(fd uintptr) { serr = unix.SetsockoptInt(int(fd), unix.SOL_UDP, unix.UDP_GRO, 1) }))
+	require.NoError(t, serr)
+	var all []byte
+	for j := range each {
+		all = append(all, bytes.Repeat([]byte{'A' + byte(j)}, size)...)
+	}
+	require.NoError(t, udptest.WriteSegmented(peer, nc.LocalAddr().(*net.UDPAddr), all, size))
+	require.NoError(t, eng.Enroll(nc, nil))
+	buf := make([]byte, 1<<16)
+	for j := range each {
+		require.NoError(t, peer.SetReadDeadline(time.Now().Add(5*time.Second)))
+		n, _, err := peer.ReadFromUDP(buf)
+		require.NoError(t, err, "answer %d", j)
+		require.Equal(t, string(bytes.Repeat([]byte{'A' + byte(j)}, size)), string(buf[:n]), "answer %d", j)
+	}
 }
