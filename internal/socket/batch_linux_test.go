@@ -8,6 +8,7 @@ import (
 	"net/netip"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/stretchr/testify/require"
 	"golang.org/x/sys/unix"
@@ -338,4 +339,64 @@ func TestBatchSplitsCoalescedBehindOtherControlMessages(t *testing.T) {
 			require.Less(t, buffers, 10, "the kernel coalesced nothing: the test tried no split")
 		})
 	}
+}
+
+// The control messages of a receive are the kernel's, but a Batch reads
+// them as a parser reads input: whatever they say (a segment size of
+// zero, negative or past the datagram, a message cut short, of another
+// kind, or behind others), the datagrams At returns are the buffer's
+// bytes in order, each but the last of one size, and one datagram the
+// whole buffer where no UDP_GRO message gives a size under its length.
+func FuzzBatchSplit(f *testing.F) {
+	msg := func(level, typ int32, data ...byte) []byte {
+		m := make([]byte, unix.CmsgSpace(len(data)))
+		h := (*unix.Cmsghdr)(unsafe.Pointer(&m[0]))
+		h.Level, h.Type = level, typ
+		h.SetLen(unix.CmsgLen(len(data)))
+		copy(m[unix.CmsgLen(0):], data)
+		return m
+	}
+	gro := func(seg int32) []byte {
+		return msg(unix.SOL_UDP, unix.UDP_GRO, byte(seg), byte(seg>>8), byte(seg>>16), byte(seg>>24))
+	}
+	stamp := msg(unix.SOL_SOCKET, unix.SO_TIMESTAMPNS, make([]byte, 16)...)
+	for _, s := range []struct {
+		ctrl []byte
+		n    uint32
+	}{
+		{gro(100), 1000}, {gro(100), 950}, {gro(1), 200}, {gro(0), 1000}, {gro(-1), 1000}, {gro(1000), 1000},
+		{gro(2000), 1000}, {gro(1), 0}, {gro(100)[:20], 1000}, {append(stamp, gro(10)...), 95}, {append(append(stamp, stamp...), gro(7)...), 50},
+		{msg(unix.SOL_UDP, unix.UDP_SEGMENT, 100, 0), 1000}, {gro(1400), GROBuffer}, {nil, 1000},
+	} {
+		f.Add(s.ctrl, s.n)
+	}
+	b := NewBatch(1, GROBuffer)
+	f.Fuzz(func(t *testing.T, ctrl []byte, n uint32) {
+		n %= GROBuffer + 1 // what a GROBuffer holds: never cut short
+		ctrl = ctrl[:min(len(ctrl), ctrlRoom)]
+		copy(b.ctrl, ctrl)
+		b.hdrs[0].hdr.SetControllen(len(ctrl))
+		b.hdrs[0].n = n
+		b.used = 1
+		b.segs = b.segs[:0]
+		got := b.split()
+		buf := len(b.bufs[0])
+		p, _, truncated := b.At(0)
+		require.False(t, truncated)
+		if got == 1 {
+			require.Len(t, p, int(n))
+			return
+		}
+		seg := len(p)
+		require.Positive(t, seg)
+		require.Less(t, seg, int(n))
+		require.Equal(t, (int(n)+seg-1)/seg, got, "datagrams of %d bytes in %d", seg, n)
+		require.Equal(t, got, b.PerBuffer())
+		for i := range got {
+			p, _, truncated := b.At(i)
+			require.False(t, truncated, "datagram %d", i)
+			require.Equal(t, i*seg, buf-cap(p), "datagram %d starts where the one before ended", i)
+			require.Len(t, p, min(seg, int(n)-i*seg), "datagram %d", i)
+		}
+	})
 }
