@@ -358,7 +358,8 @@ func localAddrPort(s string) (netip.AddrPort, error) {
 }
 
 // packetBatch is how many datagrams one readiness of a socket brings to
-// the handler at most, so that a flooded socket leaves the loop's other
+// the handler at most (but for the rest of a buffer the kernel coalesced:
+// receivePackets), so that a flooded socket leaves the loop's other
 // sockets their turn; a level-triggered poller reports the rest next.
 const packetBatch = 64
 
