@@ -1449,3 +1449,38 @@ func TestUDPEnrolledTimestampingSocketCoalesced(t *testing.T) {
 		return outcome{Delivered: []int{int(st.BytesIn), int(st.DatagramsTruncated)}}
 	})
 }
+
+// A handler that appends to the bytes Next gives, as an echo that adds a
+// line ending does, changes no other datagram's: where the kernel
+// coalesced a burst into one buffer, each datagram's bytes end where it
+// does, as they do where each came alone, on every backend.
+func TestUDPAppendToCoalescedDatagram(t *testing.T) {
+	const each, size = 20, 50
+	onEachPoller(t, func(t *testing.T, p Option) outcome {
+		eng, addr := serveAddr(t, "udp://127.0.0.1:0", udpAppendEcho{}, p, WithNumEventLoop(1))
+		c := udpDial(t, addr)
+		var all []byte
+		for j := range each {
+			all = append(all, bytes.Repeat([]byte{'A' + byte(j)}, size)...)
+		}
+		require.NoError(t, udptest.WriteSegmented(c, nil, all, size))
+		buf := make([]byte, 1<<16)
+		for j := range each {
+			require.NoError(t, c.SetReadDeadline(time.Now().Add(5*time.Second)))
+			n, err := c.Read(buf)
+			require.NoError(t, err, "answer %d", j)
+			require.Equal(t, string(bytes.Repeat([]byte{'A' + byte(j)}, size))+"\r\n", string(buf[:n]), "answer %d", j)
+		}
+		return outcome{Delivered: []int{int(eng.Stats().BytesIn)}}
+	})
+}
+
+// udpAppendEcho answers each datagram with its bytes and a line ending
+// appended to them.
+type udpAppendEcho struct{ BuiltinEventEngine }
+
+func (udpAppendEcho) OnTraffic(c Conn) Action {
+	b, _ := c.Next(-1)
+	c.Write(append(b, "\r\n"...))
+	return None
+}
