@@ -198,12 +198,15 @@ func (b *Batch) At(i int) (p []byte, from netip.AddrPort, truncated bool) {
 
 // segment returns the i-th datagram of the last Recv, which coalesced
 // some: a buffer cut short (which a GROBuffer's never is) cuts its last
-// datagrams short, or leaves them empty, each reported truncated.
+// datagrams short, or leaves them empty, each reported truncated. Its
+// capacity ends with it, so that appending to it, as a handler may to
+// what Next gives, leaves the datagrams after it in the buffer whole.
 func (b *Batch) segment(i int) (p []byte, from netip.AddrPort, truncated bool) {
 	s := b.segs[i]
 	buf := b.bufs[s.msg]
 	end := int(s.off + s.n)
-	return buf[min(int(s.off), len(buf)):min(end, len(buf))], inetAddrPort(&b.names[s.msg]), end > len(buf)
+	kept := min(end, len(buf))
+	return buf[min(int(s.off), len(buf)):kept:kept], inetAddrPort(&b.names[s.msg]), end > len(buf)
 }
 
 // inetAddrPort reads the IPv4 or IPv6 address (with its zone) and port
