@@ -46,7 +46,11 @@ var errPacketUnsupported = fmt.Errorf("sluice: not for a UDP socket: %w", errors
 // coalesced a sender's burst into one receive, which it does on Linux's
 // epoll when the read buffer (WithReadBufferCap) holds 64 KiB, the
 // default (UDP_GRO, set on every UDP socket a loop watches, and turned
-// off where the loop could not split what it coalesces). The answers are gathered and
+// off where the loop could not split what it coalesces: elsewhere, or
+// with smaller read buffers). The kernel coalesces as datagrams arrive,
+// so a socket enrolled with UDP_GRO on brings the bursts it coalesced
+// before its loop took it, which only such a loop splits: elsewhere each
+// reaches OnTraffic as one datagram, or truncated. The answers are gathered and
 // sent together once the loop is done with what the socket's receive
 // brought: with one sendmmsg(2) on Linux's epoll, with the loop's other
 // submissions on io_uring; elsewhere each is sent at once. A gathered
@@ -149,6 +153,7 @@ type udpConn struct {
 	closeErr  error // closed while busy: closed with this once the callback returns
 	closing   bool
 	byStop    bool         // closed by a stop of the engine, for Stats
+	perBuffer int          // the most datagrams a buffer of its last receive held (receivePackets)
 	posted    atomic.Int64 // bytes AsyncWriteTo posted, not yet sent, and their tasks
 
 	// A listener's socket's checks before a datagram reaches the handler
@@ -357,7 +362,8 @@ func localAddrPort(s string) (netip.AddrPort, error) {
 }
 
 // packetBatch is how many datagrams one readiness of a socket brings to
-// the handler at most, so that a flooded socket leaves the loop's other
+// the handler at most (but for the rest of a buffer the kernel coalesced:
+// receivePackets), so that a flooded socket leaves the loop's other
 // sockets their turn; a level-triggered poller reports the rest next.
 const packetBatch = 64
 
@@ -374,10 +380,14 @@ func recvBatch(size int) int {
 }
 
 // receivePackets hands u's waiting datagrams to the handler, up to
-// budget of them (or past it by the rest of a receive the kernel
-// coalesced, all of whose datagrams it hands over): drivers call it when
-// u is readable, with packetBatch or what is left of it. It returns how many it handed over, and whether
-// it found the socket empty, rather than spent the budget (or closed).
+// budget of them: drivers call it when u is readable, with packetBatch or
+// what is left of it. A receive the kernel coalesced may pass the budget,
+// all of whose datagrams it hands over, so it asks for no more buffers
+// than the budget's datagrams fill at as many a buffer as u's last
+// receive brought: a flood of coalesced bursts passes it by a buffer's
+// worth at most, and only the first receive of one by more. It returns
+// how many it handed over, and whether it found the socket empty, rather
+// than spent the budget (or closed).
 func (l *eventloop) receivePackets(u *udpConn, budget int) (got int, empty bool) {
 	ps := &l.packets
 	if ps.batch == nil {
@@ -386,7 +396,7 @@ func (l *eventloop) receivePackets(u *udpConn, budget int) (got int, empty bool)
 	}
 	b := ps.batch
 	for got < budget {
-		ask := min(b.Len(), budget-got)
+		ask := min(b.Len(), max((budget-got)/max(u.perBuffer, 1), 1))
 		n, drained, err := b.Recv(u.fd, ask)
 		switch {
 		case isErrno(err, syscall.EAGAIN):
@@ -395,6 +405,7 @@ func (l *eventloop) receivePackets(u *udpConn, budget int) (got int, empty bool)
 			l.packetFailed(u, err)
 			return got, false
 		}
+		u.perBuffer = b.PerBuffer()
 		for i := range n {
 			p, from, truncated := b.At(i)
 			l.datagram(u, p, from, truncated)

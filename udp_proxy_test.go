@@ -191,3 +191,55 @@ func TestUDPProxyListenerAndRate(t *testing.T) {
 	}
 	assert.Equal(t, uint64(1), eng.Stats().DatagramsRateLimited)
 }
+
+// A proxy's segmented burst over IPv6, which a socket that coalesces
+// receives gets in one buffer, is vetted datagram by datagram on every
+// backend: each one's own PROXY header names its client (RemoteAddr),
+// each client's rate (WithDatagramRateLimit) counts its datagrams, not
+// the buffer, and each client has a session of its own
+// (WithDatagramSessions).
+func TestUDPCoalescedBurstVettedPerDatagram(t *testing.T) {
+	const clients, each = 4, 3
+	onEachPoller(t, func(t *testing.T, p Option) outcome {
+		h := &udpProxied{}
+		eng, addr := serveAddr(t, "udp://[::1]:0", h, p, WithNumEventLoop(1),
+			WithProxyProtocol(ProxyRequired, 0), WithDatagramRateLimit(1, each-1), WithDatagramSessions(time.Minute, clients))
+		proxy := udpDial(t, addr)
+		to := eng.Addrs()[0].(*net.UDPAddr).AddrPort()
+		var all []byte
+		size := 0
+		for i := range clients {
+			client := netip.AddrPortFrom(netip.MustParseAddr(fmt.Sprintf("2001:db8:%d::1", i+1)), 53)
+			for j := range each {
+				d := append(dgramHeader(1, 0x22, client, to), fmt.Sprintf("client %d datagram %d", i+1, j)...)
+				size = len(d)
+				all = append(all, d...)
+			}
+		}
+		require.NoError(t, udptest.WriteSegmented(proxy, nil, all, size))
+		buf := make([]byte, 1<<16)
+		var answers []string
+		for range clients * (each - 1) {
+			require.NoError(t, proxy.SetReadDeadline(time.Now().Add(5*time.Second)))
+			n, err := proxy.Read(buf)
+			require.NoError(t, err, "answer %d", len(answers))
+			answers = append(answers, string(buf[:n]))
+		}
+		var want, senders []string
+		for i := range clients {
+			for j := range each - 1 {
+				want = append(want, fmt.Sprintf("client %d datagram %d", i+1, j))
+				senders = append(senders, fmt.Sprintf("[2001:db8:%d::1]:53", i+1))
+			}
+		}
+		assert.Equal(t, want, answers)
+		waitFor(t, 10*time.Second, func() bool { return eng.Stats().DatagramsRateLimited == clients }, func() string {
+			return fmt.Sprintf("%d datagrams rate limited, not one a client", eng.Stats().DatagramsRateLimited)
+		})
+		got, errs := h.seen()
+		assert.Equal(t, senders, got)
+		assert.Empty(t, errs)
+		st := eng.Stats()
+		return outcome{Delivered: []int{len(answers), int(st.DatagramsRateLimited), int(st.ProxyInvalid), int(st.ProxyMissing)}}
+	})
+}

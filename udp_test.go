@@ -1410,3 +1410,77 @@ func TestUDPEnrolledCoalescingSocketSmallBuffers(t *testing.T) {
 		return outcome{Delivered: []int{int(eng.Stats().DatagramsTruncated)}}
 	})
 }
+
+// A connected socket enrolled with options of its user's that have the
+// kernel write control messages of its own ahead of UDP_GRO's (receive
+// timestamps, a mark) still hands each datagram of a segmented burst
+// on its own where the loop coalesces receives, on every backend.
+func TestUDPEnrolledTimestampingSocketCoalesced(t *testing.T) {
+	const each, size = 10, 100
+	onEachPoller(t, func(t *testing.T, p Option) outcome {
+		eng, _ := serve(t, &udpEcho{}, p, WithNumEventLoop(1))
+		peer := udpPeer(t)
+		nc, err := net.DialUDP("udp4", nil, peer.LocalAddr().(*net.UDPAddr))
+		require.NoError(t, err)
+		rc, err := nc.SyscallConn()
+		require.NoError(t, err)
+		var serr error
+		require.NoError(t, rc.Control(func(fd uintptr) {
+			serr = errors.Join(unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_TIMESTAMPNS, 1),
+				unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_RCVMARK, 1))
+		}))
+		require.NoError(t, serr)
+		require.NoError(t, eng.Enroll(nc, nil))
+		waitFor(t, 10*time.Second, func() bool { return eng.Stats().Enrolled == 1 }, func() string { return "the socket never enrolled" })
+		var all []byte
+		for j := range each {
+			all = append(all, bytes.Repeat([]byte{'A' + byte(j)}, size)...)
+		}
+		require.NoError(t, udptest.WriteSegmented(peer, nc.LocalAddr().(*net.UDPAddr), all, size))
+		buf := make([]byte, 1<<16)
+		for j := range each {
+			require.NoError(t, peer.SetReadDeadline(time.Now().Add(5*time.Second)))
+			n, _, err := peer.ReadFromUDP(buf)
+			require.NoError(t, err, "answer %d", j)
+			require.Equal(t, size, n, "answer %d: one datagram's length", j)
+			require.Equal(t, string(bytes.Repeat([]byte{'A' + byte(j)}, size)), string(buf[:n]), "answer %d", j)
+		}
+		st := eng.Stats()
+		return outcome{Delivered: []int{int(st.BytesIn), int(st.DatagramsTruncated)}}
+	})
+}
+
+// A handler that appends to the bytes Next gives, as an echo that adds a
+// line ending does, changes no other datagram's: where the kernel
+// coalesced a burst into one buffer, each datagram's bytes end where it
+// does, as they do where each came alone, on every backend.
+func TestUDPAppendToCoalescedDatagram(t *testing.T) {
+	const each, size = 20, 50
+	onEachPoller(t, func(t *testing.T, p Option) outcome {
+		eng, addr := serveAddr(t, "udp://127.0.0.1:0", udpAppendEcho{}, p, WithNumEventLoop(1))
+		c := udpDial(t, addr)
+		var all []byte
+		for j := range each {
+			all = append(all, bytes.Repeat([]byte{'A' + byte(j)}, size)...)
+		}
+		require.NoError(t, udptest.WriteSegmented(c, nil, all, size))
+		buf := make([]byte, 1<<16)
+		for j := range each {
+			require.NoError(t, c.SetReadDeadline(time.Now().Add(5*time.Second)))
+			n, err := c.Read(buf)
+			require.NoError(t, err, "answer %d", j)
+			require.Equal(t, string(bytes.Repeat([]byte{'A' + byte(j)}, size))+"\r\n", string(buf[:n]), "answer %d", j)
+		}
+		return outcome{Delivered: []int{int(eng.Stats().BytesIn)}}
+	})
+}
+
+// udpAppendEcho answers each datagram with its bytes and a line ending
+// appended to them.
+type udpAppendEcho struct{ BuiltinEventEngine }
+
+func (udpAppendEcho) OnTraffic(c Conn) Action {
+	b, _ := c.Next(-1)
+	c.Write(append(b, "\r\n"...))
+	return None
+}

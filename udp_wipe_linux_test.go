@@ -4,6 +4,7 @@ package sluice
 
 import (
 	"bytes"
+	"fmt"
 	"net"
 	"testing"
 
@@ -44,11 +45,44 @@ func TestUDPWipeBuffersUnhandedDatagrams(t *testing.T) {
 	})
 }
 
+// WithWipeBuffers: a coalesced burst, of which the handler sees the
+// first datagram and closes the socket, leaves none of its datagrams'
+// bytes where the loop received it: the one handed over, and those the
+// loop dropped unseen, cut from one buffer.
+func TestUDPWipeBuffersUnhandedCoalescedDatagrams(t *testing.T) {
+	onEachPoller(t, func(t *testing.T, p Option) outcome {
+		h := &udpCloseAtOnce{opened: make(chan net.Addr, 1), closed: make(chan error, 1)}
+		eng, _ := serveAddr(t, "udp://127.0.0.1:0", h, p, WithNumEventLoop(1), WithWipeBuffers(true))
+		peer := udpPeer(t)
+		require.NoError(t, eng.Dial("udp://"+peer.LocalAddr().String(), nil))
+		local := (<-h.opened).(*net.UDPAddr)
+
+		l := eng.e.loops[0]
+		release, held := make(chan struct{}), make(chan struct{})
+		require.NoError(t, Loop{l}.Execute(func() { close(held); <-release }))
+		<-held
+		var all []byte
+		for i := range 5 {
+			all = append(all, fmt.Sprintf("secret-%d", i)...)
+		}
+		require.NoError(t, udptest.WriteSegmented(peer, local, all, len("secret-0")))
+		close(release)
+		<-h.closed
+		left := make(chan []byte, 1)
+		require.NoError(t, Loop{l}.Execute(func() { left <- receivedInto(l) }))
+		assert.False(t, bytes.Contains(<-left, []byte("secret")), "a datagram's bytes left where the loop received it")
+		return outcome{Stats: Stats{BytesIn: eng.Stats().BytesIn}}
+	})
+}
+
 // receivedInto returns a copy of the memory l receives datagrams into: its
-// receive batch, and on io_uring the ring's UDP buffers.
+// receive batch, and on io_uring the ring's UDP buffers. A receive that
+// fails (on no socket) first has the batch index its buffers again, not
+// the datagrams its last receive cut from them.
 func receivedInto(l *eventloop) []byte {
 	var all []byte
 	if b := l.packets.batch; b != nil {
+		b.Recv(-1, 1)
 		for i := range b.Len() {
 			p, _, _ := b.At(i)
 			all = append(all, p[:cap(p)]...)

@@ -31,10 +31,11 @@ type Batch struct {
 	iovs  []unix.Iovec
 	names []unix.RawSockaddrInet6
 	bufs  [][]byte
-	ctrl  []byte // each header's room for a UDP_GRO message, when gro
+	ctrl  []byte // each header's room for control messages (ctrlRoom), when gro
 	gro   bool
 	used  int       // headers the last Recv filled, whose name and control lengths the kernel rewrote
 	segs  []segment // the last Recv's datagrams, when one buffer held several
+	most  int       // the most datagrams one buffer of the last Recv held
 }
 
 // A segment is one datagram of a buffer that held several: which one,
@@ -47,8 +48,13 @@ type segment struct {
 // into one receive: UDP carries 65,535 bytes at most, headers included.
 const GROBuffer = 64 << 10
 
-// groRoom is the room a UDP_GRO control message takes: an int.
-var groRoom = unix.CmsgSpace(4)
+// ctrlRoom is each buffer's room for control messages: UDP_GRO's (an
+// int, 24 bytes) and those the kernel writes ahead of it for a socket
+// whose own options ask for them, as an enrolled one's may (receive
+// timestamps of each kind, a count of drops, a mark, a priority: 192
+// bytes at most), which would otherwise take the room and leave the
+// segment size out.
+const ctrlRoom = 256
 
 // NewBatch makes a Batch of n buffers of size bytes.
 func NewBatch(n, size int) *Batch {
@@ -60,7 +66,7 @@ func NewBatch(n, size int) *Batch {
 		gro:   size >= GROBuffer,
 	}
 	if b.gro {
-		b.ctrl = make([]byte, n*groRoom)
+		b.ctrl = make([]byte, n*ctrlRoom)
 	}
 	mem := make([]byte, n*size)
 	for i := range n {
@@ -72,8 +78,8 @@ func NewBatch(n, size int) *Batch {
 		b.hdrs[i].hdr.Name = (*byte)(unsafe.Pointer(&b.names[i]))
 		b.hdrs[i].hdr.Namelen = unix.SizeofSockaddrInet6
 		if b.gro {
-			b.hdrs[i].hdr.Control = &b.ctrl[i*groRoom]
-			b.hdrs[i].hdr.SetControllen(groRoom)
+			b.hdrs[i].hdr.Control = &b.ctrl[i*ctrlRoom]
+			b.hdrs[i].hdr.SetControllen(ctrlRoom)
 		}
 	}
 	return b
@@ -99,7 +105,7 @@ func (b *Batch) Recv(fd, max int) (n int, drained bool, err error) {
 	for i := range b.used {
 		b.hdrs[i].hdr.Namelen = unix.SizeofSockaddrInet6
 		if b.gro {
-			b.hdrs[i].hdr.SetControllen(groRoom)
+			b.hdrs[i].hdr.SetControllen(ctrlRoom)
 		}
 	}
 	b.used = 0
@@ -124,6 +130,7 @@ func (b *Batch) Recv(fd, max int) (n int, drained bool, err error) {
 // datagrams came. Without one, the usual case, segs stays empty and the
 // i-th datagram is the i-th buffer's.
 func (b *Batch) split() int {
+	b.most = 1
 	if !b.gro {
 		return b.used
 	}
@@ -150,22 +157,31 @@ func (b *Batch) splitFrom(i int) int {
 		for off := 0; off < n; off += seg {
 			b.segs = append(b.segs, segment{msg: int32(i), off: int32(off), n: int32(min(seg, n-off))})
 		}
+		b.most = max(b.most, (n+seg-1)/seg)
 	}
 	return len(b.segs)
 }
 
+// PerBuffer returns the most datagrams one buffer of the last Recv held:
+// 1 where the kernel coalesced none.
+func (b *Batch) PerBuffer() int { return b.most }
+
 // segSize returns the size of the datagrams the kernel coalesced into
 // the i-th buffer, as its UDP_GRO message says, or 0 when it holds one.
 func (b *Batch) segSize(i int) int {
-	h := &b.hdrs[i].hdr
-	if int(h.Controllen) < unix.CmsgLen(4) {
-		return 0
+	ctrl := b.ctrl[i*ctrlRoom:][:min(int(b.hdrs[i].hdr.Controllen), ctrlRoom)]
+	for len(ctrl) >= unix.CmsgLen(0) {
+		c := (*unix.Cmsghdr)(unsafe.Pointer(&ctrl[0]))
+		l := int(c.Len)
+		if l < unix.CmsgLen(0) || l > len(ctrl) {
+			return 0 // cut short: the room ran out
+		}
+		if c.Level == unix.SOL_UDP && c.Type == unix.UDP_GRO && l >= unix.CmsgLen(4) {
+			return int(*(*int32)(unsafe.Pointer(&ctrl[unix.CmsgLen(0)])))
+		}
+		ctrl = ctrl[min(unix.CmsgSpace(l-unix.CmsgLen(0)), len(ctrl)):]
 	}
-	c := (*unix.Cmsghdr)(unsafe.Pointer(h.Control))
-	if c.Level != unix.SOL_UDP || c.Type != unix.UDP_GRO {
-		return 0
-	}
-	return int(*(*int32)(unsafe.Pointer(&b.ctrl[i*groRoom+unix.CmsgLen(0)])))
+	return 0
 }
 
 // At returns the i-th datagram the last Recv took: the part its buffer
@@ -182,12 +198,15 @@ func (b *Batch) At(i int) (p []byte, from netip.AddrPort, truncated bool) {
 
 // segment returns the i-th datagram of the last Recv, which coalesced
 // some: a buffer cut short (which a GROBuffer's never is) cuts its last
-// datagrams short, or leaves them empty, each reported truncated.
+// datagrams short, or leaves them empty, each reported truncated. Its
+// capacity ends with it, so that appending to it, as a handler may to
+// what Next gives, leaves the datagrams after it in the buffer whole.
 func (b *Batch) segment(i int) (p []byte, from netip.AddrPort, truncated bool) {
 	s := b.segs[i]
 	buf := b.bufs[s.msg]
 	end := int(s.off + s.n)
-	return buf[min(int(s.off), len(buf)):min(end, len(buf))], inetAddrPort(&b.names[s.msg]), end > len(buf)
+	kept := min(end, len(buf))
+	return buf[min(int(s.off), len(buf)):kept:kept], inetAddrPort(&b.names[s.msg]), end > len(buf)
 }
 
 // inetAddrPort reads the IPv4 or IPv6 address (with its zone) and port

@@ -8,6 +8,7 @@ import (
 	"net/netip"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/stretchr/testify/require"
 	"golang.org/x/sys/unix"
@@ -271,4 +272,132 @@ func TestBatchSplitsCoalesced(t *testing.T) {
 		require.Equal(t, w.p, string(p), "datagram %d", i)
 		require.Equal(t, w.truncated, truncated, "datagram %d", i)
 	}
+}
+
+// A Batch splits a coalesced receive on a socket whose own options have
+// the kernel write control messages ahead of UDP_GRO's (timestamps, a
+// count of drops, a mark), as one enrolled may have: the segment size
+// must not be crowded out of the room the Batch gives each buffer.
+func TestBatchSplitsCoalescedBehindOtherControlMessages(t *testing.T) {
+	for _, o := range []struct {
+		name string
+		opt  int
+		val  int
+	}{
+		{"SO_TIMESTAMP", unix.SO_TIMESTAMP, 1},
+		{"SO_TIMESTAMPNS", unix.SO_TIMESTAMPNS, 1},
+		{"SO_TIMESTAMPING", unix.SO_TIMESTAMPING, unix.SOF_TIMESTAMPING_RX_SOFTWARE | unix.SOF_TIMESTAMPING_SOFTWARE},
+		{"SO_RCVMARK", unix.SO_RCVMARK, 1},
+		{"all", -1, 0},
+	} {
+		t.Run(o.name, func(t *testing.T) {
+			r, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+			require.NoError(t, err)
+			t.Cleanup(func() { r.Close() })
+			f, err := r.File()
+			require.NoError(t, err)
+			t.Cleanup(func() { f.Close() })
+			fd := int(f.Fd())
+			set := func(opt, val int) { require.NoError(t, unix.SetsockoptInt(fd, unix.SOL_SOCKET, opt, val)) }
+			if o.opt >= 0 {
+				set(o.opt, o.val)
+			} else {
+				set(unix.SO_TIMESTAMPNS, 1)
+				set(unix.SO_TIMESTAMPING, unix.SOF_TIMESTAMPING_RX_SOFTWARE|unix.SOF_TIMESTAMPING_SOFTWARE)
+				set(unix.SO_RCVMARK, 1)
+				set(unix.SO_RXQ_OVFL, 1)
+			}
+			require.NoError(t, ReceiveCoalesced(fd, true))
+			a, err := net.DialUDP("udp4", nil, r.LocalAddr().(*net.UDPAddr))
+			require.NoError(t, err)
+			t.Cleanup(func() { a.Close() })
+			var all []byte
+			for i := range 10 {
+				all = append(all, bytes.Repeat([]byte{'A' + byte(i)}, 100)...)
+			}
+			require.NoError(t, udptest.WriteSegmented(a, nil, all, 100))
+
+			b := NewBatch(4, GROBuffer)
+			got, buffers := 0, 0
+			deadline := time.Now().Add(5 * time.Second)
+			for got < 10 {
+				n, _, err := b.Recv(fd, b.Len())
+				if err == unix.EAGAIN {
+					require.True(t, time.Now().Before(deadline), "%d of 10 datagrams", got)
+					time.Sleep(time.Millisecond)
+					continue
+				}
+				require.NoError(t, err)
+				buffers += b.used
+				for i := range n {
+					p, _, truncated := b.At(i)
+					require.Equal(t, string(bytes.Repeat([]byte{'A' + byte(got)}, 100)), string(p), "datagram %d", got)
+					require.False(t, truncated, "datagram %d", got)
+					got++
+				}
+			}
+			require.Less(t, buffers, 10, "the kernel coalesced nothing: the test tried no split")
+		})
+	}
+}
+
+// The control messages of a receive are the kernel's, but a Batch reads
+// them as a parser reads input: whatever they say (a segment size of
+// zero, negative or past the datagram, a message cut short, of another
+// kind, or behind others), the datagrams At returns are the buffer's
+// bytes in order, each but the last of one size, and one datagram the
+// whole buffer where no UDP_GRO message gives a size under its length.
+func FuzzBatchSplit(f *testing.F) {
+	msg := func(level, typ int32, data ...byte) []byte {
+		m := make([]byte, unix.CmsgSpace(len(data)))
+		h := (*unix.Cmsghdr)(unsafe.Pointer(&m[0]))
+		h.Level, h.Type = level, typ
+		h.SetLen(unix.CmsgLen(len(data)))
+		copy(m[unix.CmsgLen(0):], data)
+		return m
+	}
+	gro := func(seg int32) []byte {
+		return msg(unix.SOL_UDP, unix.UDP_GRO, byte(seg), byte(seg>>8), byte(seg>>16), byte(seg>>24))
+	}
+	stamp := msg(unix.SOL_SOCKET, unix.SO_TIMESTAMPNS, make([]byte, 16)...)
+	for _, s := range []struct {
+		ctrl []byte
+		n    uint32
+	}{
+		{gro(100), 1000}, {gro(100), 950}, {gro(1), 200}, {gro(0), 1000}, {gro(-1), 1000}, {gro(1000), 1000},
+		{gro(2000), 1000}, {gro(1), 0}, {gro(100)[:20], 1000}, {append(stamp, gro(10)...), 95}, {append(append(stamp, stamp...), gro(7)...), 50},
+		{msg(unix.SOL_UDP, unix.UDP_SEGMENT, 100, 0), 1000}, {gro(1400), GROBuffer}, {nil, 1000},
+	} {
+		f.Add(s.ctrl, s.n)
+	}
+	b := NewBatch(1, GROBuffer)
+	f.Fuzz(func(t *testing.T, ctrl []byte, n uint32) {
+		n %= GROBuffer + 1 // what a GROBuffer holds: never cut short
+		ctrl = ctrl[:min(len(ctrl), ctrlRoom)]
+		copy(b.ctrl, ctrl)
+		b.hdrs[0].hdr.SetControllen(len(ctrl))
+		b.hdrs[0].n = n
+		b.used = 1
+		b.segs = b.segs[:0]
+		got := b.split()
+		p, _, truncated := b.At(0)
+		require.False(t, truncated)
+		if got == 1 {
+			require.Len(t, p, int(n))
+			return
+		}
+		seg := len(p)
+		require.Positive(t, seg)
+		require.Less(t, seg, int(n))
+		require.Equal(t, (int(n)+seg-1)/seg, got, "datagrams of %d bytes in %d", seg, n)
+		require.Equal(t, got, b.PerBuffer())
+		for i := range got {
+			p, _, truncated := b.At(i)
+			require.False(t, truncated, "datagram %d", i)
+			start := int(uintptr(unsafe.Pointer(unsafe.SliceData(p))) - uintptr(unsafe.Pointer(&b.bufs[0][0])))
+			require.Equal(t, i*seg, start, "datagram %d starts where the one before ended", i)
+			require.Len(t, p, min(seg, int(n)-i*seg), "datagram %d", i)
+			require.Equal(t, len(p), cap(p), "datagram %d ends with its capacity", i)
+		}
+	})
 }

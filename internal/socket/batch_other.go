@@ -35,6 +35,9 @@ func (b *Batch) At(int) (p []byte, from netip.AddrPort, truncated bool) {
 	return b.buf[:b.n], b.from, b.truncated
 }
 
+// PerBuffer returns 1: a buffer holds one datagram here.
+func (b *Batch) PerBuffer() int { return 1 }
+
 // GROBuffer is the buffer size a Batch would need to split coalesced
 // receives, which it never gets here.
 const GROBuffer = 64 << 10
