@@ -18,7 +18,9 @@ const maxTableSlots = 1 << 20
 // connections than that can be open.
 func tableCapacity(o *options) int {
 	if o.maxConns > 0 {
-		return min(o.maxConns, math.MaxUint32-1)
+		// Compared as uint64: an int cannot hold the bound on 32-bit
+		// platforms, where maxConns is under it anyway.
+		return int(min(uint64(o.maxConns), math.MaxUint32-1))
 	}
 	n := socket.MaxFiles()
 	if n == 0 || n > maxTableSlots {
