@@ -169,9 +169,10 @@ func (e *engine) handedOver(s *listenSpec, fd int, addr net.Addr, order, loop in
 	}
 }
 
-// DupListeners returns copies of the engine's listening sockets, one
-// file for each listener, in the order of Addrs, for another process to
-// serve (WithListenerFile) while this one still does: a restart or an
+// DupListeners returns copies of the engine's stream listening sockets
+// (TCP and unix; UDP sockets are not handed over, and an engine serving
+// UDP alone returns none), one file for each listener, in the order of
+// their addresses in Addrs, for another process to serve (WithListenerFile) while this one still does: a restart or an
 // upgrade that never closes the port, so that no client is refused. With
 // WithReusePort a TCP address has a socket for each loop, and so a file
 // for each, under the same name; all of them must be served, as the
@@ -206,8 +207,19 @@ func (eng Engine) DupListeners() ([]*os.File, error) {
 			}
 		}
 	}
-	if len(lns) == 0 && len(e.addrs) > 0 {
+	streams := 0
+	for _, a := range e.addrs {
+		if _, ok := a.(*net.UDPAddr); !ok {
+			streams++
+		}
+	}
+	select {
+	case <-e.done:
 		return nil, ErrEngineStopped
+	default:
+		if streams > 0 && len(lns) == 0 {
+			return nil, ErrEngineStopped
+		}
 	}
 	// The loops hold their listeners by loop, and a SO_REUSEPORT set is
 	// one listener in each: put them in the order they were opened.

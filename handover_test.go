@@ -486,3 +486,29 @@ func activated() {
 	}
 	os.Exit(0)
 }
+
+// DupListeners hands over stream listeners only: beside a UDP socket they
+// come in their order, and an engine that listens on UDP alone has none to
+// hand over, which is no error until it stops.
+func TestDupListenersBesideUDP(t *testing.T) {
+	onEachPoller(t, func(t *testing.T, p Option) outcome {
+		mixed, _ := serveAddr(t, "udp4://127.0.0.1:0", BuiltinEventEngine{}, p, WithListener("tcp://127.0.0.1:0"))
+		files, err := mixed.DupListeners()
+		require.NoError(t, err)
+		var names []string
+		for _, f := range files {
+			names = append(names, f.Name())
+			f.Close()
+		}
+		assert.Equal(t, []string{"tcp://127.0.0.1:0"}, names)
+
+		alone, _ := serveAddr(t, "udp4://127.0.0.1:0", BuiltinEventEngine{}, p)
+		files, err = alone.DupListeners()
+		require.NoError(t, err, "an engine serving UDP alone")
+		assert.Empty(t, files)
+		require.NoError(t, alone.Stop(context.Background()))
+		_, err = alone.DupListeners()
+		require.ErrorIs(t, err, ErrEngineStopped, "once stopped")
+		return outcome{}
+	})
+}
