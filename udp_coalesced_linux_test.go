@@ -89,24 +89,9 @@ func TestUDPEnrolledWithCoalescedBurstsQueued(t *testing.T) {
 	const each, size = 10, 100
 	eng, _ := serve(t, &udpEcho{}, WithNumEventLoop(1))
 	peer := udpPeer(t)
-	nc, err := net.DialUDP("udp4", nil, peer.LocalAddr().(*net.UDPAddr))
-	require.NoError(t, err)
-	rc, err := nc.SyscallConn()
-	require.NoError(t, err)
-	var serr error
-	require.NoError(t, rc.Control(func(fd uintptr) { serr = unix.SetsockoptInt(int(fd), unix.SOL_UDP, unix.UDP_GRO, 1) }))
-	require.NoError(t, serr)
-	var all []byte
-	for j := range each {
-		all = append(all, bytes.Repeat([]byte{'A' + byte(j)}, size)...)
-	}
+	nc := dialUDPWith(t, peer, func(fd int) error { return unix.SetsockoptInt(fd, unix.SOL_UDP, unix.UDP_GRO, 1) })
+	all := lettered(each, size)
 	require.NoError(t, udptest.WriteSegmented(peer, nc.LocalAddr().(*net.UDPAddr), all, size))
 	require.NoError(t, eng.Enroll(nc, nil))
-	buf := make([]byte, 1<<16)
-	for j := range each {
-		require.NoError(t, peer.SetReadDeadline(time.Now().Add(5*time.Second)))
-		n, _, err := peer.ReadFromUDP(buf)
-		require.NoError(t, err, "answer %d", j)
-		require.Equal(t, string(bytes.Repeat([]byte{'A' + byte(j)}, size)), string(buf[:n]), "answer %d", j)
-	}
+	lettersBack(t, peer, each, size, "")
 }

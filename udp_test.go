@@ -1353,10 +1353,7 @@ func TestUDPSegmentedBurstTruncated(t *testing.T) {
 		h := &udpEcho{truncated: make(chan []byte, each)}
 		eng, addr := serveAddr(t, "udp://127.0.0.1:0", h, p, WithNumEventLoop(1), WithReadBufferCap(cap))
 		c := udpDial(t, addr)
-		var all []byte
-		for j := range each {
-			all = append(all, bytes.Repeat([]byte{'A' + byte(j)}, size)...)
-		}
+		all := lettered(each, size)
 		require.NoError(t, udptest.WriteSegmented(c, nil, all, size))
 		for j := range each {
 			select {
@@ -1384,29 +1381,14 @@ func TestUDPEnrolledCoalescingSocketSmallBuffers(t *testing.T) {
 		peer, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
 		require.NoError(t, err)
 		t.Cleanup(func() { peer.Close() })
-		nc, err := net.DialUDP("udp4", nil, peer.LocalAddr().(*net.UDPAddr))
-		require.NoError(t, err)
-		rc, err := nc.SyscallConn()
-		require.NoError(t, err)
-		var serr error
-		require.NoError(t, rc.Control(func(fd uintptr) { serr = unix.SetsockoptInt(int(fd), unix.SOL_UDP, unix.UDP_GRO, 1) }))
-		require.NoError(t, serr)
+		nc := dialUDPWith(t, peer, func(fd int) error { return unix.SetsockoptInt(fd, unix.SOL_UDP, unix.UDP_GRO, 1) })
 		require.NoError(t, eng.Enroll(nc, nil))
 		// The kernel decides at arrival: what came before the loop
 		// watched the socket came coalesced.
 		waitFor(t, 10*time.Second, func() bool { return eng.Stats().Enrolled == 1 }, func() string { return "the socket never enrolled" })
-		var all []byte
-		for j := range each {
-			all = append(all, bytes.Repeat([]byte{'A' + byte(j)}, size)...)
-		}
+		all := lettered(each, size)
 		require.NoError(t, udptest.WriteSegmented(peer, nc.LocalAddr().(*net.UDPAddr), all, size))
-		buf := make([]byte, 1<<16)
-		for j := range each {
-			require.NoError(t, peer.SetReadDeadline(time.Now().Add(5*time.Second)))
-			n, _, err := peer.ReadFromUDP(buf)
-			require.NoError(t, err, "answer %d", j)
-			require.Equal(t, string(bytes.Repeat([]byte{'A' + byte(j)}, size)), string(buf[:n]), "answer %d", j)
-		}
+		lettersBack(t, peer, each, size, "")
 		return outcome{Delivered: []int{int(eng.Stats().DatagramsTruncated)}}
 	})
 }
@@ -1420,31 +1402,15 @@ func TestUDPEnrolledTimestampingSocketCoalesced(t *testing.T) {
 	onEachPoller(t, func(t *testing.T, p Option) outcome {
 		eng, _ := serve(t, &udpEcho{}, p, WithNumEventLoop(1))
 		peer := udpPeer(t)
-		nc, err := net.DialUDP("udp4", nil, peer.LocalAddr().(*net.UDPAddr))
-		require.NoError(t, err)
-		rc, err := nc.SyscallConn()
-		require.NoError(t, err)
-		var serr error
-		require.NoError(t, rc.Control(func(fd uintptr) {
-			serr = errors.Join(unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_TIMESTAMPNS, 1),
-				unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_RCVMARK, 1))
-		}))
-		require.NoError(t, serr)
+		nc := dialUDPWith(t, peer, func(fd int) error {
+			return errors.Join(unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_TIMESTAMPNS, 1),
+				unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_RCVMARK, 1))
+		})
 		require.NoError(t, eng.Enroll(nc, nil))
 		waitFor(t, 10*time.Second, func() bool { return eng.Stats().Enrolled == 1 }, func() string { return "the socket never enrolled" })
-		var all []byte
-		for j := range each {
-			all = append(all, bytes.Repeat([]byte{'A' + byte(j)}, size)...)
-		}
+		all := lettered(each, size)
 		require.NoError(t, udptest.WriteSegmented(peer, nc.LocalAddr().(*net.UDPAddr), all, size))
-		buf := make([]byte, 1<<16)
-		for j := range each {
-			require.NoError(t, peer.SetReadDeadline(time.Now().Add(5*time.Second)))
-			n, _, err := peer.ReadFromUDP(buf)
-			require.NoError(t, err, "answer %d", j)
-			require.Equal(t, size, n, "answer %d: one datagram's length", j)
-			require.Equal(t, string(bytes.Repeat([]byte{'A' + byte(j)}, size)), string(buf[:n]), "answer %d", j)
-		}
+		lettersBack(t, peer, each, size, "")
 		st := eng.Stats()
 		return outcome{Delivered: []int{int(st.BytesIn), int(st.DatagramsTruncated)}}
 	})
@@ -1459,18 +1425,9 @@ func TestUDPAppendToCoalescedDatagram(t *testing.T) {
 	onEachPoller(t, func(t *testing.T, p Option) outcome {
 		eng, addr := serveAddr(t, "udp://127.0.0.1:0", udpAppendEcho{}, p, WithNumEventLoop(1))
 		c := udpDial(t, addr)
-		var all []byte
-		for j := range each {
-			all = append(all, bytes.Repeat([]byte{'A' + byte(j)}, size)...)
-		}
+		all := lettered(each, size)
 		require.NoError(t, udptest.WriteSegmented(c, nil, all, size))
-		buf := make([]byte, 1<<16)
-		for j := range each {
-			require.NoError(t, c.SetReadDeadline(time.Now().Add(5*time.Second)))
-			n, err := c.Read(buf)
-			require.NoError(t, err, "answer %d", j)
-			require.Equal(t, string(bytes.Repeat([]byte{'A' + byte(j)}, size))+"\r\n", string(buf[:n]), "answer %d", j)
-		}
+		lettersBack(t, c, each, size, "\r\n")
 		return outcome{Delivered: []int{int(eng.Stats().BytesIn)}}
 	})
 }
@@ -1483,4 +1440,40 @@ func (udpAppendEcho) OnTraffic(c Conn) Action {
 	b, _ := c.Next(-1)
 	c.Write(append(b, "\r\n"...))
 	return None
+}
+
+// lettered returns n datagrams of size bytes back to back, as a segmented
+// burst sends them, the jth all of the letter 'A'+j.
+func lettered(n, size int) []byte {
+	var all []byte
+	for j := range n {
+		all = append(all, bytes.Repeat([]byte{'A' + byte(j)}, size)...)
+	}
+	return all
+}
+
+// lettersBack reads n answers at c, each of which must be, in order,
+// lettered's datagram followed by suffix.
+func lettersBack(t *testing.T, c *net.UDPConn, n, size int, suffix string) {
+	t.Helper()
+	buf := make([]byte, 1<<16)
+	for j := range n {
+		require.NoError(t, c.SetReadDeadline(time.Now().Add(5*time.Second)))
+		got, err := c.Read(buf)
+		require.NoError(t, err, "answer %d", j)
+		require.Equal(t, string(bytes.Repeat([]byte{'A' + byte(j)}, size))+suffix, string(buf[:got]), "answer %d", j)
+	}
+}
+
+// dialUDPWith connects a UDP socket to peer, with set applied to its
+// descriptor first.
+func dialUDPWith(t *testing.T, peer *net.UDPConn, set func(fd int) error) *net.UDPConn {
+	nc, err := net.DialUDP("udp4", nil, peer.LocalAddr().(*net.UDPAddr))
+	require.NoError(t, err)
+	rc, err := nc.SyscallConn()
+	require.NoError(t, err)
+	var serr error
+	require.NoError(t, rc.Control(func(fd uintptr) { serr = set(int(fd)) }))
+	require.NoError(t, serr)
+	return nc
 }

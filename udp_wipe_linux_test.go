@@ -22,26 +22,12 @@ import (
 // same turn, for a socket closed by then).
 func TestUDPWipeBuffersUnhandedDatagrams(t *testing.T) {
 	onEachPoller(t, func(t *testing.T, p Option) outcome {
-		h := &udpCloseAtOnce{opened: make(chan net.Addr, 1), closed: make(chan error, 1)}
-		eng, _ := serveAddr(t, "udp://127.0.0.1:0", h, p, WithNumEventLoop(1), WithWipeBuffers(true))
-		peer := udpPeer(t)
-		require.NoError(t, eng.Dial("udp://"+peer.LocalAddr().String(), nil))
-		local := (<-h.opened).(*net.UDPAddr)
-
-		l := eng.e.loops[0]
-		release, held := make(chan struct{}), make(chan struct{})
-		require.NoError(t, Loop{l}.Execute(func() { close(held); <-release }))
-		<-held
-		for _, s := range []string{"secret-1", "secret-2", "secret-3"} {
-			_, err := peer.WriteToUDP([]byte(s), local)
-			require.NoError(t, err)
-		}
-		close(release)
-		<-h.closed
-		left := make(chan []byte, 1)
-		require.NoError(t, Loop{l}.Execute(func() { left <- receivedInto(l) }))
-		assert.False(t, bytes.Contains(<-left, []byte("secret")), "a datagram's bytes left where the loop received it")
-		return outcome{Stats: Stats{BytesIn: eng.Stats().BytesIn}}
+		return leftAfterClose(t, p, func(peer *net.UDPConn, local *net.UDPAddr) {
+			for _, s := range []string{"secret-1", "secret-2", "secret-3"} {
+				_, err := peer.WriteToUDP([]byte(s), local)
+				require.NoError(t, err)
+			}
+		})
 	})
 }
 
@@ -51,28 +37,38 @@ func TestUDPWipeBuffersUnhandedDatagrams(t *testing.T) {
 // loop dropped unseen, cut from one buffer.
 func TestUDPWipeBuffersUnhandedCoalescedDatagrams(t *testing.T) {
 	onEachPoller(t, func(t *testing.T, p Option) outcome {
-		h := &udpCloseAtOnce{opened: make(chan net.Addr, 1), closed: make(chan error, 1)}
-		eng, _ := serveAddr(t, "udp://127.0.0.1:0", h, p, WithNumEventLoop(1), WithWipeBuffers(true))
-		peer := udpPeer(t)
-		require.NoError(t, eng.Dial("udp://"+peer.LocalAddr().String(), nil))
-		local := (<-h.opened).(*net.UDPAddr)
-
-		l := eng.e.loops[0]
-		release, held := make(chan struct{}), make(chan struct{})
-		require.NoError(t, Loop{l}.Execute(func() { close(held); <-release }))
-		<-held
-		var all []byte
-		for i := range 5 {
-			all = append(all, fmt.Sprintf("secret-%d", i)...)
-		}
-		require.NoError(t, udptest.WriteSegmented(peer, local, all, len("secret-0")))
-		close(release)
-		<-h.closed
-		left := make(chan []byte, 1)
-		require.NoError(t, Loop{l}.Execute(func() { left <- receivedInto(l) }))
-		assert.False(t, bytes.Contains(<-left, []byte("secret")), "a datagram's bytes left where the loop received it")
-		return outcome{Stats: Stats{BytesIn: eng.Stats().BytesIn}}
+		return leftAfterClose(t, p, func(peer *net.UDPConn, local *net.UDPAddr) {
+			var all []byte
+			for i := range 5 {
+				all = append(all, fmt.Sprintf("secret-%d", i)...)
+			}
+			require.NoError(t, udptest.WriteSegmented(peer, local, all, len("secret-0")))
+		})
 	})
+}
+
+// leftAfterClose dials a peer from a loop that wipes its buffers and
+// closes a connected socket at its first datagram, has send send it
+// secrets while the loop is held, so that they arrive together, and
+// requires that none is left where the loop received them.
+func leftAfterClose(t *testing.T, p Option, send func(peer *net.UDPConn, local *net.UDPAddr)) outcome {
+	h := &udpCloseAtOnce{opened: make(chan net.Addr, 1), closed: make(chan error, 1)}
+	eng, _ := serveAddr(t, "udp://127.0.0.1:0", h, p, WithNumEventLoop(1), WithWipeBuffers(true))
+	peer := udpPeer(t)
+	require.NoError(t, eng.Dial("udp://"+peer.LocalAddr().String(), nil))
+	local := (<-h.opened).(*net.UDPAddr)
+
+	l := eng.e.loops[0]
+	release, held := make(chan struct{}), make(chan struct{})
+	require.NoError(t, Loop{l}.Execute(func() { close(held); <-release }))
+	<-held
+	send(peer, local)
+	close(release)
+	<-h.closed
+	left := make(chan []byte, 1)
+	require.NoError(t, Loop{l}.Execute(func() { left <- receivedInto(l) }))
+	assert.False(t, bytes.Contains(<-left, []byte("secret")), "a datagram's bytes left where the loop received it")
+	return outcome{Stats: Stats{BytesIn: eng.Stats().BytesIn}}
 }
 
 // receivedInto returns a copy of the memory l receives datagrams into: its
