@@ -736,13 +736,21 @@ func TestTLSHandshakeFlood(t *testing.T) {
 	established := dialTLS(t, addr, clientTLS(t, 0))
 	require.NoError(t, echoOnce(established, []byte("before")))
 
-	holders := make([]net.Conn, limit) // each holds a handshake, saying nothing
+	// Each holder holds a handshake, saying nothing. The count of
+	// handshakes rises before each one's goroutine starts, so the
+	// goroutines to come back to are those before the holders and one for
+	// each of them.
+	goroutines := runtime.NumGoroutine() + limit
+	holders := make([]net.Conn, limit)
 	for i := range holders {
 		holders[i] = dial(t, addr)
 	}
-	waitFor(t, 5*time.Second, func() bool { return eng.e.handshakes.Load() == limit },
-		func() string { return fmt.Sprintf("%d of %d handshakes under way", eng.e.handshakes.Load(), limit) })
-	goroutines := runtime.NumGoroutine()
+	waitFor(t, 5*time.Second, func() bool {
+		return eng.e.handshakes.Load() == limit && runtime.NumGoroutine() >= goroutines
+	}, func() string {
+		return fmt.Sprintf("%d of %d handshakes under way, goroutines %d of %d",
+			eng.e.handshakes.Load(), limit, runtime.NumGoroutine(), goroutines)
+	})
 
 	// Four flooders, each connecting and waiting to be closed.
 	_, hp, _ := strings.Cut(addr, "://")
