@@ -738,19 +738,18 @@ func TestTLSHandshakeFlood(t *testing.T) {
 
 	// Each holder holds a handshake, saying nothing. The count of
 	// handshakes rises before each one's goroutine starts, so the
-	// goroutines to come back to are those before the holders and one for
-	// each of them.
-	goroutines := runtime.NumGoroutine() + limit
+	// goroutines to come back to are counted once all of those run.
 	holders := make([]net.Conn, limit)
 	for i := range holders {
 		holders[i] = dial(t, addr)
 	}
 	waitFor(t, 5*time.Second, func() bool {
-		return eng.e.handshakes.Load() == limit && runtime.NumGoroutine() >= goroutines
+		return eng.e.handshakes.Load() == limit && goroutinesIn("sluice.handshake(") == limit
 	}, func() string {
-		return fmt.Sprintf("%d of %d handshakes under way, goroutines %d of %d",
-			eng.e.handshakes.Load(), limit, runtime.NumGoroutine(), goroutines)
+		return fmt.Sprintf("%d of %d handshakes under way, %d goroutines in them",
+			eng.e.handshakes.Load(), limit, goroutinesIn("sluice.handshake("))
 	})
+	goroutines := runtime.NumGoroutine()
 
 	// Four flooders, each connecting and waiting to be closed.
 	_, hp, _ := strings.Cut(addr, "://")
@@ -802,4 +801,16 @@ func TestTLSHandshakeFlood(t *testing.T) {
 	s := eng.Stats()
 	assert.EqualValues(t, flood, s.TLSHandshakeFailures)
 	assert.Zero(t, s.TLSHandshakeTimeouts)
+}
+
+// goroutinesIn counts the goroutines whose stacks hold fn.
+func goroutinesIn(fn string) int {
+	buf := make([]byte, 1<<20)
+	n := 0
+	for _, g := range strings.Split(string(buf[:runtime.Stack(buf, true)]), "\n\n") {
+		if strings.Contains(g, fn) {
+			n++
+		}
+	}
+	return n
 }
