@@ -199,7 +199,9 @@ func TestOutboundBudget(t *testing.T) {
 		require.ErrorIs(t, err, ErrOutboundOverBudget)
 		// OnClose runs before the connection's share is taken off.
 		waitFor(t, 10*time.Second, func() bool { return eng.Stats().OutboundHeld <= 64*mib },
-			func() string { return fmt.Sprintf("%d bytes held once the largest was reset", eng.Stats().OutboundHeld) })
+			func() string {
+				return fmt.Sprintf("%d bytes held once the largest was reset", eng.Stats().OutboundHeld)
+			})
 		st := eng.Stats()
 		assert.EqualValues(t, 1, st.OutboundOverBudget)
 		for _, c := range holders {
