@@ -1297,11 +1297,13 @@ func (l *eventloop) runTask(t *task) {
 		l.runPacketTask(t)
 		return
 	}
-	// What an AsyncWrite posted was counted against c's bound when it was
-	// posted (conn.reserve), and is queued now whatever the bound says; it
-	// stops counting as posted only once watch counts it as queued, so
-	// that posters never see less than c holds.
-	defer l.unpost(c, int64(len(t.buf)+size(t.bufs)))
+	// What an AsyncWrite or Wake posted was counted against c's bound when
+	// it was posted (conn.reserve), and is queued now whatever the bound
+	// says; it stops counting as posted only once watch counts it as
+	// queued, so that posters never see less than c holds.
+	if t.kind != taskClose {
+		defer l.unpost(c, int64(len(t.buf)+size(t.bufs))+postedTask)
+	}
 	if c.done() {
 		if t.cb != nil {
 			l.callback(c, t.cb, ErrConnClosed)
