@@ -3,8 +3,11 @@
 package sluice
 
 import (
+	"bytes"
 	"fmt"
+	"io"
 	"math"
+	"net"
 	"runtime/debug"
 	"testing"
 	"time"
@@ -133,4 +136,81 @@ func TestInboundBudgetDefault(t *testing.T) {
 	if total := sysmem.Total(); total == 0 || total > 1<<30 {
 		assert.Equal(t, 256<<20, eng.e.opts.inBudget)
 	}
+}
+
+// mebibyte is what amplify answers each byte with.
+var mebibyte = bytes.Repeat([]byte{'m'}, 1<<20)
+
+// amplify answers each byte it reads with a MiB: a client that asks for
+// large answers, as a GET of a large value does.
+func amplify(c Conn) Action {
+	b, _ := c.Next(-1)
+	for range b {
+		if _, err := c.Write(mebibyte); err != nil {
+			break
+		}
+	}
+	return None
+}
+
+// TestOutboundBudget holds the engine to its default outbound budget, a
+// quarter of the memory the process may use (here GOMEMLIMIT's 256 MiB,
+// set while the engine starts): clients ask for large answers and never
+// read them, each within the per-connection bounds (WithMaxOutbound,
+// the backpressure mark), and when one more takes what they hold together
+// past the budget, the connection holding the most is reset and its
+// output dropped. The rest are served as before and get every byte.
+//
+// Without the budget the engine held 80 MiB of unsent output for these
+// six clients, and would hold 32 MiB for each more.
+func TestOutboundBudget(t *testing.T) {
+	const mib = 1 << 20
+	if total := sysmem.Total(); total != 0 && total < 1<<30 {
+		t.Skip("a machine with less than 1 GiB sets a lower budget")
+	}
+	onEachPoller(t, func(t *testing.T, p Option) outcome {
+		h := newLifetimes()
+		h.traffic = amplify
+		limit := debug.SetMemoryLimit(256 * mib)
+		// Small send buffers, so that what the clients are sent stays in
+		// the engine, where the budget applies, rather than in the kernel.
+		eng, addr := serve(t, h, p, WithNumEventLoop(2), WithSocketSendBuffer(64<<10))
+		debug.SetMemoryLimit(limit)
+		require.Equal(t, 64*mib, eng.e.opts.outBudget)
+
+		ask := func(n int) (net.Conn, uint64) {
+			c := dial(t, addr)
+			id := h.next(t)
+			_, err := c.Write(make([]byte, n))
+			require.NoError(t, err)
+			return c, id
+		}
+		var holders []net.Conn
+		for range 5 {
+			c, id := ask(10)
+			holders = append(holders, c)
+			waitFor(t, 10*time.Second, func() bool { return h.conn(id).OutboundQueued() >= 9*mib },
+				func() string { return fmt.Sprintf("holding %d bytes", h.conn(id).OutboundQueued()) })
+		}
+		assert.Zero(t, eng.Stats().OutboundOverBudget, "under the budget")
+
+		_, idT := ask(30)
+		_, err := h.waitClosed(t, idT)
+		require.ErrorIs(t, err, ErrOutboundOverBudget)
+		// OnClose runs before the connection's share is taken off.
+		waitFor(t, 10*time.Second, func() bool { return eng.Stats().OutboundHeld <= 64*mib },
+			func() string {
+				return fmt.Sprintf("%d bytes held once the largest was reset", eng.Stats().OutboundHeld)
+			})
+		st := eng.Stats()
+		assert.EqualValues(t, 1, st.OutboundOverBudget)
+		for _, c := range holders {
+			c.SetReadDeadline(time.Now().Add(30 * time.Second))
+			_, err := io.ReadFull(c, make([]byte, 10*mib))
+			require.NoError(t, err, "a client under the budget was not served")
+		}
+		waitFor(t, 10*time.Second, func() bool { return eng.Stats().OutboundHeld == 0 },
+			func() string { return fmt.Sprintf("%d bytes held once all were read", eng.Stats().OutboundHeld) })
+		return outcome{Closed: []string{errName(err)}, Stats: Stats{OutboundOverBudget: st.OutboundOverBudget}}
+	})
 }

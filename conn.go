@@ -59,8 +59,8 @@ type Conn interface {
 	OutboundBuffered() int
 	// OutboundQueued returns, from any goroutine, how much output the
 	// connection holds against its bound (WithMaxOutbound): what
-	// AsyncWrite and AsyncWritev posted that its loop has yet to take,
-	// and its unsent output as its loop last saw it. Fan-out code asks it
+	// AsyncWrite and AsyncWritev posted that its loop has yet to take
+	// (with what each posting, a Wake's too, takes), and its unsent output as its loop last saw it. Fan-out code asks it
 	// before it builds a message for a connection that may be slow.
 	OutboundQueued() int
 	// Writable reports, from any goroutine, whether OutboundQueued is
@@ -119,15 +119,22 @@ type Conn interface {
 	// AsyncWrite queues p from any goroutine and calls cb on the loop once it
 	// is queued behind earlier output. p must not change until cb runs. cb
 	// may be nil. p counts against the connection's bound on queued output
-	// (WithMaxOutbound) from the moment it is posted: past the bound it
-	// returns ErrOutboundFull and queues nothing. It returns
+	// (WithMaxOutbound) from the moment it is posted, with the 144 or so
+	// bytes its posting takes, so that many small or empty writes are
+	// bounded too: past the bound it returns ErrOutboundFull and queues
+	// nothing. It returns
 	// ErrEngineStopped when the engine no longer runs. On either error cb
 	// never runs.
 	AsyncWrite(p []byte, cb AsyncCallback) error
 	// AsyncWritev is AsyncWrite for several slices, which count and are
 	// refused together.
 	AsyncWritev(bs [][]byte, cb AsyncCallback) error
-	// Wake runs OnTraffic for the connection on its loop, then cb.
+	// Wake runs OnTraffic for the connection on its loop, then cb. Until
+	// it runs, the 144 or so bytes its posting takes count against the
+	// connection's bound on queued output (WithMaxOutbound), as an empty
+	// AsyncWrite does, so that a goroutine waking a connection faster
+	// than its OnTraffic runs cannot grow the loop's queue without
+	// bound: past the bound it returns ErrOutboundFull and cb never runs.
 	Wake(cb AsyncCallback) error
 	// Close closes the connection gracefully, as the Close action does:
 	// once its queued output is sent, and the peer's end of stream read
@@ -491,16 +498,17 @@ func (c *conn) extra() *connExt {
 }
 
 func (c *conn) AsyncWrite(p []byte, cb AsyncCallback) error {
-	if !c.reserve(len(p)) {
+	n := len(p) + int(postedTask)
+	if !c.reserve(n) {
 		return ErrOutboundFull
 	}
 	t := newTask(taskWrite, c)
 	t.buf, t.cb = p, cb
-	return c.postWrite(t, len(p))
+	return c.postWrite(t, n)
 }
 
 func (c *conn) AsyncWritev(bs [][]byte, cb AsyncCallback) error {
-	n := size(bs)
+	n := size(bs) + int(postedTask)
 	if !c.reserve(n) {
 		return ErrOutboundFull
 	}
@@ -509,10 +517,10 @@ func (c *conn) AsyncWritev(bs [][]byte, cb AsyncCallback) error {
 	return c.postWrite(t, n)
 }
 
-// reserve counts n bytes an AsyncWrite posts against c's bound on queued
-// output, before they are queued, and reports false, counting the
-// refusal, when they would pass it. The loop takes them off (runTask)
-// when it runs the write.
+// reserve counts n bytes an AsyncWrite or Wake posts, its task's among
+// them (postedTask), against c's bound on queued output, before they are
+// queued, and reports false, counting the refusal, when they would pass
+// it. The loop takes them off (runTask) when it runs the task.
 func (c *conn) reserve(n int) bool {
 	limit := int64(c.loop.eng.opts.maxOutbound)
 	for {
@@ -527,7 +535,7 @@ func (c *conn) reserve(n int) bool {
 	}
 }
 
-// postWrite posts t, an AsyncWrite of n reserved bytes, and gives the
+// postWrite posts t, an AsyncWrite or Wake of n reserved bytes, and gives the
 // reservation back if the loop no longer takes tasks.
 func (c *conn) postWrite(t *task, n int) error {
 	if err := c.loop.post(t); err != nil {
@@ -547,9 +555,12 @@ func size(bs [][]byte) int {
 }
 
 func (c *conn) Wake(cb AsyncCallback) error {
+	if !c.reserve(int(postedTask)) {
+		return ErrOutboundFull
+	}
 	t := newTask(taskWake, c)
 	t.cb = cb
-	return c.loop.post(t)
+	return c.postWrite(t, int(postedTask))
 }
 
 func (c *conn) Close() error {

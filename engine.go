@@ -182,7 +182,7 @@ type engine struct {
 	epoch      time.Time     // the loops' clocks count from here
 	inPool     bytebufferpool.Pool
 	outPool    bytebufferpool.Pool
-	mem        memory       // inbound bytes held, large buffers let go (memory.go, budget.go)
+	mem        memory       // inbound and outbound bytes held, large buffers let go (memory.go, budget.go)
 	handshakes atomic.Int64 // TLS handshakes under way (tls.go)
 	lnMu       sync.Mutex   // held while listeners close or are copied (DupListeners)
 	duped      atomic.Bool  // a copy of the listeners was handed out: they are shared
@@ -281,7 +281,10 @@ func newEngine(handler EventHandler, addr string, opts []Option) (*engine, error
 		}
 	}
 	if o.inBudget < 0 {
-		o.inBudget = defaultInboundBudget()
+		o.inBudget = defaultBudget()
+	}
+	if o.outBudget < 0 {
+		o.outBudget = defaultBudget()
 	}
 	specs := o.listen(addr)
 	defer func() {

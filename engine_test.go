@@ -99,6 +99,7 @@ func serveAddr(t testing.TB, addr string, h EventHandler, opts ...Option) (Engin
 		// Every connection has let go of its inbound buffer, and the
 		// count of what they hold (WithInboundBudget) agrees.
 		require.Zero(t, eng.Stats().InboundHeld, "inbound bytes held once every connection closed")
+		require.Zero(t, eng.Stats().OutboundHeld, "unsent output held once every connection closed")
 		leaks()
 	})
 	a := eng.Addrs()[0]

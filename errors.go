@@ -116,6 +116,12 @@ var (
 	// WithInboundBudget allows, and it held among the most; and what
 	// OnRefuse receives for a connection refused on accept meanwhile.
 	ErrInboundOverBudget = errors.New("sluice: inbound budget exceeded")
+
+	// ErrOutboundOverBudget is what OnClose receives for a connection
+	// reset because the connections together held more unsent output
+	// than WithOutboundBudget allows, and it held among the most; and
+	// what OnRefuse receives for a connection refused on accept meanwhile.
+	ErrOutboundOverBudget = errors.New("sluice: outbound budget exceeded")
 )
 
 // closedError is ErrConnClosed's type: it matches net.ErrClosed.

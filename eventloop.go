@@ -816,8 +816,9 @@ func (l *eventloop) watch(c *conn) {
 	if n > 0 {
 		want |= poller.Writable
 	}
-	if c.held.Load() != int64(n) {
+	if held := c.held.Load(); held != int64(n) {
 		c.held.Store(int64(n)) // for OutboundQueued, from any goroutine
+		l.eng.holdOut(int64(n) - held)
 	}
 	l.owesDrain(c)
 	l.overSoft(c, n)
@@ -1158,7 +1159,7 @@ func (l *eventloop) release(c *conn) {
 	l.drv.closeSocket(c)
 	c.fd = -1 // its number may be reused: a Conn kept past OnClose names no socket
 	c.releaseBuffers()
-	c.held.Store(0)
+	l.eng.holdOut(-c.held.Swap(0))
 	l.count.Add(-1)
 	l.eng.forget(c)
 }
@@ -1296,11 +1297,13 @@ func (l *eventloop) runTask(t *task) {
 		l.runPacketTask(t)
 		return
 	}
-	// What an AsyncWrite posted was counted against c's bound when it was
-	// posted (conn.reserve), and is queued now whatever the bound says; it
-	// stops counting as posted only once watch counts it as queued, so
-	// that posters never see less than c holds.
-	defer l.unpost(c, int64(len(t.buf)+size(t.bufs)))
+	// What an AsyncWrite or Wake posted was counted against c's bound when
+	// it was posted (conn.reserve), and is queued now whatever the bound
+	// says; it stops counting as posted only once watch counts it as
+	// queued, so that posters never see less than c holds.
+	if t.kind != taskClose {
+		defer l.unpost(c, int64(len(t.buf)+size(t.bufs))+postedTask)
+	}
 	if c.done() {
 		if t.cb != nil {
 			l.callback(c, t.cb, ErrConnClosed)

@@ -156,9 +156,10 @@ type RefusalHandler interface {
 	// names; for a unix socket, the peer's path if it has one. reason
 	// says why, and errors.Is tells which: ErrTooManyConns
 	// (WithMaxConnections), ErrTooManyFromSource
-	// (WithMaxConnectionsPerSource) or ErrInboundOverBudget (the
-	// connections together hold more than WithInboundBudget while the
-	// largest holders are closed). A connection refused for the
+	// (WithMaxConnectionsPerSource), ErrInboundOverBudget or
+	// ErrOutboundOverBudget (the connections together hold more than
+	// WithInboundBudget or WithOutboundBudget allows while the largest
+	// holders are closed). A connection refused for the
 	// connection limit is refused before its PROXY header is read, so
 	// remote is then the balancer's address.
 	//

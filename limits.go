@@ -33,8 +33,9 @@ func tableCapacity(o *options) int {
 // unix socket) for the loop owner, in the engine's connection table, which
 // gives it its ID, and counts it against its source's limit. It returns
 // the ID and the flags to start the connection with, or why it is
-// refused, having counted the refusal: ErrInboundOverBudget while the
-// connections together hold more than WithInboundBudget, ErrTooManyConns
+// refused, having counted the refusal: ErrInboundOverBudget or
+// ErrOutboundOverBudget while the connections together hold more than
+// WithInboundBudget or WithOutboundBudget allows, ErrTooManyConns
 // or ErrTooManyFromSource. When its listener reads a PROXY header (header),
 // the source is the client the header names, so the connection is counted
 // against it once the header is read (proxy.go). No conn is made for a
@@ -42,11 +43,11 @@ func tableCapacity(o *options) int {
 // nothing more.
 func (l *eventloop) admit(owner *eventloop, fd int, remote netip.AddrPort, header bool) (kill.ConnID, connFlags, error) {
 	e := l.eng
-	if e.overBudget() {
+	if err := e.overBudget(); err != nil {
 		// The largest holders are being closed; a newcomer would only
 		// add to them.
 		l.counts.add(countRejectedOverBudget)
-		return 0, 0, ErrInboundOverBudget
+		return 0, 0, err
 	}
 	id, err := e.table.Claim(owner.idx, uint64(fd))
 	if err != nil {

@@ -50,7 +50,8 @@ const (
 )
 
 // memory is what an engine knows of the memory its connections hold:
-// inbound bytes held (budget.go) and large buffers let go.
+// inbound bytes and unsent output held (budget.go) and large buffers let
+// go.
 type memory struct {
 	// held is the capacity of every connection's inbound buffer, summed;
 	// each connection's share is cap(c.in.B), so a conn needs no field of
@@ -58,6 +59,10 @@ type memory struct {
 	_    [64]byte
 	held atomic.Int64
 	_    [56]byte
+	// out is every connection's unsent output, summed; each connection's
+	// share is c.held. Padded too.
+	out atomic.Int64
+	_   [56]byte
 	// freed counts the bytes of large buffers let go since the last
 	// reclaim.
 	freed   atomic.Int64
@@ -77,7 +82,7 @@ func (e *engine) startHelpers() (stop func()) {
 		m.reclaim = make(chan struct{}, 1)
 		m.helpers.Go(e.reclaimer)
 	}
-	if e.opts.inBudget > 0 {
+	if e.opts.inBudget > 0 || e.opts.outBudget > 0 {
 		m.shed = make(chan struct{}, 1)
 		m.helpers.Go(e.shedder)
 	}

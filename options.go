@@ -107,7 +107,8 @@ type options struct {
 	sessionIdle       time.Duration // WithDatagramSessions' (udp_session.go)
 	sessionMax        int           // zero: no sessions
 	maxInbound        int           // zero: no limit
-	inBudget          int           // zero: no budget; below zero: defaultInboundBudget, settled by Run
+	inBudget          int           // zero: no budget; below zero: defaultBudget, settled by Run
+	outBudget         int           // the same
 	wipe              bool
 	keepMemory        bool // WithReleaseMemory(false)
 
@@ -137,6 +138,7 @@ func defaultOptions() options {
 		logger:        slog.Default(),
 		maxInbound:    DefaultMaxInboundBuffered,
 		inBudget:      -1,
+		outBudget:     -1,
 		backpressure:  true,
 		writeTimeout:  DefaultWriteTimeout,
 
@@ -557,6 +559,28 @@ func WithMaxInboundBuffered(n int) Option {
 // known (Windows without GOMEMLIMIT) there is no budget by default.
 func WithInboundBudget(n int) Option {
 	return func(o *options) { o.inBudget = max(n, 0) }
+}
+
+// WithOutboundBudget bounds the unsent output all connections together
+// hold, as WithInboundBudget bounds their inbound bytes, so that many
+// connections, each within WithMaxOutbound and its backpressure mark,
+// cannot together exhaust the machine: a thousand subscribers that never
+// read, or clients that each ask for a large answer and never read it,
+// would otherwise hold up to 32 MiB each. It counts what OutboundQueued
+// counts once the loop has queued it (not what AsyncWrite posted and the
+// loop has yet to take, whose bytes are the poster's; nor on io_uring the
+// one send in flight); the buffers that hold it may be up to twice as
+// large. Stats.OutboundHeld reports the total. When it passes n, the
+// connections that hold the most, across all loops, are reset, largest
+// first, until the rest hold no more than n; their queued output is
+// dropped, OnClose receives ErrOutboundOverBudget and
+// Stats.OutboundOverBudget counts them. The others are served as before.
+// The total may pass n briefly, by what the loops queue in the moment the
+// closes take, and while it does new connections are refused. Zero or
+// less means no budget. The default is WithInboundBudget's: a quarter of
+// the memory the process may use, where the system tells it.
+func WithOutboundBudget(n int) Option {
+	return func(o *options) { o.outBudget = max(n, 0) }
 }
 
 // WithWipeBuffers zeroes every buffer before it is reused for another

@@ -673,3 +673,36 @@ func TestSteadyBacklogKeepsItsBufferSmall(t *testing.T) {
 	t.Logf("largest output buffer %d KiB for a backlog under %d KiB", got>>10, keep>>10)
 	assert.Less(t, got, 3*keep, "the buffer kept what was sent")
 }
+
+// A goroutine wakes a connection faster than its OnTraffic runs: each
+// Wake's task counts against the connection's bound on queued output by
+// default, so that past it Wake returns ErrOutboundFull and the loop's
+// queue stops growing (at most 32 MiB's worth of tasks). Without that, two seconds of Wake queued 2 million
+// tasks and 400 MiB, and more for as long as it went on.
+func TestWakingFasterThanTheLoopIsBounded(t *testing.T) {
+	onEachPoller(t, func(t *testing.T, p Option) outcome {
+		h := newLifetimes()
+		h.traffic = func(c Conn) Action {
+			c.Discard(-1)
+			for start := time.Now(); time.Since(start) < 5*time.Microsecond; {
+			}
+			return None
+		}
+		_, addr := serve(t, h, p, WithNumEventLoop(1))
+		dial(t, addr)
+		c := h.conn(h.next(t))
+		queue := &c.(*conn).loop.tasks
+		most := int(DefaultMaxOutbound / postedTask)
+		// Under the race detector the loop may keep up, and no Wake is
+		// refused; the queue is bounded either way.
+		for range 10 * most {
+			if err := c.Wake(nil); err != nil {
+				require.ErrorIs(t, err, ErrOutboundFull)
+			}
+			require.LessOrEqual(t, int(queue.n.Load()), most, "the loop's queue grew past the bound")
+		}
+		waitFor(t, 30*time.Second, func() bool { return c.OutboundQueued() == 0 },
+			func() string { return fmt.Sprintf("%d bytes posted still", c.OutboundQueued()) })
+		return outcome{}
+	})
+}

@@ -69,7 +69,7 @@ func onEachPoller(t *testing.T, scenario func(t *testing.T, p Option) outcome) {
 // outcomes compare what a handler can test for, not message text.
 func errName(err error) string {
 	for _, s := range []error{nil, ErrKilled, ErrIdleTimeout, ErrReadTimeout, ErrWriteTimeout,
-		ErrInboundTooLarge, ErrInboundOverBudget, ErrEngineStopped, ErrHandlerPanic, syscall.ECONNRESET, syscall.EPIPE} {
+		ErrInboundTooLarge, ErrInboundOverBudget, ErrOutboundOverBudget, ErrEngineStopped, ErrHandlerPanic, syscall.ECONNRESET, syscall.EPIPE} {
 		if errors.Is(err, s) {
 			if s == nil {
 				return "nil"

@@ -28,7 +28,7 @@ type Stats struct {
 	RejectedPerSource uint64
 	// RejectedOverBudget counts connections closed on accept because the
 	// connections together held more inbound bytes than WithInboundBudget
-	// allows.
+	// allows, or more unsent output than WithOutboundBudget allows.
 	RejectedOverBudget uint64
 	// RejectedNoDescriptors counts accepts that failed for want of a
 	// descriptor, the process's (EMFILE) or the system's (ENFILE), or of
@@ -47,9 +47,9 @@ type Stats struct {
 	// write closed, a reset by the peer among them, or a TLS record that
 	// did not authenticate. HandlerPanics counts those closed because a
 	// callback for them panicked (ErrHandlerPanic). With Killed, the
-	// deadlines' counts, InboundTooLarge, OutboundOverLimit and
-	// InboundOverBudget they count every connection the handler saw
-	// close, once: connected UDP sockets and datagram sessions
+	// deadlines' counts, InboundTooLarge, OutboundOverLimit,
+	// InboundOverBudget and OutboundOverBudget they count every
+	// connection the handler saw close, once: connected UDP sockets and datagram sessions
 	// (WithDatagramSessions) among them, which no peer closes.
 	ClosedByPeer, ClosedByHandler, ClosedByStop, ClosedByError, HandlerPanics uint64
 	// Killed counts connections reset by Engine.Kill.
@@ -67,13 +67,20 @@ type Stats struct {
 	OutboundRefused, OutboundOverLimit uint64
 	// InboundOverBudget counts connections reset because the connections
 	// together held more inbound bytes than WithInboundBudget allows and
-	// they held among the most.
-	InboundOverBudget uint64
+	// they held among the most, and OutboundOverBudget those reset because
+	// they held among the most unsent output when the connections together
+	// held more than WithOutboundBudget allows.
+	InboundOverBudget, OutboundOverBudget uint64
 	// InboundHeld is how many bytes the connections' inbound buffers hold
 	// now, all together: what WithInboundBudget bounds. The bytes of a TLS
 	// handshake still in progress are not among them; WithTLSMaxHandshakes
 	// bounds those.
 	InboundHeld int64
+	// OutboundHeld is how many bytes of unsent output the connections
+	// hold now, all together, as OutboundQueued counts them less what
+	// AsyncWrite has posted and the loop has yet to take: what
+	// WithOutboundBudget bounds.
+	OutboundHeld int64
 	// BytesIn and BytesOut count the bytes the loops read from
 	// connections' sockets and wrote to them: TLS records as they travel,
 	// PROXY headers and what a lingering close discards included; and
@@ -152,6 +159,7 @@ const (
 	countOutboundRefused
 	countOutboundOverLimit
 	countInboundOverBudget
+	countOutboundOverBudget
 	countProxyTimeouts
 	countProxyInvalid
 	countProxyMissing
@@ -204,7 +212,8 @@ func closeCounter(err error, byPeer, byStop bool) (counter, bool) {
 	case err == nil:
 		return countClosedByHandler, true
 	case err == ErrKilled, err == ErrIdleTimeout, err == ErrReadTimeout, err == ErrWriteTimeout,
-		err == ErrInboundTooLarge, err == ErrOutboundOverLimit, err == ErrInboundOverBudget:
+		err == ErrInboundTooLarge, err == ErrOutboundOverLimit, err == ErrInboundOverBudget,
+		err == ErrOutboundOverBudget:
 		return 0, false
 	case errors.Is(err, ErrHandlerPanic):
 		return countHandlerPanics, true
@@ -243,7 +252,9 @@ func (e *engine) stats() Stats {
 		OutboundRefused:       sum[countOutboundRefused],
 		OutboundOverLimit:     sum[countOutboundOverLimit],
 		InboundOverBudget:     sum[countInboundOverBudget],
+		OutboundOverBudget:    sum[countOutboundOverBudget],
 		InboundHeld:           e.mem.held.Load(),
+		OutboundHeld:          e.mem.out.Load(),
 		BytesIn:               sum[countBytesIn],
 		BytesOut:              sum[countBytesOut],
 		BackpressurePauses:    sum[countBackpressurePauses],

@@ -4,6 +4,7 @@ import (
 	"net/netip"
 	"sync"
 	"sync/atomic"
+	"unsafe"
 )
 
 type taskKind uint8
@@ -41,6 +42,12 @@ type task struct {
 	u    *udpConn       // the UDP socket of a taskPacket*
 	to   netip.AddrPort // where a taskPacketWrite goes; zero: the socket's peer
 }
+
+// postedTask is what a posted write or Wake holds besides its bytes: its
+// task. Counted with them against WithMaxOutbound until it runs, it keeps
+// the memory of what is posted and not yet run bounded, however small
+// the writes, and however fast a goroutine wakes a connection.
+const postedTask = int64(unsafe.Sizeof(task{}))
 
 var taskPool = sync.Pool{New: func() any { return new(task) }}
 

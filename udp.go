@@ -12,7 +12,6 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
-	"unsafe"
 
 	"github.com/sluicenet/sluice/internal/socket"
 	"github.com/sluicenet/sluice/kill"
@@ -931,11 +930,6 @@ func (u *udpConn) AsyncWriteTo(p []byte, addr net.Addr, cb AsyncCallback) error 
 func unmapped(ap netip.AddrPort) netip.AddrPort {
 	return netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port())
 }
-
-// postedTask is what a posted datagram holds besides its bytes: its
-// task. Counted with them, it keeps the memory of datagrams posted and not
-// yet sent within WithMaxOutbound, however small they are.
-const postedTask = int64(unsafe.Sizeof(task{}))
 
 // post posts a datagram for u to send, counted against WithMaxOutbound
 // until it is sent.

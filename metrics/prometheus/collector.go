@@ -39,7 +39,8 @@ type Collector struct {
 type descs struct {
 	conns, loopConns, accepted, rejected, closed  *prom.Desc
 	received, sent, backpressure, outboundRefused *prom.Desc
-	inboundHeld, ringExhausted, dials, enrolled   *prom.Desc
+	inboundHeld, outboundHeld, ringExhausted      *prom.Desc
+	dials, enrolled                               *prom.Desc
 	datagramsDropped, datagramsSendFailed         *prom.Desc
 }
 
@@ -58,15 +59,16 @@ func NewCollector(stats func() sluice.Stats, o Opts) *Collector {
 		loopConns: desc("loop_connections", "Connections each event loop holds open.", "loop"),
 		accepted:  desc("connections_accepted_total", "Connections admitted within every limit."),
 		rejected: desc("connections_rejected_total", "Connections closed before the handler saw them, or accepts that failed, by reason: "+
-			"max_connections, per_source, inbound_budget, no_descriptors (EMFILE, ENFILE, ENOBUFS, ENOMEM: accepts pause 100 ms), "+
+			"max_connections, per_source, inbound_budget (either budget, inbound or outbound), no_descriptors (EMFILE, ENFILE, ENOBUFS, ENOMEM: accepts pause 100 ms), "+
 			"proxy_timeout, proxy_invalid, proxy_missing, tls_handshake_failed, tls_handshake_timeout.", "reason"),
 		closed: desc("connections_closed_total", "Connections the handler saw close, by reason: peer, handler, stop, error, panic, killed, "+
-			"idle_timeout, read_timeout, write_timeout, inbound_too_large, outbound_over_limit, inbound_over_budget.", "reason"),
+			"idle_timeout, read_timeout, write_timeout, inbound_too_large, outbound_over_limit, inbound_over_budget, outbound_over_budget.", "reason"),
 		received:        desc("received_bytes_total", "Bytes read from connections' sockets."),
 		sent:            desc("sent_bytes_total", "Bytes written to connections' sockets."),
 		backpressure:    desc("backpressure_pauses_total", "Times a connection stopped being read because its unsent output passed the backpressure mark."),
 		outboundRefused: desc("outbound_refused_writes_total", "Writes refused because they would have taken a connection's queued output past its bound."),
 		inboundHeld:     desc("inbound_held_bytes", "Bytes the connections' inbound buffers hold, all together: what the inbound budget bounds."),
+		outboundHeld:    desc("outbound_held_bytes", "Bytes of unsent output the connections hold, all together: what the outbound budget bounds."),
 		ringExhausted:   desc("io_uring_buffers_exhausted_total", "Receives on io_uring that found every buffer of their loop's ring taken; a rate that climbs with the load says the ring is too small."),
 		dials:           desc("dials_total", "Outbound connections, by result: connected or failed.", "result"),
 		enrolled:        desc("enrolled_connections_total", "Connections handed to the engine (Enroll)."),
@@ -83,7 +85,7 @@ func NewCollector(stats func() sluice.Stats, o Opts) *Collector {
 func (c *Collector) Describe(ch chan<- *prom.Desc) {
 	d := &c.descs
 	for _, desc := range []*prom.Desc{d.conns, d.loopConns, d.accepted, d.rejected, d.closed, d.received, d.sent,
-		d.backpressure, d.outboundRefused, d.inboundHeld, d.ringExhausted, d.dials, d.enrolled, d.datagramsDropped, d.datagramsSendFailed} {
+		d.backpressure, d.outboundRefused, d.inboundHeld, d.outboundHeld, d.ringExhausted, d.dials, d.enrolled, d.datagramsDropped, d.datagramsSendFailed} {
 		ch <- desc
 	}
 }
@@ -138,12 +140,14 @@ func (c *Collector) Collect(ch chan<- prom.Metric) {
 		{"inbound_too_large", s.InboundTooLarge},
 		{"outbound_over_limit", s.OutboundOverLimit},
 		{"inbound_over_budget", s.InboundOverBudget},
+		{"outbound_over_budget", s.OutboundOverBudget},
 	})
 	counter(d.received, s.BytesIn)
 	counter(d.sent, s.BytesOut)
 	counter(d.backpressure, s.BackpressurePauses)
 	counter(d.outboundRefused, s.OutboundRefused)
 	gauge(d.inboundHeld, float64(s.InboundHeld))
+	gauge(d.outboundHeld, float64(s.OutboundHeld))
 	counter(d.ringExhausted, s.RingBuffersExhausted)
 	counter(d.dials, s.Dialed, "connected")
 	counter(d.dials, s.DialFailed, "failed")
