@@ -60,8 +60,9 @@ type Conn interface {
 	// OutboundQueued returns, from any goroutine, how much output the
 	// connection holds against its bound (WithMaxOutbound): what
 	// AsyncWrite and AsyncWritev posted that its loop has yet to take
-	// (with what each posting, a Wake's too, takes), and its unsent output as its loop last saw it. Fan-out code asks it
-	// before it builds a message for a connection that may be slow.
+	// (with the task each posting, a Wake's too, takes), and its unsent
+	// output as its loop last saw it. Fan-out code asks it before it
+	// builds a message for a connection that may be slow.
 	OutboundQueued() int
 	// Writable reports, from any goroutine, whether OutboundQueued is
 	// not past the high-water mark (WithWriteBufferCap): whether the peer

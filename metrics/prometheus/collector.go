@@ -59,7 +59,7 @@ func NewCollector(stats func() sluice.Stats, o Opts) *Collector {
 		loopConns: desc("loop_connections", "Connections each event loop holds open.", "loop"),
 		accepted:  desc("connections_accepted_total", "Connections admitted within every limit."),
 		rejected: desc("connections_rejected_total", "Connections closed before the handler saw them, or accepts that failed, by reason: "+
-			"max_connections, per_source, inbound_budget (either budget, inbound or outbound), no_descriptors (EMFILE, ENFILE, ENOBUFS, ENOMEM: accepts pause 100 ms), "+
+			"max_connections, per_source, over_budget (WithInboundBudget or WithOutboundBudget passed), no_descriptors (EMFILE, ENFILE, ENOBUFS, ENOMEM: accepts pause 100 ms), "+
 			"proxy_timeout, proxy_invalid, proxy_missing, tls_handshake_failed, tls_handshake_timeout.", "reason"),
 		closed: desc("connections_closed_total", "Connections the handler saw close, by reason: peer, handler, stop, error, panic, killed, "+
 			"idle_timeout, read_timeout, write_timeout, inbound_too_large, outbound_over_limit, inbound_over_budget, outbound_over_budget.", "reason"),
@@ -119,7 +119,7 @@ func (c *Collector) Collect(ch chan<- prom.Metric) {
 	byReason(d.rejected, []reasonCount{
 		{"max_connections", s.RejectedMaxConns},
 		{"per_source", s.RejectedPerSource},
-		{"inbound_budget", s.RejectedOverBudget},
+		{"over_budget", s.RejectedOverBudget},
 		{"no_descriptors", s.RejectedNoDescriptors},
 		{"proxy_timeout", s.ProxyTimeouts},
 		{"proxy_invalid", s.ProxyInvalid},

@@ -84,7 +84,7 @@ func TestMetricsFollowStats(t *testing.T) {
 		`sluice_connections_accepted_total`:                                 float64(s.Accepted),
 		`sluice_connections_rejected_total{reason="max_connections"}`:       float64(s.RejectedMaxConns),
 		`sluice_connections_rejected_total{reason="per_source"}`:            float64(s.RejectedPerSource),
-		`sluice_connections_rejected_total{reason="inbound_budget"}`:        float64(s.RejectedOverBudget),
+		`sluice_connections_rejected_total{reason="over_budget"}`:           float64(s.RejectedOverBudget),
 		`sluice_connections_rejected_total{reason="no_descriptors"}`:        float64(s.RejectedNoDescriptors),
 		`sluice_connections_rejected_total{reason="proxy_timeout"}`:         float64(s.ProxyTimeouts),
 		`sluice_connections_rejected_total{reason="proxy_invalid"}`:         float64(s.ProxyInvalid),
