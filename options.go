@@ -287,7 +287,12 @@ const DefaultMaxOutbound = 32 << 20
 // queued, the bytes as they go out, and a callback's output and a posted
 // write as plaintext until the loop seals them, which adds a record's
 // header and tag (22 to 29 bytes with the usual cipher suites) to each
-// callback's output and each write made outside one.
+// callback's output and each write made outside one. The records the
+// record layer writes on its own, the key updates a TLS 1.3 peer asks
+// for, count too: the handler never sees them, so a peer whose requests
+// take the output past n is closed, with an error that wraps
+// ErrOutboundFull (backpressure stops reading such a peer long before,
+// unless it is off).
 func WithMaxOutbound(n int) Option {
 	return func(o *options) { o.maxOutbound = max(n, 0) }
 }

@@ -596,6 +596,7 @@ func (l *eventloop) unseal(c *conn, always bool) {
 	}
 	l.active(c)
 	b := l.plain[:0]
+	before := c.pending()
 	var err error
 	for {
 		if cap(b)-len(b) < maxRecordLen {
@@ -616,6 +617,9 @@ func (l *eventloop) unseal(c *conn, always bool) {
 	if err == errWouldBlock {
 		err = nil
 	}
+	if err == nil && l.repliedPast(c, before) {
+		err = errKeyUpdates
+	}
 	if len(b) > 0 {
 		if c.events&poller.Readable == 0 {
 			l.hold(c, b)
@@ -634,6 +638,25 @@ func (l *eventloop) unseal(c *conn, always bool) {
 		return
 	}
 	l.tlsBroken(c, err)
+}
+
+// errKeyUpdates closes a connection whose peer asked for more key updates
+// than its bound on queued output (WithMaxOutbound) holds.
+var errKeyUpdates = fmt.Errorf("sluice: TLS key update replies the peer does not read: %w", ErrOutboundFull)
+
+// repliedPast reports whether the records just read had the record layer
+// write (key update replies, which the handler never sees and so cannot
+// bound) and take c's queued output, which was before, past
+// WithMaxOutbound's bound, counting the refusal. Backpressure stops reading
+// such a peer long before; without it, this is what bounds it.
+func (l *eventloop) repliedPast(c *conn, before int) bool {
+	limit := l.eng.opts.maxOutbound
+	n := c.pending()
+	if limit == 0 || n == before || n <= limit {
+		return false
+	}
+	l.counts.add(countOutboundRefused)
+	return true
 }
 
 // tlsBroken closes c, whose records failed, after one try at sending the
