@@ -3,7 +3,16 @@
 package sluice
 
 import (
+	"bufio"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/pem"
+	"io"
 	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -83,4 +92,138 @@ func TestTLSKeyUpdatesFromAPeerThatNeverReads(t *testing.T) {
 		assert.ErrorIs(t, err, ErrOutboundFull)
 		assert.NotZero(t, eng.Stats().OutboundRefused)
 	})
+}
+
+// openSSL starts `openssl args...` for the test's length, and returns its
+// standard input and a reader of its standard output, both as text lines.
+func openSSL(t *testing.T, args ...string) (io.Writer, *lineReader) {
+	t.Helper()
+	bin, err := exec.LookPath("openssl")
+	if err != nil {
+		t.Skip("openssl is not installed")
+	}
+	cmd := exec.Command(bin, args...)
+	in, err := cmd.StdinPipe()
+	require.NoError(t, err)
+	out, err := cmd.StdoutPipe()
+	require.NoError(t, err)
+	cmd.Stderr = cmd.Stdout
+	require.NoError(t, cmd.Start())
+	t.Cleanup(func() {
+		cmd.Process.Kill()
+		cmd.Wait()
+	})
+	return in, newLineReader(out)
+}
+
+// lineReader hands out the lines a process writes, as they come.
+type lineReader struct{ lines chan string }
+
+func newLineReader(r io.Reader) *lineReader {
+	lr := &lineReader{lines: make(chan string, 256)}
+	go func() {
+		defer close(lr.lines)
+		sc := bufio.NewScanner(r)
+		for sc.Scan() {
+			lr.lines <- sc.Text()
+		}
+	}()
+	return lr
+}
+
+// waitLine waits for a line that contains s, and returns it.
+func (lr *lineReader) waitLine(t *testing.T, s string) string {
+	t.Helper()
+	deadline := time.After(10 * time.Second)
+	var seen []string
+	for {
+		select {
+		case line, ok := <-lr.lines:
+			if !ok {
+				t.Fatalf("no line with %q; the process ended after %q", s, seen)
+			}
+			if strings.Contains(line, s) {
+				return line
+			}
+			seen = append(seen, line)
+		case <-deadline:
+			t.Fatalf("no line with %q in 10s; saw %q", s, seen)
+		}
+	}
+}
+
+// pemFiles writes the test PKI's server certificate and key to files,
+// for openssl.
+func pemFiles(t *testing.T) (cert, key string) {
+	p := newPKI(t)
+	dir := t.TempDir()
+	der, err := x509.MarshalPKCS8PrivateKey(p.server.PrivateKey)
+	require.NoError(t, err)
+	cert, key = filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
+	require.NoError(t, os.WriteFile(cert, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: p.server.Certificate[0]}), 0o600))
+	require.NoError(t, os.WriteFile(key, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der}), 0o600))
+	return cert, key
+}
+
+// TestTLSOpenSSLKeyUpdateAndRenegotiation: openssl's client, a peer that
+// does what crypto/tls's never does, updates its keys in TLS 1.3 (K asks
+// for the server's update too, k does not), and the echo goes on; in TLS
+// 1.2 it tries to renegotiate (R), which the server refuses: that
+// connection closes with crypto/tls's error, and the engine serves on.
+func TestTLSOpenSSLKeyUpdateAndRenegotiation(t *testing.T) {
+	t.Run("TLS1.3 key updates", func(t *testing.T) {
+		h := newLifetimes()
+		eng, _ := serve(t, h, WithTLS(serverTLS(t)))
+		in, out := openSSL(t, "s_client", "-tls1_3", "-connect", eng.Addrs()[0].String())
+		id := h.next(t)
+		for _, step := range []string{"echo-one", "K", "echo-two", "k", "echo-three", "K", "K", "echo-four"} {
+			_, err := io.WriteString(in, step+"\n")
+			require.NoError(t, err)
+			if len(step) == 1 {
+				// openssl takes a command only as a line read alone.
+				step = "KEYUPDATE"
+			}
+			out.waitLine(t, step)
+		}
+		_, closed := h.closing(id)
+		assert.False(t, closed)
+	})
+	t.Run("TLS1.2 renegotiation", func(t *testing.T) {
+		h := newLifetimes()
+		eng, addr := serve(t, h, WithTLS(serverTLS(t)))
+		in, out := openSSL(t, "s_client", "-tls1_2", "-connect", eng.Addrs()[0].String())
+		id := h.next(t)
+		_, err := io.WriteString(in, "echo-one\n")
+		require.NoError(t, err)
+		out.waitLine(t, "echo-one")
+		_, err = io.WriteString(in, "R\n")
+		require.NoError(t, err)
+		_, cerr := h.waitClosed(t, id)
+		assert.ErrorContains(t, cerr, "tls: ")
+		assert.EqualValues(t, 1, closedStats(t, eng).ClosedByError)
+		require.NoError(t, echoOnce(dialTLS(t, addr, clientTLS(t, tls.VersionTLS12)), []byte("still serving")))
+	})
+}
+
+// TestTLSDialRefusesRenegotiation: a TLS 1.2 server (openssl's) that asks
+// the engine's client to renegotiate (HelloRequest) is refused, even
+// where the caller's configuration allows it, since a handshake inside a
+// record read would block the loop: the connection closes with
+// crypto/tls's error, after its alert.
+func TestTLSDialRefusesRenegotiation(t *testing.T) {
+	cert, key := pemFiles(t)
+	in, out := openSSL(t, "s_server", "-tls1_2", "-accept", "127.0.0.1:0", "-cert", cert, "-key", key)
+	_, port, ok := strings.Cut(out.waitLine(t, "ACCEPT"), "127.0.0.1:")
+	require.True(t, ok)
+	h := newLifetimes()
+	h.onOpen = func(c Conn) { c.Write([]byte("hello-from-sluice\n")) }
+	eng := runClient(t, h)
+	cfg := &tls.Config{RootCAs: newPKI(t).pool, ServerName: "localhost", Renegotiation: tls.RenegotiateFreelyAsClient}
+	require.NoError(t, eng.Dial("tcp://127.0.0.1:"+strings.TrimSpace(port), nil, DialTLS(cfg)))
+	id := h.next(t)
+	out.waitLine(t, "hello-from-sluice")
+	_, err := io.WriteString(in, "r\n")
+	require.NoError(t, err)
+	_, cerr := h.waitClosed(t, id)
+	assert.ErrorContains(t, cerr, "renegotiation")
 }
