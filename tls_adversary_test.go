@@ -4,9 +4,11 @@ package sluice
 
 import (
 	"bufio"
+	"context"
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/pem"
+	"fmt"
 	"io"
 	"net"
 	"os"
@@ -226,4 +228,181 @@ func TestTLSDialRefusesRenegotiation(t *testing.T) {
 	require.NoError(t, err)
 	_, cerr := h.waitClosed(t, id)
 	assert.ErrorContains(t, cerr, "renegotiation")
+}
+
+// TestTLSStopDuringHandshakes: a stop with handshakes under way, of
+// clients that say nothing, that sent part of a ClientHello, and whose
+// handshakes wait in a GetCertificate, returns at once rather than after
+// the handshake timeout, closes each, reports none as failed, and leaves
+// no goroutine once the held callbacks return (serve's check).
+func TestTLSStopDuringHandshakes(t *testing.T) {
+	cfg, release := heldServerTLS(t)
+	h := &tlsFailures{lifetimes: newLifetimes(), errs: make(chan error, 64)}
+	eng, addr := serve(t, h, WithTLS(cfg), WithTLSHandshakeTimeout(time.Minute), WithNumEventLoop(2))
+	t.Cleanup(func() { close(release) })
+	var conns []net.Conn
+	for range 10 {
+		conns = append(conns, dial(t, addr))
+		partial := dial(t, addr)
+		partial.Write([]byte{0x16, 0x03, 0x01, 0x02, 0x00, 0x01})
+		conns = append(conns, partial)
+	}
+	held := make(chan error, 2)
+	for range 2 {
+		go func() {
+			c := tls.Client(dial(t, addr), clientTLS(t, 0))
+			c.SetDeadline(time.Now().Add(30 * time.Second))
+			held <- c.Handshake()
+		}()
+	}
+	waitFor(t, 5*time.Second, func() bool { return eng.e.handshakes.Load() == 22 }, func() string {
+		return fmt.Sprintf("%d of 22 handshakes under way", eng.e.handshakes.Load())
+	})
+
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	start := time.Now()
+	require.NoError(t, eng.Stop(ctx))
+	assert.Less(t, time.Since(start), 10*time.Second, "the stop waited for the handshakes")
+	for _, c := range conns {
+		c.SetReadDeadline(time.Now().Add(5 * time.Second))
+		_, err := io.Copy(io.Discard, c)
+		assert.NoError(t, err, "not closed, or reset")
+	}
+	for range 2 {
+		assert.Error(t, <-held)
+	}
+	s := eng.Stats()
+	assert.Zero(t, s.TLSHandshakeFailures+s.TLSHandshakeTimeouts)
+	assert.Empty(t, h.errs)
+}
+
+// dripConn writes what it is given a few bytes at a time, pausing between
+// them, as a client on a poor link does.
+type dripConn struct {
+	net.Conn
+	chunk int
+	pause time.Duration
+}
+
+func (d *dripConn) Write(p []byte) (int, error) {
+	n := 0
+	for len(p) > 0 {
+		m, err := d.Conn.Write(p[:min(d.chunk, len(p))])
+		n += m
+		if err != nil {
+			return n, err
+		}
+		p = p[m:]
+		time.Sleep(d.pause)
+	}
+	return n, nil
+}
+
+// TestTLSSlowClientHello: the handshake timeout runs from the connection's
+// admission, however the bytes come: a ClientHello that arrives a little
+// at a time within it completes, and one still arriving when it passes is
+// closed then, reported and counted as a timeout, for all that each byte
+// came in time.
+func TestTLSSlowClientHello(t *testing.T) {
+	const timeout = 3 * time.Second
+	h := &tlsFailures{lifetimes: newLifetimes(), errs: make(chan error, 4)}
+	eng, addr := serve(t, h, WithTLS(serverTLS(t)), WithTLSHandshakeTimeout(timeout))
+	hello := func(pause time.Duration) (*tls.Conn, time.Time) {
+		raw := dial(t, addr)
+		start := time.Now()
+		cfg := clientTLS(t, tls.VersionTLS13)
+		cfg.CurvePreferences = []tls.CurveID{tls.X25519} // a ClientHello of about 250 bytes
+		c := tls.Client(&dripConn{Conn: raw, chunk: 8, pause: pause}, cfg)
+		c.SetDeadline(time.Now().Add(30 * time.Second))
+		return c, start
+	}
+
+	c, _ := hello(timeout / 3 / 32) // 32 pauses or more, a third of the timeout
+	require.NoError(t, c.Handshake())
+	require.NoError(t, echoOnce(c, []byte("slow but in time")))
+
+	c, start := hello(timeout / 16) // twice the timeout, or more
+	assert.Error(t, c.Handshake())
+	took := time.Since(start)
+	assert.ErrorIs(t, <-h.errs, ErrTLSHandshakeTimeout)
+	assert.GreaterOrEqual(t, took, timeout)
+	assert.Less(t, took, 3*timeout, "the timeout ran from the last byte, not the first")
+	assert.EqualValues(t, 1, eng.Stats().TLSHandshakeTimeouts)
+}
+
+// TestTLSNoCommonApplicationProtocol: a client that offers only ALPN
+// protocols the server does not serve fails its handshake with the alert
+// that says so; the failure is reported, counted, unseen by OnOpen.
+func TestTLSNoCommonApplicationProtocol(t *testing.T) {
+	h := &tlsFailures{lifetimes: newLifetimes(), errs: make(chan error, 4)}
+	eng, addr := serve(t, h, WithTLS(serverTLS(t)))
+	for _, v := range tlsVersions {
+		cfg := clientTLS(t, v.version)
+		cfg.NextProtos = []string{"spdy/3"}
+		c := tls.Client(dial(t, addr), cfg)
+		c.SetDeadline(time.Now().Add(10 * time.Second))
+		assert.ErrorContains(t, c.Handshake(), "no application protocol", v.name)
+		assert.ErrorContains(t, <-h.errs, "application protocol", v.name)
+	}
+	waitFor(t, 5*time.Second, func() bool { return eng.Stats().TLSHandshakeFailures == 2 },
+		func() string { return fmt.Sprintf("%d failures counted", eng.Stats().TLSHandshakeFailures) })
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	assert.Empty(t, h.opened)
+}
+
+// TestTLSDataAfterCloseNotify: a TLS 1.3 peer sends data, its
+// close_notify, then goes on sending records over the open TCP stream,
+// as a broken client does. The close_notify is its end of stream: what
+// came before it is offered, nothing after it, and the connection ends
+// as at a TCP end of stream: closed cleanly, or, in half-close mode, open
+// for the answer, which reaches the peer whole before the server's own
+// close_notify.
+func TestTLSDataAfterCloseNotify(t *testing.T) {
+	for _, half := range []bool{false, true} {
+		t.Run(fmt.Sprintf("halfclose=%v", half), func(t *testing.T) {
+			h := newHalfCloser(func(c Conn, got int) Action {
+				c.Write([]byte(fmt.Sprintf("got %d", got)))
+				return Close
+			})
+			_, addr := serve(t, h, WithTLS(serverTLS(t)), WithHalfClose(half), WithNumEventLoop(1))
+			c, raw, s := rawTLS13(t, addr)
+			id := h.next(t)
+			_, err := raw.Write(append(s.data([]byte("before")), s.seal(21, []byte{1, 0})...))
+			require.NoError(t, err)
+			stop := make(chan struct{})
+			sent := make(chan int64, 1)
+			go func() {
+				var n int64
+				defer func() { sent <- n }()
+				for {
+					select {
+					case <-stop:
+						return
+					default:
+					}
+					raw.SetWriteDeadline(time.Now().Add(100 * time.Millisecond))
+					m, err := raw.Write(s.data(make([]byte, 1024)))
+					n += int64(m)
+					if err != nil && !os.IsTimeout(err) {
+						return
+					}
+				}
+			}()
+			got, err := io.ReadAll(c)
+			assert.NoError(t, err, "the server's close_notify ends the stream")
+			if half {
+				assert.Equal(t, "got 6", string(got))
+			} else {
+				assert.Empty(t, got)
+			}
+			_, cerr := h.waitClosed(t, id)
+			close(stop)
+			assert.Greater(t, <-sent, int64(0))
+			assert.NoError(t, cerr)
+			assert.EqualValues(t, len("before"), h.got.Load(), "bytes offered")
+			assert.Zero(t, h.late.Load(), "OnTraffic calls after OnHalfClose")
+		})
+	}
 }
