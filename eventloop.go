@@ -1300,7 +1300,7 @@ func (l *eventloop) runTask(t *task) {
 	// posted (conn.reserve), and is queued now whatever the bound says; it
 	// stops counting as posted only once watch counts it as queued, so
 	// that posters never see less than c holds.
-	defer l.unpost(c, int64(len(t.buf)+size(t.bufs)))
+	defer l.unpost(c, int64(c.postedSize(len(t.buf)+size(t.bufs))))
 	if c.done() {
 		if t.cb != nil {
 			l.callback(c, t.cb, ErrConnClosed)
