@@ -499,7 +499,7 @@ func (c *conn) extra() *connExt {
 }
 
 func (c *conn) AsyncWrite(p []byte, cb AsyncCallback) error {
-	n := len(p) + int(postedTask)
+	n := c.postedSize(len(p)) + int(postedTask)
 	if !c.reserve(n) {
 		return ErrOutboundFull
 	}
@@ -509,7 +509,7 @@ func (c *conn) AsyncWrite(p []byte, cb AsyncCallback) error {
 }
 
 func (c *conn) AsyncWritev(bs [][]byte, cb AsyncCallback) error {
-	n := size(bs) + int(postedTask)
+	n := c.postedSize(size(bs)) + int(postedTask)
 	if !c.reserve(n) {
 		return ErrOutboundFull
 	}
@@ -534,6 +534,17 @@ func (c *conn) reserve(n int) bool {
 			return true
 		}
 	}
+}
+
+// postedSize returns how much a posted write of n bytes counts against
+// c's bound on queued output until the loop takes it: over TLS, what it
+// takes once sealed, since each posted write is sealed on its own, and
+// many small ones would otherwise take the output far past the bound.
+func (c *conn) postedSize(n int) int {
+	if n == 0 || c.ext == nil || c.ext.sec == nil {
+		return n
+	}
+	return n + (n+maxPlaintext-1)/maxPlaintext*c.ext.sec.overhead
 }
 
 // postWrite posts t, an AsyncWrite or Wake of n reserved bytes, and gives the

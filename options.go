@@ -286,10 +286,18 @@ const DefaultMaxOutbound = 32 << 20
 // the message or close the connection; Stats.OutboundRefused counts it.
 // A single write larger than n always fails. Zero or less means no bound.
 // The default is DefaultMaxOutbound. Over TLS it counts the records
-// queued, the bytes as they go out, and a callback's output and a posted
-// write as plaintext until the loop seals them, which adds a record's
-// header and tag (22 to 29 bytes with the usual cipher suites) to each
-// callback's output and each write made outside one.
+// queued, the bytes as they go out; a callback's output as plaintext until
+// the loop seals it, which adds a record's header and tag (22 to 29 bytes
+// with the usual cipher suites) to each callback's output and each write
+// made outside one; and a posted write as the records it will be sealed
+// into, header and tag included, since each is sealed on its own: a
+// million posted writes of one byte count some 23 MB, as they will take
+// once sealed, not 1 MB. The records the
+// record layer writes on its own, the key updates a TLS 1.3 peer asks
+// for, count too: the handler never sees them, so a peer whose requests
+// take the output past n is closed, with an error that wraps
+// ErrOutboundFull (backpressure stops reading such a peer long before,
+// unless it is off).
 func WithMaxOutbound(n int) Option {
 	return func(o *options) { o.maxOutbound = max(n, 0) }
 }

@@ -9,6 +9,7 @@ import (
 	"net"
 	"runtime/debug"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -55,7 +56,8 @@ type TLSFailedHandler interface {
 // bound, the larger).
 const (
 	recordHeaderLen = 5
-	maxRecordLen    = 16384 + 2048
+	maxPlaintext    = 16384
+	maxRecordLen    = maxPlaintext + 2048
 )
 
 // errWouldBlock is what the wire's Read returns, once the handshake is
@@ -82,6 +84,10 @@ type tlsSession struct {
 	ready bool // the handshake is over: the loop owns tc
 	ended bool // the peer's close_notify, or an error, was read: no more input
 	sent  bool // close_notify is queued
+
+	// overhead is the most sealing adds to a record, once the handshake
+	// is over: what a posted write counts (conn.postedSize).
+	overhead int
 }
 
 // wire is the in-memory net.Conn under a tls.Conn. During the handshake
@@ -513,6 +519,7 @@ func (l *eventloop) handshakeProgress(c *conn) {
 	s.wire.loop, s.wire.full = true, false
 	s.wire.mu.Unlock()
 	s.ready = true
+	s.overhead = sealOverhead(s.tc.ConnectionState())
 	if d, ok := c.ctx.(*dialSpec); ok {
 		l.dialOpened(c, d)
 	} else {
@@ -529,6 +536,23 @@ func (l *eventloop) handshakeProgress(c *conn) {
 		// The peer's stream ended during the handshake.
 		l.peerClosed(c)
 	}
+}
+
+// sealOverhead returns the most crypto/tls adds to a record's plaintext
+// with what st agreed: its header, and in TLS 1.3 the content type and
+// the tag; in TLS 1.2 the explicit nonce and the tag of GCM, the tag of
+// ChaCha20-Poly1305, or the IV, MAC (SHA-256's at most) and padding of
+// CBC.
+func sealOverhead(st tls.ConnectionState) int {
+	switch {
+	case st.Version == tls.VersionTLS13:
+		return recordHeaderLen + 1 + 16
+	case strings.Contains(tls.CipherSuiteName(st.CipherSuite), "_GCM_"):
+		return recordHeaderLen + 8 + 16
+	case strings.Contains(tls.CipherSuiteName(st.CipherSuite), "CHACHA20"):
+		return recordHeaderLen + 16
+	}
+	return recordHeaderLen + 16 + 32 + 16
 }
 
 // handshakeTimeout closes c, whose handshake did not end in time.
@@ -596,6 +620,7 @@ func (l *eventloop) unseal(c *conn, always bool) {
 	}
 	l.active(c)
 	b := l.plain[:0]
+	before := c.pending()
 	var err error
 	for {
 		if cap(b)-len(b) < maxRecordLen {
@@ -616,6 +641,9 @@ func (l *eventloop) unseal(c *conn, always bool) {
 	if err == errWouldBlock {
 		err = nil
 	}
+	if err == nil && l.repliedPast(c, before) {
+		err = errKeyUpdates
+	}
 	if len(b) > 0 {
 		if c.events&poller.Readable == 0 {
 			l.hold(c, b)
@@ -634,6 +662,25 @@ func (l *eventloop) unseal(c *conn, always bool) {
 		return
 	}
 	l.tlsBroken(c, err)
+}
+
+// errKeyUpdates closes a connection whose peer asked for more key updates
+// than its bound on queued output (WithMaxOutbound) holds.
+var errKeyUpdates = fmt.Errorf("sluice: TLS key update replies the peer does not read: %w", ErrOutboundFull)
+
+// repliedPast reports whether the records just read had the record layer
+// write (key update replies, which the handler never sees and so cannot
+// bound) and take c's queued output, which was before, past
+// WithMaxOutbound's bound, counting the refusal. Backpressure stops reading
+// such a peer long before; without it, this is what bounds it.
+func (l *eventloop) repliedPast(c *conn, before int) bool {
+	limit := l.eng.opts.maxOutbound
+	n := c.pending()
+	if limit == 0 || n == before || n <= limit {
+		return false
+	}
+	l.counts.add(countOutboundRefused)
+	return true
 }
 
 // tlsBroken closes c, whose records failed, after one try at sending the

@@ -11,6 +11,7 @@ import (
 	"net"
 	"runtime"
 	"slices"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -488,4 +489,27 @@ func TestTLSCallbackOutlivesItsConnection(t *testing.T) {
 		func() string {
 			return fmt.Sprintf("%d handshakes counted, goroutines %d -> %d", eng.e.handshakes.Load(), goroutines, runtime.NumGoroutine())
 		})
+}
+
+// TestTLSDialRefusesRenegotiation: a TLS 1.2 server (openssl's) that asks
+// the engine's client to renegotiate (HelloRequest) is refused, even
+// where the caller's configuration allows it, since a handshake inside a
+// record read would block the loop: the connection closes with
+// crypto/tls's error, after its alert.
+func TestTLSDialRefusesRenegotiation(t *testing.T) {
+	cert, key := pemFiles(t)
+	in, out := openSSL(t, "s_server", "-tls1_2", "-accept", "127.0.0.1:0", "-cert", cert, "-key", key)
+	_, port, ok := strings.Cut(out.waitLine(t, "ACCEPT"), "127.0.0.1:")
+	require.True(t, ok)
+	h := newLifetimes()
+	h.onOpen = func(c Conn) { c.Write([]byte("hello-from-sluice\n")) }
+	eng := runClient(t, h)
+	cfg := &tls.Config{RootCAs: newPKI(t).pool, ServerName: "localhost", Renegotiation: tls.RenegotiateFreelyAsClient}
+	require.NoError(t, eng.Dial("tcp://127.0.0.1:"+strings.TrimSpace(port), nil, DialTLS(cfg)))
+	id := h.next(t)
+	out.waitLine(t, "hello-from-sluice")
+	_, err := io.WriteString(in, "r\n")
+	require.NoError(t, err)
+	_, cerr := h.waitClosed(t, id)
+	assert.ErrorContains(t, cerr, "renegotiation")
 }
