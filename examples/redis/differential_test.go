@@ -123,6 +123,25 @@ var diffScripts = []struct{ name, script string }{
 		SET k v PX -1
 		SET k v EX abc
 		SET k v EXAT 1 PXAT 2
+		SET k v EX abc FOO
+		SET k v EX 0 FOO
+		SET k v EX abc EX 10
+		TTL k
+		SET k v PX 5 PX 100000
+		TTL k
+		SET k v EXAT 1 EXAT 99999999999
+		SET k v PXAT 1 PXAT 99999999999000
+		SET k v NX NX
+		SET k v XX XX GET GET
+		SET k v KEEPTTL KEEPTTL
+		GETEX k EX 10 EX 20
+		TTL k
+		GETEX k EX abc FOO
+		GETEX k PERSIST PERSIST
+		TTL k
+		GETEX k PX 1 PX 30000
+		TTL k
+		GETEX k PERSIST EX abc
 		MSET a 1 b
 		MGET a nope l
 	`},
