@@ -555,6 +555,15 @@ func (cl *client) closeBlocked() {
 	cl.unblock(w)
 }
 
+// stopWaiting ends the wait of a client being killed, from any loop, so
+// that no push pops for it from now on, as none does for a client Redis
+// freed, though its loop takes it out of the queues only as it closes.
+func (cl *client) stopWaiting() {
+	if w := cl.blockRef.Load(); w != nil {
+		w.state.CompareAndSwap(waiting, gone)
+	}
+}
+
 // clientUnblock is CLIENT UNBLOCK client-id [TIMEOUT|ERROR]: it ends the
 // wait of a client blocked on any loop, as if it had timed out, or with
 // an error, and replies 1, or 0 when that client was not blocked.

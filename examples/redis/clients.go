@@ -482,6 +482,7 @@ func (c *call) kill(f *killFilter) int64 {
 		case c.srv.eng.Kill(cl.conn.ID()) == nil:
 			// Kill succeeds once per client, however many ask at once.
 			cl.killed.Store(true)
+			cl.stopWaiting()
 			n++
 		}
 	}
