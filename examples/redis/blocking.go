@@ -292,7 +292,12 @@ type waiter struct {
 // parseTimeout parses a blocking command's timeout, seconds with a
 // fraction, as Redis does, into milliseconds: 0 waits for ever.
 func parseTimeout(b []byte) (int64, error) {
-	f, err := strconv.ParseFloat(string(b), 64)
+	// Read as C's strtold reads it: "0x0.8" and "INFINITY" too.
+	s, _, ok := cFloat(b)
+	if !ok {
+		return 0, errTimeout
+	}
+	f, err := strconv.ParseFloat(s, 64)
 	if err != nil && !(errors.Is(err, strconv.ErrRange) && math.IsInf(f, 0)) || math.IsNaN(f) {
 		return 0, errTimeout
 	}

@@ -1138,9 +1138,13 @@ var diffScripts = []struct{ name, script string }{
 		BLPOP nope 1e-2
 		BLPOP nope .01
 		BLPOP nope 0x1p-7
+		BLPOP nope 0x0.02
+		BZPOPMIN nope 0x0.02
+		BLMPOP 0x0.02 1 nope LEFT
+		BLPOP nope 0x
+		BLPOP nope INFINITY
 		BLPOP nope inf
 		BLPOP nope -0.5
-		BLPOP nope -0
 		BLPOP nope 9223372036854775807
 		BLPOP nope 1e300
 		BLPOP nope ""
@@ -1356,6 +1360,7 @@ var diffScripts = []struct{ name, script string }{
 		BLPOP l 0.01
 		BRPOP nope l 0
 		BLPOP nope 0.01
+		RPUSH l c
 		BLPOP l 0
 		BLPOP l x
 		BLPOP l -1
@@ -1750,8 +1755,8 @@ func TestDifferential(t *testing.T) {
 				{"RESP2", "FLUSHALL\r\n" + array.String()},
 				{"RESP3", "HELLO 3\r\nFLUSHALL\r\n" + array.String()},
 			} {
-				want := splitReplies(t, exchange(t, "unix", r.sock, mode.script))
-				got := splitReplies(t, exchange(t, "tcp", ts.addr(), mode.script))
+				want := splitReplies(t, exchangeWhole(t, "unix", r.sock, mode.script))
+				got := splitReplies(t, exchangeWhole(t, "tcp", ts.addr(), mode.script))
 				first := len(want) - len(lines) // the replies to HELLO and FLUSHALL
 				for i := range max(len(want), len(got)) {
 					cmd := "(a reply past the commands')"
