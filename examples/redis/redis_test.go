@@ -112,6 +112,13 @@ func exchangeWhole(t testing.TB, network, addr, script string) string {
 // checks the replies are the same bytes; it returns them.
 func sameAsRedis(t *testing.T, ts *testServer, r *realRedis, script string) string {
 	t.Helper()
+	return sameAsRedisBy(t, exchange, ts, r, script)
+}
+
+// sameAsRedisBy is sameAsRedis with the scripts sent and the replies read
+// by exchange (exchange, exchangeWhole).
+func sameAsRedisBy(t *testing.T, exchange func(testing.TB, string, string, string) string, ts *testServer, r *realRedis, script string) string {
+	t.Helper()
 	want := clientIDs.ReplaceAllString(exchange(t, "unix", r.sock, script), "${1}ID")
 	got := clientIDs.ReplaceAllString(exchange(t, "tcp", ts.addr(), script), "${1}ID")
 	if want != got {
