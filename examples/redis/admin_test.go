@@ -62,7 +62,7 @@ func TestConfigGet(t *testing.T) {
 		 3) "client-output-buffer-limit"
 		 4) "normal 33554432 0 0 pubsub 33554432 8388608 60"
 		 5) "client-query-buffer-limit"
-		 6) "4096"
+		 6) "134217728"
 		 7) "databases"
 		 8) "1"
 		 9) "hash-max-listpack-entries"
@@ -160,6 +160,8 @@ func TestClientOutputBufferLimit(t *testing.T) {
 	}
 	assert.Equal(t, "normal 0 0 0 pubsub 1000 1000 1", o.String(), "a bad value changes nothing")
 	assert.Equal(t, "normal 33554432 0 0 pubsub 33554432 8388608 60", outputLimit{}.String(), "the defaults")
+	assert.Equal(t, "normal 209715200 0 0 pubsub 33554432 8388608 60", outputLimit{maxRequest: 100 << 20}.String(),
+		"the normal class's default takes any string a command could store, and the replies before it")
 
 	var limit outputLimit
 	require.NoError(t, limit.Set("normal 8mb 256kb 0"))

@@ -292,7 +292,12 @@ type waiter struct {
 // parseTimeout parses a blocking command's timeout, seconds with a
 // fraction, as Redis does, into milliseconds: 0 waits for ever.
 func parseTimeout(b []byte) (int64, error) {
-	f, err := strconv.ParseFloat(string(b), 64)
+	// Read as C's strtold reads it: "0x0.8" and "INFINITY" too.
+	s, _, ok := cFloat(b)
+	if !ok {
+		return 0, errTimeout
+	}
+	f, err := strconv.ParseFloat(s, 64)
 	if err != nil && !(errors.Is(err, strconv.ErrRange) && math.IsInf(f, 0)) || math.IsNaN(f) {
 		return 0, errTimeout
 	}
@@ -553,6 +558,15 @@ func (cl *client) closeBlocked() {
 		c.putBack(&w.op, &w.got)
 	}
 	cl.unblock(w)
+}
+
+// stopWaiting ends the wait of a client being killed, from any loop, so
+// that no push pops for it from now on, as none does for a client Redis
+// freed, though its loop takes it out of the queues only as it closes.
+func (cl *client) stopWaiting() {
+	if w := cl.blockRef.Load(); w != nil {
+		w.state.CompareAndSwap(waiting, gone)
+	}
 }
 
 // clientUnblock is CLIENT UNBLOCK client-id [TIMEOUT|ERROR]: it ends the

@@ -34,7 +34,13 @@ var blockingScripts = []string{
 }
 
 func TestBlockingAsRedis(t *testing.T) {
-	eachAsRedis(t, blockingScripts)
+	ts := startServer(t, config{})
+	r := startRedis(t)
+	for _, script := range blockingScripts {
+		// Whole: each script's commands after one that times out are
+		// answered only if the connection stays open meanwhile.
+		sameAsRedisBy(t, exchangeWhole, ts, r, "FLUSHALL\r\n"+script)
+	}
 }
 
 // blockedOn sends a blocking command on c and waits until the server has
@@ -144,6 +150,32 @@ func TestBlockedClientCloses(t *testing.T) {
 	p := ts.dialOnLoop(t, 1)
 	p.send(t, "RPUSH k v\r\nLLEN k\r\n")
 	p.expect(t, ":1\r\n:1\r\n")
+}
+
+// TestBlockedClientKilled checks a client CLIENT KILL ended waits no more
+// once the kill is answered, as in Redis, though its loop closes it later:
+// a push from the killer, on either loop, stays in the list, whole, and
+// goes to the next client waiting.
+func TestBlockedClientKilled(t *testing.T) {
+	ts := startServer(t, config{loops: 2})
+	for loop := range 2 {
+		victim := ts.dialOnLoop(t, 0)
+		id := victim.clientID(t)
+		ts.blockedOn(t, victim, "BLPOP k 0\r\n")
+		killer := ts.dialOnLoop(t, loop)
+		killer.send(t, "CLIENT KILL ID "+id+"\r\nRPUSH k v\r\nLLEN k\r\nLPOP k\r\n")
+		killer.expect(t, ":1\r\n:1\r\n:1\r\n$1\r\nv\r\n")
+		victim.expectReset(t)
+
+		victim = ts.dialOnLoop(t, 0)
+		id = victim.clientID(t)
+		ts.blockedOn(t, victim, "BLPOP k 0\r\n")
+		next := ts.dialOnLoop(t, 1)
+		ts.blockedOn(t, next, "BLPOP k 0\r\n")
+		killer.send(t, "CLIENT KILL ID "+id+"\r\nRPUSH k w\r\n")
+		killer.expect(t, ":1\r\n:1\r\n")
+		next.expect(t, "*2\r\n$1\r\nk\r\n$1\r\nw\r\n")
+	}
 }
 
 // TestServedClientClosesFirst has a push serve a client whose connection

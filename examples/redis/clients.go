@@ -299,24 +299,46 @@ func clientInfo(c *call) {
 	c.verbatim(c.cl.appendInfo(nil, c.now, c.cmd))
 }
 
+// Client types, as CLIENT LIST and CLIENT KILL name them: any, normal
+// clients, pub/sub ones, and a type no client here has (master, replica).
+const (
+	anyClient = iota - 1
+	normalClient
+	pubsubClient
+	noSuchClient
+)
+
+// parseClientType reads the type CLIENT LIST TYPE and CLIENT KILL TYPE
+// name, with Redis's error for one it does not know.
+func parseClientType(t []byte) (int, error) {
+	switch {
+	case eqFold(t, "normal"):
+		return normalClient, nil
+	case eqFold(t, "pubsub"):
+		return pubsubClient, nil
+	case eqFold(t, "master"), eqFold(t, "replica"), eqFold(t, "slave"):
+		return noSuchClient, nil
+	}
+	return 0, fmt.Errorf("ERR Unknown client type '%s'", t)
+}
+
+// typeOf returns the client's type, normalClient or pubsubClient.
+func (cl *client) typeOf() int {
+	return b2i(cl.state.Load()&inPubSubState != 0)
+}
+
 // clientList is CLIENT LIST [TYPE type] [ID id ...].
 func clientList(c *call) {
 	var ids []uint64
-	typ := -1 // any; else 0 for normal clients, 1 for pub/sub ones, 2 for a type no client here has
+	typ := anyClient
 	for i := 2; i < len(c.args); i++ {
 		opt := c.args[i]
 		switch {
 		case eqFold(opt, "type") && i+1 < len(c.args):
 			i++
-			switch t := c.args[i]; {
-			case eqFold(t, "normal"):
-				typ = 0
-			case eqFold(t, "pubsub"):
-				typ = 1
-			case eqFold(t, "master"), eqFold(t, "replica"), eqFold(t, "slave"):
-				typ = 2
-			default:
-				c.errorText(fmt.Sprintf("ERR Unknown client type '%s'", t))
+			var err error
+			if typ, err = parseClientType(c.args[i]); err != nil {
+				c.error(err)
 				return
 			}
 		case eqFold(opt, "id") && i+1 < len(c.args):
@@ -335,8 +357,7 @@ func clientList(c *call) {
 	}
 	var b []byte
 	for _, cl := range c.srv.clients.list() {
-		pubsub := cl.state.Load()&inPubSubState != 0
-		if (typ >= 0 && typ != b2i(pubsub)) || (ids != nil && !slices.Contains(ids, cl.id)) {
+		if (typ != anyClient && typ != cl.typeOf()) || (ids != nil && !slices.Contains(ids, cl.id)) {
 			continue
 		}
 		b = cl.appendInfo(b, c.now, c.lastCmdOf(cl))
@@ -363,6 +384,7 @@ func (c *call) lastCmdOf(cl *client) *command {
 // killFilter selects the clients CLIENT KILL ends.
 type killFilter struct {
 	id     uint64
+	typ    int // a client type, anyClient for any
 	addr   []byte
 	laddr  []byte
 	maxAge int64 // seconds a client must be older than; 0 for any age
@@ -371,18 +393,19 @@ type killFilter struct {
 
 func (f *killFilter) match(cl *client, now int64) bool {
 	return (f.id == 0 || cl.id == f.id) &&
+		(f.typ == anyClient || f.typ == cl.typeOf()) &&
 		(f.addr == nil || string(f.addr) == cl.addr) &&
 		(f.laddr == nil || string(f.laddr) == cl.laddr) &&
 		(f.maxAge == 0 || (now-cl.created)/1000 > f.maxAge)
 }
 
 // clientKill is CLIENT KILL addr, which replies OK or an error, and CLIENT
-// KILL with filters (ID, ADDR, LADDR, MAXAGE, SKIPME), which replies how
-// many clients it killed.
+// KILL with filters (ID, TYPE, USER, ADDR, LADDR, MAXAGE, SKIPME), which
+// replies how many clients it killed.
 func clientKill(c *call) {
 	args := c.args[2:]
 	if len(args) == 1 {
-		if c.kill(&killFilter{addr: args[0]}) == 0 {
+		if c.kill(&killFilter{typ: anyClient, addr: args[0]}) == 0 {
 			c.error(errNoClient)
 			return
 		}
@@ -397,12 +420,14 @@ func clientKill(c *call) {
 	c.integer(c.kill(f))
 }
 
+// parseKillFilter reads CLIENT KILL's filters in order, as Redis does, so
+// that the first one wrong is the one whose error is replied.
 func parseKillFilter(args [][]byte) (*killFilter, error) {
-	if len(args)%2 != 0 {
-		return nil, errSyntax
-	}
-	f := &killFilter{skipMe: true}
+	f := &killFilter{typ: anyClient, skipMe: true}
 	for i := 0; i < len(args); i += 2 {
+		if i+1 == len(args) {
+			return nil, errSyntax
+		}
 		opt, v := args[i], args[i+1]
 		switch {
 		case eqFold(opt, "id"):
@@ -411,6 +436,16 @@ func parseKillFilter(args [][]byte) (*killFilter, error) {
 				return nil, errClientID
 			}
 			f.id = uint64(id)
+		case eqFold(opt, "type"):
+			var err error
+			if f.typ, err = parseClientType(v); err != nil {
+				return nil, err
+			}
+		case eqFold(opt, "user"):
+			// Without ACLs every client is the default user's.
+			if string(v) != "default" {
+				return nil, fmt.Errorf("ERR No such user '%s'", v)
+			}
 		case eqFold(opt, "addr"):
 			f.addr = v
 		case eqFold(opt, "laddr"):
@@ -447,6 +482,7 @@ func (c *call) kill(f *killFilter) int64 {
 		case c.srv.eng.Kill(cl.conn.ID()) == nil:
 			// Kill succeeds once per client, however many ask at once.
 			cl.killed.Store(true)
+			cl.stopWaiting()
 			n++
 		}
 	}

@@ -135,6 +135,14 @@ func TestClientKill(t *testing.T) {
 		{"by addr", func(c *rawConn) []string { return []string{"ADDR", c.LocalAddr().String()} }, "(integer) 1"},
 		{"by addr, old form", func(c *rawConn) []string { return []string{c.LocalAddr().String()} }, "OK"},
 		{"by laddr and id", func(c *rawConn) []string { return []string{"LADDR", ts.addr(), "ID", c.clientID(t)} }, "(integer) 1"},
+		{"by user, type and addr", func(c *rawConn) []string {
+			return []string{"USER", "default", "TYPE", "normal", "ADDR", c.LocalAddr().String()}
+		}, "(integer) 1"},
+		{"by type", func(c *rawConn) []string {
+			c.send(t, "SUBSCRIBE ch\r\n")
+			c.expect(t, "*3\r\n$9\r\nsubscribe\r\n$2\r\nch\r\n:1\r\n")
+			return []string{"TYPE", "pubsub"}
+		}, "(integer) 1"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -46,7 +46,7 @@ var configParams = []param{
 		return nil, errors.New("argument must be 'yes' or 'no'")
 	}},
 	{name: "client-output-buffer-limit", get: func(s *server) string { return s.outputLimit().String() }, set: setOutputLimit},
-	{name: "client-query-buffer-limit", get: func(s *server) string { return strconv.Itoa(s.cfg.requestLimit()) },
+	{name: "client-query-buffer-limit", get: func(s *server) string { return strconv.Itoa(s.cfg.inboundLimit()) },
 		set: func(*server, string) (func(), error) { return nil, errImmutable }},
 	{name: "databases", get: func(*server) string { return "1" },
 		set: func(*server, string) (func(), error) { return nil, errImmutable }},

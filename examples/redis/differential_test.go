@@ -123,6 +123,25 @@ var diffScripts = []struct{ name, script string }{
 		SET k v PX -1
 		SET k v EX abc
 		SET k v EXAT 1 PXAT 2
+		SET k v EX abc FOO
+		SET k v EX 0 FOO
+		SET k v EX abc EX 10
+		TTL k
+		SET k v PX 5 PX 100000
+		TTL k
+		SET k v EXAT 1 EXAT 99999999999
+		SET k v PXAT 1 PXAT 99999999999000
+		SET k v NX NX
+		SET k v XX XX GET GET
+		SET k v KEEPTTL KEEPTTL
+		GETEX k EX 10 EX 20
+		TTL k
+		GETEX k EX abc FOO
+		GETEX k PERSIST PERSIST
+		TTL k
+		GETEX k PX 1 PX 30000
+		TTL k
+		GETEX k PERSIST EX abc
 		MSET a 1 b
 		MGET a nope l
 	`},
@@ -991,6 +1010,15 @@ var diffScripts = []struct{ name, script string }{
 		CLIENT UNBLOCK 999999 ERROR
 		CLIENT UNBLOCK 999999 NOPE
 		CLIENT UNBLOCK x
+		CLIENT KILL TYPE foo
+		CLIENT KILL TYPE master
+		CLIENT KILL TYPE replica SKIPME no
+		CLIENT KILL USER nobody
+		CLIENT KILL USER Default
+		CLIENT KILL USER default ID 999999
+		CLIENT KILL ID 0 SKIPME
+		CLIENT KILL SKIPME yes ID
+		CLIENT KILL TYPE normal TYPE foo
 		CLIENT SETINFO lib-name x
 		CLIENT NO-EVICT on
 		CLIENT GETREDIR
@@ -1110,9 +1138,13 @@ var diffScripts = []struct{ name, script string }{
 		BLPOP nope 1e-2
 		BLPOP nope .01
 		BLPOP nope 0x1p-7
+		BLPOP nope 0x0.02
+		BZPOPMIN nope 0x0.02
+		BLMPOP 0x0.02 1 nope LEFT
+		BLPOP nope 0x
+		BLPOP nope INFINITY
 		BLPOP nope inf
 		BLPOP nope -0.5
-		BLPOP nope -0
 		BLPOP nope 9223372036854775807
 		BLPOP nope 1e300
 		BLPOP nope ""
@@ -1328,6 +1360,7 @@ var diffScripts = []struct{ name, script string }{
 		BLPOP l 0.01
 		BRPOP nope l 0
 		BLPOP nope 0.01
+		RPUSH l c
 		BLPOP l 0
 		BLPOP l x
 		BLPOP l -1
@@ -1722,8 +1755,8 @@ func TestDifferential(t *testing.T) {
 				{"RESP2", "FLUSHALL\r\n" + array.String()},
 				{"RESP3", "HELLO 3\r\nFLUSHALL\r\n" + array.String()},
 			} {
-				want := splitReplies(t, exchange(t, "unix", r.sock, mode.script))
-				got := splitReplies(t, exchange(t, "tcp", ts.addr(), mode.script))
+				want := splitReplies(t, exchangeWhole(t, "unix", r.sock, mode.script))
+				got := splitReplies(t, exchangeWhole(t, "tcp", ts.addr(), mode.script))
 				first := len(want) - len(lines) // the replies to HELLO and FLUSHALL
 				for i := range max(len(want), len(got)) {
 					cmd := "(a reply past the commands')"

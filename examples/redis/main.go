@@ -54,8 +54,10 @@
 // same for a client subscribed to a channel or a pattern, whose messages
 // pile up when it does not read, and publishers never wait on it. Redis
 // leaves normal clients unbounded ("normal 0 0 0", which this flag takes
-// too); the default here is the engine's, a 32 MB hard bound and no soft
-// one, so that one client cannot take the server's memory. The normal
+// too); the default here is a hard bound and no soft one, so that one
+// client cannot take the server's memory: the engine's 32 MB, or twice
+// -max-request where that is more (128 MB with its default), so that a
+// client reads back any string it could store. The normal
 // class's soft limit is the engine's (sluice.WithOutboundSoftLimit), which
 // holds pub/sub clients too. -write-timeout (60 s, nginx's send_timeout)
 // disconnects a client whose replies wait that long for it to read, and
@@ -109,7 +111,7 @@ func main() {
 	flag.DurationVar(&cfg.idleTimeout, "idle-timeout", 0, "disconnect a client idle for this long (0: never)")
 	flag.DurationVar(&cfg.readTimeout, "read-timeout", 0, "disconnect a client whose command takes longer than this to arrive (0: never)")
 	flag.DurationVar(&cfg.writeTimeout, "write-timeout", sluice.DefaultWriteTimeout, "disconnect a client whose replies wait this long for it to read (negative: never)")
-	flag.Var(&cfg.output, "client-output-buffer-limit", `replies and messages a client may have queued, as Redis's "<class> <hard> <soft> <soft seconds>" for normal and pubsub (default "normal 32mb 0 0 pubsub 32mb 8mb 60")`)
+	flag.Var(&cfg.output, "client-output-buffer-limit", `replies and messages a client may have queued, as Redis's "<class> <hard> <soft> <soft seconds>" for normal and pubsub (default "normal <32mb or twice -max-request> 0 0 pubsub 32mb 8mb 60")`)
 	flag.TextVar(&cfg.proxy, "proxy-protocol", sluice.ProxyOff, "read a PROXY protocol header first: off, optional or required")
 	flag.TextVar(&cfg.poller, "poller", poller.Epoll, "how the event loops wait: epoll, uring or auto")
 	var tlsFlags tlsflag.Server

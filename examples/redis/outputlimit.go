@@ -26,26 +26,27 @@ func (l classLimit) String() string {
 // outputLimit is client-output-buffer-limit for the two classes of
 // clients there are here: normal clients, and pub/sub clients, those
 // subscribed to a channel or a pattern. The zero value is the defaults:
-// for normal clients, the engine's (a 32 MB hard bound, no soft one),
-// where Redis has none, so that one client cannot take the server's
-// memory; for pub/sub clients, Redis's "pubsub 32mb 8mb 60".
+// for normal clients, a hard bound and no soft one, where Redis has none,
+// so that one client cannot take the server's memory: the engine's 32 MB,
+// or twice the largest command (-max-request) where that is more, so
+// that a client reads back any string it could store (a reply of one
+// string is as long as the command that stored it) and the replies
+// queued before it; for pub/sub clients, Redis's "pubsub 32mb 8mb 60".
 type outputLimit struct {
 	normal, pubsub       classLimit
 	normalSet, pubsubSet bool
+	maxRequest           int // the largest command, in bytes, for the default normal bound
 }
 
-// The defaults of the classes no flag sets.
-var (
-	defaultNormalLimit = classLimit{hard: sluice.DefaultMaxOutbound}
-	defaultPubsubLimit = classLimit{hard: 32 << 20, soft: 8 << 20, softFor: 60 * time.Second}
-)
+// defaultPubsubLimit is the pubsub class's limit when no flag sets it.
+var defaultPubsubLimit = classLimit{hard: 32 << 20, soft: 8 << 20, softFor: 60 * time.Second}
 
 // normalLimit and pubsubLimit return each class's limit, set or default.
 func (o outputLimit) normalLimit() classLimit {
 	if o.normalSet {
 		return o.normal
 	}
-	return defaultNormalLimit
+	return classLimit{hard: max(sluice.DefaultMaxOutbound, 2*o.maxRequest)}
 }
 
 func (o outputLimit) pubsubLimit() classLimit {

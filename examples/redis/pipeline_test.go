@@ -3,9 +3,11 @@ package main
 import (
 	"fmt"
 	"io"
+	"os"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -104,4 +106,51 @@ func TestMassInsertion(t *testing.T) {
 	assert.Contains(t, out, fmt.Sprintf("errors: 0, replies: %d", n))
 	require.Equal(t, "(integer) 100000", ts.do(t, "DBSIZE"))
 	assert.Equal(t, `"value:99999"`, ts.do(t, "GET", "key:99999"))
+}
+
+// TestLargeValueReadBack stores a string longer than the engine's default
+// bound on a client's queued output (32 MB), as -max-request's default
+// allows, and reads it back twice in one pipeline: Redis, whose normal
+// clients have no bound, sends it, and so must this server's default.
+func TestLargeValueReadBack(t *testing.T) {
+	c := startServer(t, config{}).dial(t)
+	// 100 MB each way: slow under the race detector, on io_uring slower.
+	require.NoError(t, c.SetDeadline(time.Now().Add(2*time.Minute)))
+	value := strings.Repeat("v", 34<<20)
+	c.send(t, "*3\r\n$3\r\nSET\r\n$3\r\nbig\r\n$"+strconv.Itoa(len(value))+"\r\n"+value+"\r\n")
+	c.expect(t, "+OK\r\n")
+	c.send(t, "GET big\r\nGET big\r\n")
+	for range 2 {
+		require.True(t, c.bulk(t) == value, "GET big: the value stored")
+	}
+}
+
+// TestPipelineFloodIsBounded has a client pipeline GETs of a large value
+// and read nothing: once its replies fill the socket the server leaves its
+// commands unread, and once those pass client-query-buffer-limit, as
+// CONFIG GET reports it, the client is disconnected, as Redis disconnects
+// it, rather than holding more of the server's memory.
+func TestPipelineFloodIsBounded(t *testing.T) {
+	ts := startServer(t, config{})
+	c := ts.dial(t)
+	reply := strings.Fields(ts.do(t, "CONFIG", "GET", "client-query-buffer-limit"))
+	require.Len(t, reply, 4)
+	limit, err := strconv.Atoi(strings.Trim(reply[3], `"`))
+	require.NoError(t, err)
+	value := strings.Repeat("v", 1<<20)
+	c.send(t, "*3\r\n$3\r\nSET\r\n$3\r\nbig\r\n$"+strconv.Itoa(len(value))+"\r\n"+value+"\r\n")
+	c.expect(t, "+OK\r\n")
+	gets := []byte(strings.Repeat("GET big\r\n", 64<<10))
+	require.NoError(t, c.SetWriteDeadline(time.Now().Add(time.Minute)))
+	sent := 0
+	for ; sent <= 2*limit; sent += len(gets) {
+		if _, err = c.Write(gets); err != nil {
+			break
+		}
+	}
+	require.Error(t, err, "a client that sent %d bytes of commands and read none is still connected", sent)
+	require.False(t, os.IsTimeout(err), "the server stopped reading a client that sent %d bytes of commands, and left it connected", sent)
+	assert.Greater(t, sent, limit/2, "disconnected before its commands neared the limit")
+	assert.EqualValues(t, 1, ts.eng.Stats().InboundTooLarge)
+	assert.Equal(t, "PONG", ts.do(t, "PING"), "others are served")
 }

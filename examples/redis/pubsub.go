@@ -276,6 +276,7 @@ func (s *server) drop(cl *client) {
 		s.outputDrops.Add(1)
 		if s.eng.Kill(cl.conn.ID()) == nil {
 			cl.killed.Store(true)
+			cl.stopWaiting() // a RESP3 subscriber may be blocked
 		}
 	}
 }

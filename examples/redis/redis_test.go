@@ -2,11 +2,13 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"io"
 	"net"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -66,9 +68,56 @@ func exchange(t testing.TB, network, addr, script string) string {
 	return string(out)
 }
 
+// sentinel ends the scripts exchangeWhole sends: its reply is the last.
+const sentinel = "end-of-script-6f1c"
+
+// exchangeWhole is exchange for a script whose blocking commands time
+// out: a server closes a blocked client once it reads the end of the
+// stream, dropping the replies to every command after the one blocked, so
+// the sending side is shut down only once the reply to an ECHO sent after
+// the script has arrived, or the server closed the connection (QUIT, a
+// protocol error). The ECHO's reply is left out of what it returns.
+func exchangeWhole(t testing.TB, network, addr, script string) string {
+	t.Helper()
+	c, err := net.Dial(network, addr)
+	require.NoError(t, err)
+	defer c.Close()
+	require.NoError(t, c.SetDeadline(time.Now().Add(10*time.Second)))
+	_, err = io.WriteString(c, script+"ECHO "+sentinel+"\r\n")
+	require.NoError(t, err)
+	end := "$" + strconv.Itoa(len(sentinel)) + "\r\n" + sentinel + "\r\n"
+	var out []byte
+	buf := make([]byte, 64<<10)
+	for !bytes.HasSuffix(out, []byte(end)) {
+		n, err := c.Read(buf)
+		out = append(out, buf[:n]...)
+		if err != nil {
+			if err != io.EOF && !strings.Contains(err.Error(), "reset") {
+				require.NoError(t, err, "after %q", out)
+			}
+			return string(out)
+		}
+	}
+	if cw, ok := c.(interface{ CloseWrite() error }); ok {
+		require.NoError(t, cw.CloseWrite())
+	}
+	rest, err := io.ReadAll(c)
+	if err != nil && !strings.Contains(err.Error(), "reset") {
+		require.NoError(t, err)
+	}
+	return string(out[:len(out)-len(end)]) + string(rest)
+}
+
 // sameAsRedis runs script against this server and against Redis and
 // checks the replies are the same bytes; it returns them.
 func sameAsRedis(t *testing.T, ts *testServer, r *realRedis, script string) string {
+	t.Helper()
+	return sameAsRedisBy(t, exchange, ts, r, script)
+}
+
+// sameAsRedisBy is sameAsRedis with the scripts sent and the replies read
+// by exchange (exchange, exchangeWhole).
+func sameAsRedisBy(t *testing.T, exchange func(testing.TB, string, string, string) string, ts *testServer, r *realRedis, script string) string {
 	t.Helper()
 	want := clientIDs.ReplaceAllString(exchange(t, "unix", r.sock, script), "${1}ID")
 	got := clientIDs.ReplaceAllString(exchange(t, "tcp", ts.addr(), script), "${1}ID")

@@ -131,6 +131,7 @@ type server struct {
 
 func newServer(cfg config) *server {
 	cfg.poller = settlePoller(cfg.poller)
+	cfg.output.maxRequest = cfg.requestLimit()
 	s := &server{cfg: cfg, started: time.Now(), booted: make(chan struct{}), shutdown: make(chan struct{})}
 	s.db.init()
 	s.pubsub.init()

@@ -52,9 +52,11 @@ func setKey(c *call) {
 
 func (c *call) parseSetOptions(args [][]byte) (setOptions, error) {
 	var o setOptions
-	expiry := false // an EX, PX, EXAT or PXAT was seen
+	var kind string // the expiry option seen, if any
+	var n []byte    // its argument
 	for i := 0; i < len(args); i++ {
 		a := args[i]
+		k := expiryKind(a)
 		switch {
 		case eqFold(a, "nx") && !o.xx:
 			o.nx = true
@@ -62,26 +64,44 @@ func (c *call) parseSetOptions(args [][]byte) (setOptions, error) {
 			o.xx = true
 		case eqFold(a, "get"):
 			o.get = true
-		case eqFold(a, "keepttl") && !expiry:
+		case eqFold(a, "keepttl") && kind == "":
 			o.keepTTL = true
-		case (eqFold(a, "ex") || eqFold(a, "px") || eqFold(a, "exat") || eqFold(a, "pxat")) &&
-			!expiry && !o.keepTTL && i+1 < len(args):
+		case k != "" && (kind == "" || kind == k) && !o.keepTTL && i+1 < len(args):
 			i++
-			n, err := parseInt(args[i])
-			if err != nil {
-				return o, err
-			}
-			expiry = true
-			seconds := eqFold(a, "ex") || eqFold(a, "exat")
-			absolute := eqFold(a, "exat") || eqFold(a, "pxat")
-			if o.expire, err = c.expiry(n, seconds, absolute); err != nil {
-				return o, err
-			}
+			kind, n = k, args[i]
 		default:
 			return o, errSyntax
 		}
 	}
-	return o, nil
+	if kind == "" {
+		return o, nil
+	}
+	var err error
+	o.expire, err = c.expiryOption(kind, n)
+	return o, err
+}
+
+// expiryKind returns the expiry option a names, "ex", "px", "exat" or
+// "pxat", or "" for none. As Redis does, SET and GETEX take one option
+// more than once, the last one counting, but not two of them, and read
+// its argument once every option has been read.
+func expiryKind(a []byte) string {
+	for _, k := range [...]string{"ex", "px", "exat", "pxat"} {
+		if eqFold(a, k) {
+			return k
+		}
+	}
+	return ""
+}
+
+// expiryOption returns the Unix millisecond that an expiry option of
+// expiryKind's and its argument n name.
+func (c *call) expiryOption(kind string, n []byte) (int64, error) {
+	v, err := parseInt(n)
+	if err != nil {
+		return 0, err
+	}
+	return c.expiry(v, kind == "ex" || kind == "exat", kind == "exat" || kind == "pxat")
 }
 
 // expiry returns the Unix millisecond that an expiry option names: n
@@ -367,18 +387,18 @@ func getset(c *call) { c.setString(c.args[1], c.args[2], setOptions{get: true}) 
 // getex is GETEX key [EX s|PX ms|EXAT s|PXAT ms|PERSIST]: the value, and
 // a new time to live, or none.
 func getex(c *call) {
-	var opt, n []byte
+	var kind string // the expiry option seen, if any
+	var n []byte    // its argument
+	persist := false
 	for i := 2; i < len(c.args); i++ {
 		a := c.args[i]
+		k := expiryKind(a)
 		switch {
-		case opt != nil:
-			c.error(errSyntax)
-			return
-		case eqFold(a, "persist"):
-			opt = a
-		case (eqFold(a, "ex") || eqFold(a, "px") || eqFold(a, "exat") || eqFold(a, "pxat")) && i+1 < len(c.args):
-			opt, n = a, c.args[i+1]
+		case eqFold(a, "persist") && kind == "":
+			persist = true
+		case k != "" && (kind == "" || kind == k) && !persist && i+1 < len(c.args):
 			i++
+			kind, n = k, c.args[i]
 		default:
 			c.error(errSyntax)
 			return
@@ -394,27 +414,21 @@ func getex(c *call) {
 		return
 	}
 	at := int64(0)
-	if n != nil {
-		v, err := parseInt(n)
-		if err != nil {
-			c.error(err)
-			return
-		}
-		seconds := eqFold(opt, "ex") || eqFold(opt, "exat")
-		if at, err = c.expiry(v, seconds, eqFold(opt, "exat") || eqFold(opt, "pxat")); err != nil {
+	if kind != "" {
+		var err error
+		if at, err = c.expiryOption(kind, n); err != nil {
 			c.error(err)
 			return
 		}
 	}
 	c.bulk(e.str)
 	switch {
-	case opt == nil:
 	case at != 0 && at <= c.now:
 		sh.remove(e)
 	case at != 0:
 		sh.setExpire(e, at)
 		sh.touch(e.key)
-	case e.expire != 0:
+	case persist && e.expire != 0:
 		sh.setExpire(e, 0)
 		sh.touch(e.key)
 	}

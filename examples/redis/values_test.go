@@ -270,7 +270,7 @@ func TestConfigSetApplies(t *testing.T) {
 	sub := ts.slowReader(t, 1)
 	admin.send(t, "CONFIG SET timeout 0 client-output-buffer-limit \"pubsub 64kb 0 0\"\r\nCONFIG GET client-output-buffer-limit\r\n")
 	admin.expect(t, "+OK\r\n*2\r\n$26\r\nclient-output-buffer-limit\r\n")
-	assert.Equal(t, "normal 33554432 0 0 pubsub 65536 0 0", admin.bulk(t))
+	assert.Equal(t, "normal 134217728 0 0 pubsub 65536 0 0", admin.bulk(t))
 	sub.send(t, "SUBSCRIBE c\r\n")
 	sub.expect(t, "*3\r\n$9\r\nsubscribe\r\n$1\r\nc\r\n:1\r\n")
 	body := strings.Repeat("x", 16<<10)
@@ -281,10 +281,10 @@ func TestConfigSetApplies(t *testing.T) {
 	}, 10*time.Second, time.Millisecond)
 
 	admin.send(t, "CONFIG SET client-output-buffer-limit \"normal 1 1 1\"\r\nCONFIG SET maxclients 7\r\n"+
-		"CONFIG SET client-output-buffer-limit \"pubsub 64mb 0 0\"\r\nCONFIG SET client-output-buffer-limit \"slave 1 1 1\"\r\n")
+		"CONFIG SET client-output-buffer-limit \"pubsub 256mb 0 0\"\r\nCONFIG SET client-output-buffer-limit \"slave 1 1 1\"\r\n")
 	assert.Contains(t, admin.line(t), "the normal class's bounds are the engine's")
 	assert.Contains(t, admin.line(t), "sized as the server starts")
-	assert.Contains(t, admin.line(t), "cannot pass the engine's, 33554432 bytes")
+	assert.Contains(t, admin.line(t), "cannot pass the engine's, 134217728 bytes")
 	admin.expect(t, "+OK\r\n")
 
 	// All or nothing: a refused parameter leaves the others as they were.
