@@ -390,9 +390,10 @@ func TestTLSDataAfterCloseNotify(t *testing.T) {
 // one record per write, each adding a header and a tag to what it
 // counted when it was posted, so many small writes posted at once to a
 // peer that never reads must not take the output past WithMaxOutbound
-// once sealed.
+// once sealed. The bound is large enough that what it admits, sealed,
+// overflows the sockets' buffers, so that some stays queued to be counted.
 func TestTLSMaxOutboundOfSmallAsyncWrites(t *testing.T) {
-	const bound = 64 << 10
+	const bound = 1 << 20
 	var accepted atomic.Int64
 	h := newLifetimes()
 	h.traffic = func(c Conn) Action {
@@ -418,7 +419,7 @@ func TestTLSMaxOutboundOfSmallAsyncWrites(t *testing.T) {
 			require.NoError(t, err)
 			sc := h.conn(h.next(t))
 			waitFor(t, 10*time.Second, func() bool { return accepted.Load() > 0 && sc.OutboundQueued() > 0 && sc.(*conn).posted.Load() == 0 },
-				func() string { return "the writes were not sealed" })
+				func() string { return fmt.Sprintf("the writes were not sealed: accepted %d queued %d posted %d", accepted.Load(), sc.OutboundQueued(), sc.(*conn).posted.Load()) })
 			var queued int
 			onConnLoop(t, sc, func() { queued = sc.(*conn).pending() })
 			assert.LessOrEqual(t, queued, bound, "%d writes accepted", accepted.Load())
