@@ -229,6 +229,56 @@ func TestHandlerLeavesBody(t *testing.T) {
 	})
 }
 
+// TestHandlerLeavesChunkedBody checks that a handler that answers
+// without reading a chunked body, most of which comes after it returned,
+// keeps the connection, as net/http's server does: the server drops the
+// rest as it comes, up to 256 KiB, and answers the request pipelined
+// behind it on the same connection. Past 256 KiB the connection closes
+// after the answer.
+func TestHandlerLeavesChunkedBody(t *testing.T) {
+	returned := make(chan struct{}, 1)
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		defer func() { returned <- struct{}{} }()
+		hello(w, r)
+	})
+	std := serveStd(t, &http.Server{Handler: h})
+	ours := serve(t, &Server{Handler: h})
+	chunk := fmt.Sprintf("%x\r\n%s\r\n", 1000, strings.Repeat("x", 1000))
+	for _, addr := range []string{std, ours} {
+		c := dial(t, addr)
+		br := bufio.NewReader(c)
+		io.WriteString(c, "POST /first HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"+chunk)
+		<-returned
+		var resp *http.Response
+		var body string
+		if addr == ours {
+			// net/http reads the rest before it answers; this server
+			// answers first, and drops the rest as it comes.
+			resp, body = readResponse(t, br, "POST")
+		}
+		io.WriteString(c, strings.Repeat(chunk, 10)+"0\r\n\r\nGET /second HTTP/1.1\r\nHost: x\r\n\r\n")
+		if addr == std {
+			resp, body = readResponse(t, br, "POST")
+		}
+		assert.Equal(t, "hello /first", body)
+		assert.False(t, resp.Close, "the answer to the request whose body was left keeps the connection")
+		_, body = readResponse(t, br, "GET")
+		<-returned
+		assert.Equal(t, "hello /second", body)
+	}
+
+	// More than the server will drop: the connection closes after the answer.
+	c := dial(t, ours)
+	br := bufio.NewReader(c)
+	io.WriteString(c, "POST /large HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n")
+	<-returned
+	_, body := readResponse(t, br, "POST")
+	assert.Equal(t, "hello /large", body)
+	go io.WriteString(c, strings.Repeat(chunk, 300)+"0\r\n\r\nGET /second HTTP/1.1\r\nHost: x\r\n\r\n")
+	_, err := br.ReadByte()
+	assert.Error(t, err, "nothing answers what follows a body larger than the server drops")
+}
+
 // TestBrokenChunkedBody checks that a body whose chunked framing breaks
 // fails the handler's Read, and the connection closes after the answer:
 // what follows on it cannot be taken for a request.
