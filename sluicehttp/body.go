@@ -79,9 +79,13 @@ func (b *body) state(expect bool) int {
 		return bodyUnfinished
 	case b.eof:
 		return bodyKept
-	case b.dec.chunked || b.dec.left >= maxPostHandlerReadBytes:
+	case !b.dec.chunked && b.dec.left >= maxPostHandlerReadBytes:
 		return bodyTooLong
 	}
+	// The rest is dropped as it comes: a chunked body, whose length is
+	// unknown, closes the connection after the answer once more than
+	// maxPostHandlerReadBytes of it came (drop), as net/http's server,
+	// which reads that much before it answers, closes it.
 	return bodyKept
 }
 

@@ -44,7 +44,7 @@
 // Content-Type sniffed from the body with http.DetectContentType when the
 // handler set none; a Date, formatted once a second rather than for each
 // answer; keep-alive as the request asks; 100 Continue on the first read
-// of a body whose client expects it.
+// of a body whose client expects it (inline, before the handler runs).
 //
 // A Handler that also implements LoopHandler answers the requests it
 // chooses below the http.Handler API: its ServeLoop runs on the loop with
@@ -66,7 +66,17 @@
 //     net/http closes it silently.
 //   - A handler that panics gets 500 Internal Server Error, unless it had
 //     begun its answer, and its connection closes; net/http closes it
-//     without an answer. Both log the panic alike.
+//     without an answer. Both log the panic alike, and neither logs
+//     http.ErrAbortHandler.
+//   - A handler that answers without reading a chunked body is answered
+//     at once, and the rest of the body dropped as it comes; net/http
+//     reads up to 256 KiB of it first. Either keeps the connection for
+//     a body that ends within 256 KiB; past it, net/http's answer says
+//     Connection: close, and this server closes the connection after
+//     its answer.
+//   - An inline handler (Server.Inline) runs once its body has come
+//     whole, so a client that expects 100 Continue gets it before the
+//     handler runs, whether the handler reads the body or not.
 //   - A request framed by Transfer-Encoding despite a Content-Length is
 //     answered, as by net/http, and then its connection closes (RFC 9112,
 //     section 6.1).
