@@ -316,6 +316,18 @@ var answerRoutes = map[string]http.HandlerFunc{
 		w.Header()["Content-Length"] = []string{"3", "4"}
 		io.WriteString(w, "abc")
 	},
+	"/cl-invalid": func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Length", "abc")
+		io.WriteString(w, "abc")
+	},
+	"/cl-negative": func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Length", "-3")
+		io.WriteString(w, "abc")
+	},
+	"/cl-space": func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Length", " 3")
+		io.WriteString(w, "abc")
+	},
 	"/cl-empty-first": func(w http.ResponseWriter, r *http.Request) {
 		w.Header()["Content-Length"] = []string{"", "3"}
 		io.WriteString(w, "abc")
