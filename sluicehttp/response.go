@@ -161,7 +161,9 @@ func (w *response) writeHeaderLocked(code int) {
 		} else {
 			x.s.logf("http: invalid Content-Length of %q", d.cl[0])
 			h.Del("Content-Length")
-			d.cl, d.haveCL = nil, false
+			// Not written, but, as with net/http, still set: the server
+			// puts no length of its own in its place.
+			d.cl = nil
 		}
 	}
 	x.appendRaw(nil)
