@@ -65,8 +65,9 @@
 //     answered 408 Request Timeout before its connection closes;
 //     net/http closes it silently.
 //   - A handler that panics gets 500 Internal Server Error, unless it had
-//     begun its answer, and its connection closes; net/http closes it
-//     without an answer. Both log the panic alike, and neither logs
+//     begun its answer, and its connection closes (unless it hijacked
+//     it, which is then left to its holder, as net/http leaves it);
+//     net/http closes it without an answer. Both log the panic alike, and neither logs
 //     http.ErrAbortHandler.
 //   - A handler that answers without reading a chunked body is answered
 //     at once, and the rest of the body dropped as it comes; net/http

@@ -471,7 +471,8 @@ func (w *response) finish() {
 }
 
 // abort ends the answer of a handler that panicked: 500, unless part of
-// the answer has gone, and the connection closes.
+// the answer has gone, and the connection closes, unless the handler
+// hijacked it.
 func (w *response) abort() {
 	x := w.x
 	x.mu.Lock()
@@ -488,7 +489,10 @@ func (w *response) abort() {
 		}
 		x.appendRaw(errorResponse(errHandlerPanicked))
 	}
-	x.stop, x.closeAfter = true, true
+	x.stop = true
+	if !w.hijacked {
+		x.closeAfter = true // a hijacked connection is its holder's to close
+	}
 	x.mu.Unlock()
 	w.ctx.cancel()
 }
