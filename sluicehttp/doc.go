@@ -75,6 +75,11 @@
 //     a body that ends within 256 KiB; past it, net/http's answer says
 //     Connection: close, and this server closes the connection after
 //     its answer.
+//   - The bufio.Reader Hijack returns starts empty: what the client sent
+//     after the request, pipelined requests the server had read
+//     included, comes from the returned net.Conn, and so through the
+//     reader too; net/http hands what it had read in the reader's
+//     buffer.
 //   - An inline handler (Server.Inline) runs once its body has come
 //     whole, so a client that expects 100 Continue gets it before the
 //     handler runs, whether the handler reads the body or not.
