@@ -69,12 +69,13 @@
 //     it, which is then left to its holder, as net/http leaves it);
 //     net/http closes it without an answer. Both log the panic alike, and neither logs
 //     http.ErrAbortHandler.
-//   - A handler that answers without reading a chunked body is answered
-//     at once, and the rest of the body dropped as it comes; net/http
-//     reads up to 256 KiB of it first. Either keeps the connection for
-//     a body that ends within 256 KiB; past it, net/http's answer says
-//     Connection: close, and this server closes the connection after
-//     its answer.
+//   - A handler that answers without reading all of its body is
+//     answered at once, and the rest of the body dropped as it comes,
+//     where net/http reads up to 256 KiB of it before it answers. Both
+//     keep the connection for a body that ends within 256 KiB, and close
+//     it after the answer otherwise; of a chunked body, whose length is
+//     unknown, net/http's answer then says Connection: close, and this
+//     server's cannot.
 //   - The bufio.Reader Hijack returns starts empty: what the client sent
 //     after the request, pipelined requests the server had read
 //     included, comes from the returned net.Conn, and so through the
