@@ -360,3 +360,35 @@ func TestRefusedWhileSending(t *testing.T) {
 		assert.True(t, resp.Close)
 	})
 }
+
+// TestBodyCutBeforeItsTurn checks that a client that finishes sending
+// before the server reached its request's body (behind a full run of
+// pipelined requests) has that body fail as cut short, as net/http's
+// handler sees it (io.ErrUnexpectedEOF), rather than wait for bytes that
+// never come, and that the connection closes after the answer.
+func TestBodyCutBeforeItsTurn(t *testing.T) {
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, err := io.ReadAll(r.Body)
+		fmt.Fprintf(w, "%s %q cut=%v", r.URL.Path, b, err != nil)
+	})
+	servers := serveTrio(t, &http.Server{Handler: h}, func(bool) *Server { return &Server{Handler: h} })
+	for _, addr := range []string{servers.std, servers.pooled, servers.inline} {
+		for _, body := range []string{
+			"Content-Length: 10\r\n\r\nabc",
+			"Transfer-Encoding: chunked\r\n\r\n5\r\nab",
+		} {
+			c, err := sendAndFinish(addr, strings.Repeat("GET /p HTTP/1.1\r\nHost: x\r\n\r\n", maxRun)+
+				"POST /body HTTP/1.1\r\nHost: x\r\n"+body)
+			require.NoError(t, err)
+			br := bufio.NewReader(c)
+			for range maxRun {
+				readResponse(t, br, "GET")
+			}
+			_, got := readResponse(t, br, "POST")
+			assert.Equal(t, `/body "ab" cut=true`, strings.Replace(got, `"abc"`, `"ab"`, 1), "server %s (net/http's is %s)", addr, servers.std)
+			_, err = br.ReadByte()
+			assert.ErrorIs(t, err, io.EOF, "server %s", addr)
+			c.Close()
+		}
+	}
+}
