@@ -79,9 +79,13 @@ func (b *body) state(expect bool) int {
 		return bodyUnfinished
 	case b.eof:
 		return bodyKept
-	case b.dec.chunked || b.dec.left >= maxPostHandlerReadBytes:
+	case !b.dec.chunked && b.dec.left >= maxPostHandlerReadBytes:
 		return bodyTooLong
 	}
+	// The rest is dropped as it comes: a chunked body, whose length is
+	// unknown, closes the connection after the answer once more than
+	// maxPostHandlerReadBytes of it came (drop), as net/http's server,
+	// which reads that much before it answers, closes it.
 	return bodyKept
 }
 
@@ -141,7 +145,10 @@ func (b *body) drop(hc *hconn, p []byte) (n int, finished, full bool) {
 		hc.ls.scratch = make([]byte, 16<<10)
 	}
 	for n < len(p) && !b.dec.done() {
-		_, k, err := b.dec.decode(p[n:], hc.ls.scratch[:0], len(hc.ls.scratch))
+		// No further than one byte past the bound, however much came at
+		// once, so that what is kept does not depend on how it arrived.
+		end := min(len(p), n+int(maxPostHandlerReadBytes+1-b.dropped))
+		_, k, err := b.dec.decode(p[n:end], hc.ls.scratch[:0], len(hc.ls.scratch))
 		n += k
 		b.dropped += int64(k)
 		if err != nil {

@@ -229,6 +229,56 @@ func TestHandlerLeavesBody(t *testing.T) {
 	})
 }
 
+// TestHandlerLeavesChunkedBody checks that a handler that answers
+// without reading a chunked body, most of which comes after it returned,
+// keeps the connection, as net/http's server does: the server drops the
+// rest as it comes, up to 256 KiB, and answers the request pipelined
+// behind it on the same connection. Past 256 KiB the connection closes
+// after the answer.
+func TestHandlerLeavesChunkedBody(t *testing.T) {
+	returned := make(chan struct{}, 1)
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		defer func() { returned <- struct{}{} }()
+		hello(w, r)
+	})
+	std := serveStd(t, &http.Server{Handler: h})
+	ours := serve(t, &Server{Handler: h})
+	chunk := fmt.Sprintf("%x\r\n%s\r\n", 1000, strings.Repeat("x", 1000))
+	for _, addr := range []string{std, ours} {
+		c := dial(t, addr)
+		br := bufio.NewReader(c)
+		io.WriteString(c, "POST /first HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"+chunk)
+		<-returned
+		var resp *http.Response
+		var body string
+		if addr == ours {
+			// net/http reads the rest before it answers; this server
+			// answers first, and drops the rest as it comes.
+			resp, body = readResponse(t, br, "POST")
+		}
+		io.WriteString(c, strings.Repeat(chunk, 10)+"0\r\n\r\nGET /second HTTP/1.1\r\nHost: x\r\n\r\n")
+		if addr == std {
+			resp, body = readResponse(t, br, "POST")
+		}
+		assert.Equal(t, "hello /first", body)
+		assert.False(t, resp.Close, "the answer to the request whose body was left keeps the connection")
+		_, body = readResponse(t, br, "GET")
+		<-returned
+		assert.Equal(t, "hello /second", body)
+	}
+
+	// More than the server will drop: the connection closes after the answer.
+	c := dial(t, ours)
+	br := bufio.NewReader(c)
+	io.WriteString(c, "POST /large HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n")
+	<-returned
+	_, body := readResponse(t, br, "POST")
+	assert.Equal(t, "hello /large", body)
+	go io.WriteString(c, strings.Repeat(chunk, 300)+"0\r\n\r\nGET /second HTTP/1.1\r\nHost: x\r\n\r\n")
+	_, err := br.ReadByte()
+	assert.Error(t, err, "nothing answers what follows a body larger than the server drops")
+}
+
 // TestBrokenChunkedBody checks that a body whose chunked framing breaks
 // fails the handler's Read, and the connection closes after the answer:
 // what follows on it cannot be taken for a request.
@@ -309,4 +359,36 @@ func TestRefusedWhileSending(t *testing.T) {
 		assert.Equal(t, http.StatusRequestEntityTooLarge, resp.StatusCode)
 		assert.True(t, resp.Close)
 	})
+}
+
+// TestBodyCutBeforeItsTurn checks that a client that finishes sending
+// before the server reached its request's body (behind a full run of
+// pipelined requests) has that body fail as cut short, as net/http's
+// handler sees it (io.ErrUnexpectedEOF), rather than wait for bytes that
+// never come, and that the connection closes after the answer.
+func TestBodyCutBeforeItsTurn(t *testing.T) {
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, err := io.ReadAll(r.Body)
+		fmt.Fprintf(w, "%s %q cut=%v", r.URL.Path, b, err != nil)
+	})
+	servers := serveTrio(t, &http.Server{Handler: h}, func(bool) *Server { return &Server{Handler: h} })
+	for _, addr := range []string{servers.std, servers.pooled, servers.inline} {
+		for _, body := range []string{
+			"Content-Length: 10\r\n\r\nabc",
+			"Transfer-Encoding: chunked\r\n\r\n5\r\nab",
+		} {
+			c, err := sendAndFinish(addr, strings.Repeat("GET /p HTTP/1.1\r\nHost: x\r\n\r\n", maxRun)+
+				"POST /body HTTP/1.1\r\nHost: x\r\n"+body)
+			require.NoError(t, err)
+			br := bufio.NewReader(c)
+			for range maxRun {
+				readResponse(t, br, "GET")
+			}
+			_, got := readResponse(t, br, "POST")
+			assert.Equal(t, `/body "ab" cut=true`, strings.Replace(got, `"abc"`, `"ab"`, 1), "server %s (net/http's is %s)", addr, servers.std)
+			_, err = br.ReadByte()
+			assert.ErrorIs(t, err, io.EOF, "server %s", addr)
+			c.Close()
+		}
+	}
 }

@@ -506,6 +506,12 @@ func (hc *hconn) feed(x *exchange) {
 	p, _ := hc.c.Peek(-1)
 	n, finished, full := b.feed(hc, p)
 	hc.consume(x, n)
+	if !finished && !full && hc.flags&fPeerDone != 0 {
+		// The client finished before this body did (peerDone came while
+		// requests before it were out): the rest never comes.
+		b.fail(errBodyCut)
+		finished = true
+	}
 	switch {
 	case finished:
 		hc.body = nil

@@ -53,13 +53,9 @@ type trio struct{ std, pooled, inline string }
 // serveTrio starts std, net/http's server, and two of this package's that
 // ours makes, one for handlers on the pool and one inline; none logs.
 func serveTrio(t *testing.T, std *http.Server, ours func(inline bool) *Server) trio {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
 	quiet := log.New(io.Discard, "", 0)
 	std.ErrorLog = quiet
-	go std.Serve(ln)
-	t.Cleanup(func() { std.Close() })
-	addrs := trio{std: ln.Addr().String()}
+	addrs := trio{std: serveStd(t, std)}
 	for _, inline := range []bool{false, true} {
 		s := ours(inline)
 		s.Inline, s.ErrorLog = inline, quiet

@@ -44,7 +44,7 @@
 // Content-Type sniffed from the body with http.DetectContentType when the
 // handler set none; a Date, formatted once a second rather than for each
 // answer; keep-alive as the request asks; 100 Continue on the first read
-// of a body whose client expects it.
+// of a body whose client expects it (inline, before the handler runs).
 //
 // A Handler that also implements LoopHandler answers the requests it
 // chooses below the http.Handler API: its ServeLoop runs on the loop with
@@ -65,8 +65,25 @@
 //     answered 408 Request Timeout before its connection closes;
 //     net/http closes it silently.
 //   - A handler that panics gets 500 Internal Server Error, unless it had
-//     begun its answer, and its connection closes; net/http closes it
-//     without an answer. Both log the panic alike.
+//     begun its answer, and its connection closes (unless it hijacked
+//     it, which is then left to its holder, as net/http leaves it);
+//     net/http closes it without an answer. Both log the panic alike, and neither logs
+//     http.ErrAbortHandler.
+//   - A handler that answers without reading all of its body is
+//     answered at once, and the rest of the body dropped as it comes,
+//     where net/http reads up to 256 KiB of it before it answers. Both
+//     keep the connection for a body that ends within 256 KiB, and close
+//     it after the answer otherwise; of a chunked body, whose length is
+//     unknown, net/http's answer then says Connection: close, and this
+//     server's cannot.
+//   - The bufio.Reader Hijack returns starts empty: what the client sent
+//     after the request, pipelined requests the server had read
+//     included, comes from the returned net.Conn, and so through the
+//     reader too; net/http hands what it had read in the reader's
+//     buffer.
+//   - An inline handler (Server.Inline) runs once its body has come
+//     whole, so a client that expects 100 Continue gets it before the
+//     handler runs, whether the handler reads the body or not.
 //   - A request framed by Transfer-Encoding despite a Content-Length is
 //     answered, as by net/http, and then its connection closes (RFC 9112,
 //     section 6.1).

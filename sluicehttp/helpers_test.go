@@ -138,3 +138,15 @@ func holdsFor(d time.Duration, cond func() bool) bool {
 	}
 	return cond()
 }
+
+// serveStd starts net/http's server std on a free loopback port, for a
+// test that compares this package's behaviour with it, and returns the
+// address to dial; it closes when the test ends.
+func serveStd(t testing.TB, std *http.Server) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	go std.Serve(ln)
+	t.Cleanup(func() { std.Close() })
+	return ln.Addr().String()
+}

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"io"
+	"log"
 	"net"
 	"net/http"
 	"os"
@@ -153,4 +154,46 @@ func TestHijackPipelined(t *testing.T) {
 		assert.True(t, holdsFor(20*time.Millisecond, func() bool { return len(ran) == 0 }),
 			"a request pipelined behind the hijacked one was served")
 	})
+}
+
+// TestHijackedOutlivesPanic checks that a handler that panics after it
+// hijacked its connection leaves the connection to whoever holds it, as
+// net/http's server does: a goroutine the handler started writes to it
+// after the panic, and the connection ends when that goroutine closes
+// it.
+func TestHijackedOutlivesPanic(t *testing.T) {
+	for _, abort := range []bool{false, true} {
+		release := make(chan struct{})
+		h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			conn, _, err := http.NewResponseController(w).Hijack()
+			if !assert.NoError(t, err) {
+				return
+			}
+			io.WriteString(conn, "hijacked;")
+			go func() {
+				defer conn.Close()
+				<-release
+				io.WriteString(conn, "after the panic")
+			}()
+			if abort {
+				panic(http.ErrAbortHandler)
+			}
+			panic("the handler's own panic")
+		})
+		std := &http.Server{Handler: h, ErrorLog: log.New(io.Discard, "", 0)}
+		servers := serveTrio(t, std, func(bool) *Server { return &Server{Handler: h} })
+		for _, addr := range []string{servers.std, servers.pooled, servers.inline} {
+			c := dial(t, addr)
+			io.WriteString(c, "GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+			br := bufio.NewReader(c)
+			got := make([]byte, len("hijacked;"))
+			_, err := io.ReadFull(br, got)
+			require.NoError(t, err)
+			assert.Equal(t, "hijacked;", string(got))
+			release <- struct{}{}
+			rest, err := io.ReadAll(br)
+			assert.NoError(t, err)
+			assert.Equal(t, "after the panic", string(rest), "abort=%v, server %s (net/http's is %s)", abort, addr, servers.std)
+		}
+	}
 }

@@ -316,6 +316,18 @@ var answerRoutes = map[string]http.HandlerFunc{
 		w.Header()["Content-Length"] = []string{"3", "4"}
 		io.WriteString(w, "abc")
 	},
+	"/cl-invalid": func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Length", "abc")
+		io.WriteString(w, "abc")
+	},
+	"/cl-negative": func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Length", "-3")
+		io.WriteString(w, "abc")
+	},
+	"/cl-space": func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Length", " 3")
+		io.WriteString(w, "abc")
+	},
 	"/cl-empty-first": func(w http.ResponseWriter, r *http.Request) {
 		w.Header()["Content-Length"] = []string{"", "3"}
 		io.WriteString(w, "abc")
@@ -404,10 +416,19 @@ func TestAnswersAgree(t *testing.T) {
 				// closes without saying keep-alive.
 				continue
 			}
+			if badLength[path] && (strings.HasPrefix(req, "HEAD") || strings.Contains(req, "HTTP/1.0")) {
+				// net/http writes the length it could not parse as it
+				// is, where it does not chunk the answer: an answer its
+				// own client refuses. This server leaves it out.
+				continue
+			}
 			servers.answerAlike(t, req, next)
 		}
 	}
 }
+
+// badLength holds the answerRoutes whose Content-Length is not a number.
+var badLength = map[string]bool{"/cl-invalid": true, "/cl-negative": true, "/cl-space": true}
 
 // answerAlike checks that this package's servers answer req, followed by
 // next, as net/http's does, every answer in full (fullAnswersOver).

@@ -161,7 +161,9 @@ func (w *response) writeHeaderLocked(code int) {
 		} else {
 			x.s.logf("http: invalid Content-Length of %q", d.cl[0])
 			h.Del("Content-Length")
-			d.cl, d.haveCL = nil, false
+			// Not written, but, as with net/http, still set: the server
+			// puts no length of its own in its place.
+			d.cl = nil
 		}
 	}
 	x.appendRaw(nil)
@@ -469,7 +471,8 @@ func (w *response) finish() {
 }
 
 // abort ends the answer of a handler that panicked: 500, unless part of
-// the answer has gone, and the connection closes.
+// the answer has gone, and the connection closes, unless the handler
+// hijacked it.
 func (w *response) abort() {
 	x := w.x
 	x.mu.Lock()
@@ -486,7 +489,10 @@ func (w *response) abort() {
 		}
 		x.appendRaw(errorResponse(errHandlerPanicked))
 	}
-	x.stop, x.closeAfter = true, true
+	x.stop = true
+	if !w.hijacked {
+		x.closeAfter = true // a hijacked connection is its holder's to close
+	}
 	x.mu.Unlock()
 	w.ctx.cancel()
 }

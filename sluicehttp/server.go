@@ -80,7 +80,8 @@ type Server struct {
 	// on Pool: for handlers that never block (no disk, no network, no
 	// lock held long), which then cost no goroutine hand-off. An inline
 	// handler gets the request body whole, held in memory (see
-	// MaxBodyBytes), and must not use its request or response after it
+	// MaxBodyBytes; a client that expects 100 Continue gets it before the
+	// handler runs), and must not use its request or response after it
 	// returns; a connection it hijacks must be used from another
 	// goroutine, since the loop delivers its bytes.
 	Inline bool
