@@ -419,7 +419,9 @@ func TestTLSMaxOutboundOfSmallAsyncWrites(t *testing.T) {
 			require.NoError(t, err)
 			sc := h.conn(h.next(t))
 			waitFor(t, 10*time.Second, func() bool { return accepted.Load() > 0 && sc.OutboundQueued() > 0 && sc.(*conn).posted.Load() == 0 },
-				func() string { return fmt.Sprintf("the writes were not sealed: accepted %d queued %d posted %d", accepted.Load(), sc.OutboundQueued(), sc.(*conn).posted.Load()) })
+				func() string {
+					return fmt.Sprintf("the writes were not sealed: accepted %d queued %d posted %d", accepted.Load(), sc.OutboundQueued(), sc.(*conn).posted.Load())
+				})
 			var queued int
 			onConnLoop(t, sc, func() { queued = sc.(*conn).pending() })
 			assert.LessOrEqual(t, queued, bound, "%d writes accepted", accepted.Load())
