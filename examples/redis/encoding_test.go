@@ -1,16 +1,12 @@
 package main
 
 import (
-	"bytes"
 	"fmt"
-	"io"
 	"math/rand/v2"
-	"net"
 	"slices"
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 )
@@ -82,9 +78,9 @@ func TestEncodingsAsRedis(t *testing.T) {
 	eachAsRedis(t, scripts)
 	ts, r := startServer(t, config{}), startRedis(t)
 	for _, script := range []string{hugeListpackScript(), pipelinedHashScript()} {
-		script = "FLUSHALL\r\n" + script + "ECHO " + endOfScript + "\r\n"
-		want := exchangeAll(t, "unix", r.sock, script)
-		got := exchangeAll(t, "tcp", ts.addr(), script)
+		script = "FLUSHALL\r\n" + script
+		want := exchangeWhole(t, "unix", r.sock, script)
+		got := exchangeWhole(t, "tcp", ts.addr(), script)
 		if want != got {
 			i := 0
 			for i < len(want) && i < len(got) && want[i] == got[i] {
@@ -94,31 +90,6 @@ func TestEncodingsAsRedis(t *testing.T) {
 				want[max(i-100, 0):min(i+100, len(want))], got[max(i-100, 0):min(i+100, len(got))])
 		}
 	}
-}
-
-// endOfScript ends a script for exchangeAll.
-const endOfScript = "end-of-script"
-
-// exchangeAll is exchange for a script whose replies may outgrow the
-// socket's buffers, ended by ECHO endOfScript: it reads until that reply,
-// rather than shutting its side down, on which Redis drops what it has
-// not yet sent.
-func exchangeAll(t testing.TB, network, addr, script string) string {
-	t.Helper()
-	c, err := net.Dial(network, addr)
-	require.NoError(t, err)
-	defer c.Close()
-	require.NoError(t, c.SetDeadline(time.Now().Add(20*time.Second)))
-	go io.WriteString(c, script)
-	end := fmt.Sprintf("$%d\r\n%s\r\n", len(endOfScript), endOfScript)
-	var out []byte
-	buf := make([]byte, 64<<10)
-	for !bytes.HasSuffix(out, []byte(end)) {
-		n, err := c.Read(buf)
-		out = append(out, buf[:n]...)
-		require.NoError(t, err, "after %d bytes", len(out))
-	}
-	return string(out)
 }
 
 // hugeListpackScript raises hash-max-listpack-entries far past its
