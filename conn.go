@@ -550,6 +550,7 @@ func (c *conn) postedSize(n int) int {
 // postWrite posts t, an AsyncWrite or Wake of n reserved bytes, and gives the
 // reservation back if the loop no longer takes tasks.
 func (c *conn) postWrite(t *task, n int) error {
+	t.reserved = int64(n)
 	if err := c.loop.post(t); err != nil {
 		c.posted.Add(-int64(n))
 		return err

@@ -1302,7 +1302,7 @@ func (l *eventloop) runTask(t *task) {
 	// says; it stops counting as posted only once watch counts it as
 	// queued, so that posters never see less than c holds.
 	if t.kind != taskClose {
-		defer l.unpost(c, int64(c.postedSize(len(t.buf)+size(t.bufs)))+postedTask)
+		defer l.unpost(c, t.reserved)
 	}
 	if c.done() {
 		if t.cb != nil {

@@ -41,6 +41,10 @@ type task struct {
 	fn   func()         // taskExecute
 	u    *udpConn       // the UDP socket of a taskPacket*
 	to   netip.AddrPort // where a taskPacketWrite goes; zero: the socket's peer
+	// reserved is what a taskWrite, taskWritev or taskWake counted against
+	// its connection's bound when it was posted (conn.reserve), taken off
+	// as it runs: the same figure, whatever changed between.
+	reserved int64
 }
 
 // postedTask is what a posted write or Wake holds besides its bytes: its
