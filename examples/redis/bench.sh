@@ -24,6 +24,13 @@
 #     /proc/PID/task/*/schedstat (nanoseconds the scheduler ran each thread;
 #     utime/stime are tick-sampled and miss a server that runs in short
 #     bursts), divided by the requests;
+#   - how often the server's threads were put on a CPU, the sum of the
+#     third field there, per 1,000 requests: nearly each time is a
+#     wake-up from a wait for the client, and on a virtual machine a
+#     wake-up costs the woken thread microseconds of CPU
+#     (benchmarks/cfloor/wakeup.c prices one), so a server that answers
+#     faster than its client asks, and so waits more often, pays for it
+#     here;
 #   - the client's CPU time: redis-benchmark's rusage as its parent sees it
 #     (Linux makes user plus system add up to the scheduler's run time),
 #     divided by the wall time of the run (which includes its start and
@@ -123,9 +130,10 @@ pids+=("$redis_pid")
 waitFor "$SLUICE_PORT"
 waitFor "$REDIS_PORT"
 
-# cpuNS prints the nanoseconds the scheduler has run process $1's threads.
-cpuNS() {
-	cat /proc/"$1"/task/*/schedstat 2>/dev/null | awk '{ s += $1 } END { printf "%.0f\n", s }'
+# sched prints the nanoseconds the scheduler has run process $1's threads,
+# and how many times it has put them on a CPU.
+sched() {
+	cat /proc/"$1"/task/*/schedstat 2>/dev/null | awk '{ s += $1; n += $3 } END { printf "%.0f %.0f\n", s, n }'
 }
 
 # waitNS prints the time, in nanoseconds since boot, during which some task
@@ -157,21 +165,21 @@ load() {
 # bench runs redis-benchmark test $4 with pipeline $3 against server $1
 # (process $5) on port $2, $6 requests, and, unless $7 is "warm", appends
 # "server pipeline round test requests server_ns client_ns wall_ns rps
-# wait_ns" to the results: wait_ns is the time some task waited for a CPU
-# meanwhile. It sets dirty to 1 when wait_ns is over MAX_WAIT percent of the
+# wait_ns runs" to the results: wait_ns is the time some task waited for a
+# CPU meanwhile, runs how many times the server was put on a CPU. It sets dirty to 1 when wait_ns is over MAX_WAIT percent of the
 # run's wall time.
 bench() {
 	local server=$1 port=$2 p=$3 test=$4 pid=$5 n=$6 mode=$7
-	local s0 s1 t0 t1 w0 w1 c rows rps requests wait
+	local s0 s1 r0 r1 t0 t1 w0 w1 c rows rps requests wait
 	w0=$(waitNS)
-	s0=$(cpuNS "$pid")
+	read -r s0 r0 < <(sched "$pid")
 	t0=$(nowNS)
 	# The subshell's only child is the client (load and taskset exec it),
 	# so the second line of times is that child's CPU time.
 	c=$( ( (load "$port" "$test" "$n" "$p") >"$tmp/out"; times) |
 		awk 'NR == 2 { split($1, u, /[ms]/); split($2, k, /[ms]/); printf "%.0f\n", (u[1] * 60 + u[2] + k[1] * 60 + k[2]) * 1e9 }')
 	t1=$(nowNS)
-	s1=$(cpuNS "$pid")
+	read -r s1 r1 < <(sched "$pid")
 	w1=$(waitNS)
 	[ "$mode" = warm ] && return
 	# A test may print more than one row (PING does); count every row's
@@ -184,7 +192,7 @@ bench() {
 	requests=$((rows * n))
 	wait=$((w1 - w0))
 	[ $((100 * wait > MAX_WAIT * (t1 - t0))) -eq 1 ] && dirty=1
-	echo "$server $p $id $(echo "$test" | tr '[:lower:]' '[:upper:]') $requests $((s1 - s0)) $c $((t1 - t0)) $rps $wait" | tee -a "$tmp/results" >&2
+	echo "$server $p $id $(echo "$test" | tr '[:lower:]' '[:upper:]') $requests $((s1 - s0)) $c $((t1 - t0)) $rps $wait $((r1 - r0))" | tee -a "$tmp/results" >&2
 }
 
 # turn runs every test against one server, after FLUSHALL.
@@ -197,7 +205,7 @@ turn() {
 	done
 }
 
-echo "bench.sh: server pipeline round test requests server_ns client_ns wall_ns rps wait_ns" >&2
+echo "bench.sh: server pipeline round test requests server_ns client_ns wall_ns rps wait_ns runs" >&2
 id=warm-up
 for p in $PIPELINES; do
 	turn sluice "$p" $((REQUESTS / 4)) warm
@@ -233,18 +241,18 @@ awk -v tests="$TESTS" -v pipelines="$PIPELINES" -v maxwait="$MAX_WAIT" '
 	}
 	{
 		k = $1 SUBSEP $2 SUBSEP $3 SUBSEP $4
-		cpu[k] = $6 / $5; client[k] = $7 / $8; share[k] = $6 / $8; rps[k] = $9; wait[k] = $10 / $8
+		cpu[k] = $6 / $5; runs[k] = 1000 * $11 / $5; client[k] = $7 / $8; share[k] = $6 / $8; rps[k] = $9; wait[k] = $10 / $8
 		rounds[$3] = 1
 		if (100 * wait[k] > maxwait) dirty[$2, $3] = 1
 	}
 	END {
-		print "| test | pipeline | sluice ns/req | redis-server ns/req | CPU ratio (median) | CPU ratio (range) | pairs kept | sluice req/s | redis-server req/s | client CPU (sluice / redis runs) | server CPU (sluice / redis) |"
-		print "|---|---:|---:|---:|---:|---|---:|---:|---:|---|---|"
+		print "| test | pipeline | sluice ns/req | redis-server ns/req | CPU ratio (median) | CPU ratio (range) | pairs kept | sluice req/s | redis-server req/s | client CPU (sluice / redis runs) | server CPU (sluice / redis) | server wake-ups per 1,000 requests (sluice / redis) |"
+		print "|---|---:|---:|---:|---:|---|---:|---:|---:|---|---|---|"
 		nt = split(toupper(tests), test, ",")
 		np = split(pipelines, pipe, " ")
 		for (i = 1; i <= np; i++) {
 			for (j = 1; j <= nt; j++) {
-				sc = rc = q = sr = rr = scl = rcl = ssh = rsh = ""; lo = 1e18; hi = 0; pairs = all = 0
+				sc = rc = q = sr = rr = scl = rcl = ssh = rsh = sw = rw = ""; lo = 1e18; hi = 0; pairs = all = 0
 				for (r in rounds) {
 					a = "sluice" SUBSEP pipe[i] SUBSEP r SUBSEP test[j]
 					b = "redis" SUBSEP pipe[i] SUBSEP r SUBSEP test[j]
@@ -259,14 +267,16 @@ awk -v tests="$TESTS" -v pipelines="$PIPELINES" -v maxwait="$MAX_WAIT" '
 					sr = sr " " rps[a]; rr = rr " " rps[b]
 					scl = scl " " client[a]; rcl = rcl " " client[b]
 					ssh = ssh " " share[a]; rsh = rsh " " share[b]
+					sw = sw " " runs[a]; rw = rw " " runs[b]
 				}
 				if (!pairs) {
-					printf "| %s | %d | | | | | 0 of %d | | | | |\n", test[j], pipe[i], all
+					printf "| %s | %d | | | | | 0 of %d | | | | | |\n", test[j], pipe[i], all
 					continue
 				}
-				printf "| %s | %d | %.0f | %.0f | %.2fx | %.2f-%.2fx | %d of %d | %.0f | %.0f | %.0f%% / %.0f%% | %.0f%% / %.0f%% |\n",
+				printf "| %s | %d | %.0f | %.0f | %.2fx | %.2f-%.2fx | %d of %d | %.0f | %.0f | %.0f%% / %.0f%% | %.0f%% / %.0f%% | %.1f / %.1f |\n",
 					test[j], pipe[i], median(sc), median(rc), median(q), lo, hi, pairs, all,
-					median(sr), median(rr), 100 * median(scl), 100 * median(rcl), 100 * median(ssh), 100 * median(rsh)
+					median(sr), median(rr), 100 * median(scl), 100 * median(rcl), 100 * median(ssh), 100 * median(rsh),
+					median(sw), median(rw)
 			}
 		}
 	}' "$tmp/results"
