@@ -743,7 +743,7 @@ func (c *conn) feed(p []byte) {
 		c.in.B = c.in.B[:copy(c.in.B, c.buf)]
 	}
 	old := c.in.B
-	c.in.B = append(c.in.B, p...)
+	c.in.B = append(growIn(c.in.B, len(p), c.loop.eng.opts.maxInbound), p...)
 	c.buf = c.in.B[len(c.in.B)-kept-len(p) : len(c.in.B) : len(c.in.B)]
 	if was, now := cap(old), cap(c.in.B); now != was {
 		// It moved to a larger array: the old one is garbage, and
@@ -757,6 +757,26 @@ func (c *conn) feed(p []byte) {
 			e.letGo(was)
 		}
 	}
+}
+
+// growIn returns b with room for n more bytes. One that must grow moves
+// to an array twice as large, as far as limit allows (WithMaxInboundBuffered;
+// zero for none) unless what it must hold is larger: append grows a large
+// slice by a quarter, so a frame many reads long moved some thirty times,
+// each array's every page touched anew, and its copies cost more than the
+// reads did.
+func growIn(b []byte, n, limit int) []byte {
+	need := len(b) + n
+	if need <= cap(b) {
+		return b
+	}
+	size := 2 * cap(b)
+	if limit > 0 {
+		size = min(size, limit)
+	}
+	grown := make([]byte, len(b), max(size, need))
+	copy(grown, b)
+	return grown
 }
 
 // keepUnread moves what the handler left unread out of the loop's read

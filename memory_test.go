@@ -7,9 +7,11 @@ import (
 	"encoding/binary"
 	"fmt"
 	"io"
+	"math/bits"
 	"net"
 	"runtime/debug"
 	"runtime/metrics"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -169,6 +171,42 @@ func TestLargeBuffersLeave(t *testing.T) {
 		})
 		t.Logf("resident memory %d MiB before, %d MiB at the peak, %d MiB %v after the burst",
 			base>>20, peak.Load()>>20, rss(t)>>20, time.Since(ended).Round(10*time.Millisecond))
+		return outcome{}
+	})
+}
+
+// TestLargeFrameBufferDoubles holds a connection's inbound buffer, while
+// a frame many reads long arrives, to moving to an array twice as large
+// each time it fills, and never to one larger than WithMaxInboundBuffered:
+// growing by a quarter at a time, as append grows a large slice, a 40 MiB
+// frame moved some 30 times, every page of each array touched anew.
+func TestLargeFrameBufferDoubles(t *testing.T) {
+	size, limit := 40<<20, 48<<20
+	if raceEnabled {
+		size, limit = 5<<20, 6<<20
+	}
+	onEachPoller(t, func(t *testing.T, p Option) outcome {
+		var seen []int // the capacities the handler found the buffer at; the loop's
+		h := newLifetimes()
+		h.traffic = func(c Conn) Action {
+			if in := c.(*conn).in; in != nil && (len(seen) == 0 || cap(in.B) != seen[len(seen)-1]) {
+				seen = append(seen, cap(in.B))
+			}
+			return ackFrames(c)
+		}
+		eng, addr := serve(t, h, p, WithNumEventLoop(1), WithMaxInboundBuffered(limit), WithInboundBudget(0))
+		s, err := dialFrames(addr)
+		require.NoError(t, err)
+		defer s.Close()
+		require.NoError(t, s.begin(size, size))
+		require.NoError(t, s.acked())
+		var caps []int
+		onLoopOf(t, eng, 0, func() { caps = slices.Clone(seen) })
+		require.NotEmpty(t, caps)
+		moves := len(caps) - 1
+		assert.LessOrEqual(t, moves, bits.Len(uint(limit/caps[0]))+1, "the buffer moved from %d bytes to %d in %d steps: %v",
+			caps[0], caps[len(caps)-1], moves, caps)
+		assert.LessOrEqual(t, slices.Max(caps), limit, "the buffer grew past WithMaxInboundBuffered")
 		return outcome{}
 	})
 }

@@ -26,7 +26,11 @@
 // not a command gets Redis's protocol error, and its connection is closed
 // while the others carry on. A bulk string longer than -max-request is
 // refused as Redis refuses one longer than its proto-max-bulk-len, and a
-// command that outgrows it with "too big request". Clients speak RESP2
+// command that outgrows it with "too big request", each of its arguments
+// counting 24 bytes beyond its own (what the server holds to point at
+// it), so that a command of millions of empty arguments cannot make the
+// server hold several times -max-request: with the default 64 MB, a
+// command has at most about 2.2 million arguments. Clients speak RESP2
 // until they ask for RESP3 with HELLO 3; then maps, sets, doubles, nulls
 // and verbatim strings come in their RESP3 forms. Errors are worded as
 // Redis words them, so client libraries recognise them.

@@ -95,6 +95,7 @@ func TestRequestLimits(t *testing.T) {
 		{"bulk over the limit", "*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$4096\r\n", "-ERR Protocol error: invalid bulk length\r\n"},
 		{"bulks over the limit", "*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$1000\r\n", "-ERR Protocol error: too big request\r\n"},
 		{"more bulks than fit", "*2000000\r\n", "-ERR Protocol error: too big request\r\n"},
+		{"empty bulks whose arguments pass the limit", "*100\r\n" + strings.Repeat("$0\r\n\r\n", 100), "-ERR Protocol error: too big request\r\n"},
 		{"inline over the limit", strings.Repeat("x", 2000), "-ERR Protocol error: too big inline request\r\n"},
 		{"multibulk header that does not end", "*" + strings.Repeat("1", 70000), "-ERR Protocol error: too big mbulk count string\r\n"},
 	}

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"math"
+	"unsafe"
 )
 
 // inlineMax is the longest line Redis reads without finding its end: an
@@ -39,21 +40,32 @@ const (
 // looking at them; a multibulk of zero or fewer elements is an empty
 // command, skipped.
 type request struct {
-	maxSize int      // bytes a command may take
+	maxSize int      // bytes a command may take, its arguments' argSize included
 	args    [][]byte // the last command's arguments
 
-	// A multibulk being read: the bytes of it read so far, the arguments
-	// found in them, the bulks still to come, and the length of the one
-	// whose header has been read (-1 for none).
+	// A multibulk being read: the bytes of it read so far, the bulks in
+	// them, the bulks still to come, and the length of the one whose
+	// header has been read (-1 for none). Where its arguments are is
+	// found again once it has all arrived (collect): the buffer may move
+	// meanwhile, and their places would take more memory than they do.
 	pos   int
-	spans []span
+	count int
 	left  int
 	bulk  int
 
-	unquoted []byte // the words of an inline command with quotes
+	// The words of an inline command with quotes: unquoted, and where
+	// each one is in it.
+	unquoted []byte
+	spans    []span
 }
 
 type span struct{ start, end int }
+
+// argSize is what an argument costs the server beyond its bytes: the
+// slice that points at it. A command's arguments count it against
+// maxSize, so that one of millions of empty arguments ("$0\r\n\r\n", six
+// bytes each) cannot make the server hold five times maxSize in them.
+const argSize = int(unsafe.Sizeof([]byte(nil)))
 
 // maxKeptArgs bounds the arguments' worth of space a request keeps
 // between commands.
@@ -88,7 +100,7 @@ func (r *request) parse(buf []byte) (int, bool, error) {
 const maxPlainDigits = 9
 
 // whole reads, in one pass, a multibulk that has all arrived and whose
-// headers are plain: a count of one or more and lengths, in digits without
+// headers are plain: a count of one to maxKeptArgs and lengths, in digits without
 // a leading zero, each followed by '\r' and one more byte. That is what
 // clients send, and multibulk would read it in two passes. For anything
 // else, whole returns 0 and leaves args empty, and multibulk reads the
@@ -96,7 +108,7 @@ const maxPlainDigits = 9
 // multibulk would read otherwise (FuzzRequest compares the two).
 func (r *request) whole(buf []byte) int {
 	n, i := plainInt(buf, 1)
-	if n <= 0 || n > r.maxSize/6 || i+1 >= len(buf) {
+	if n <= 0 || n > maxKeptArgs || i+1 >= len(buf) {
 		return 0
 	}
 	pos := i + 2
@@ -107,7 +119,7 @@ func (r *request) whole(buf []byte) int {
 		}
 		size, j := plainInt(buf, pos+1)
 		start := j + 2
-		if size < 0 || j+1 >= len(buf) || size > r.maxSize || start+size+2 > r.maxSize || len(buf)-start < size+2 {
+		if size < 0 || j+1 >= len(buf) || size > r.maxSize || start+size+2+(len(r.args)+1)*argSize > r.maxSize || len(buf)-start < size+2 {
 			r.args = r.args[:0]
 			return 0
 		}
@@ -139,12 +151,7 @@ func plainInt(buf []byte, i int) (int, int) {
 }
 
 // reset forgets a command partly read.
-func (r *request) reset() {
-	if cap(r.spans) > maxKeptArgs {
-		r.spans = nil
-	}
-	r.pos, r.spans, r.left, r.bulk = 0, r.spans[:0], 0, -1
-}
+func (r *request) reset() { r.pos, r.count, r.left, r.bulk = 0, 0, 0, -1 }
 
 // headerLine finds the '\r' that ends the header line at r.pos and
 // returns the line, type byte included, and whether it is all there:
@@ -174,8 +181,9 @@ func (r *request) multibulk(buf []byte) (int, bool, error) {
 		if n <= 0 {
 			return end, false, nil
 		}
-		// Each bulk takes six bytes at least: "$0\r\n\r\n".
-		if n > int64(r.maxSize/6) {
+		// Each bulk takes six bytes at least, "$0\r\n\r\n", and its
+		// argument argSize.
+		if n > int64(r.maxSize/(6+argSize)) {
 			return 0, false, errTooBig
 		}
 		r.pos, r.left = end, int(n)
@@ -198,7 +206,7 @@ func (r *request) multibulk(buf []byte) (int, bool, error) {
 				return 0, false, errBulkLen
 			}
 			r.pos += len(line) + 2
-			if int64(r.pos)+n+2 > int64(r.maxSize) {
+			if int64(r.pos)+n+2+int64(r.count+1)*int64(argSize) > int64(r.maxSize) {
 				return 0, false, errTooBig
 			}
 			r.bulk = int(n)
@@ -206,17 +214,34 @@ func (r *request) multibulk(buf []byte) (int, bool, error) {
 		if len(buf)-r.pos < r.bulk+2 {
 			return 0, false, nil
 		}
-		r.spans = append(r.spans, span{r.pos, r.pos + r.bulk})
 		r.pos += r.bulk + 2
 		r.bulk = -1
 		r.left--
+		r.count++
 	}
-	for _, s := range r.spans {
-		r.args = append(r.args, buf[s.start:s.end:s.end])
-	}
+	r.collect(buf)
 	n := r.pos
 	r.reset()
 	return n, true, nil
+}
+
+// collect makes args the arguments of the multibulk at the start of buf,
+// which multibulk has read whole, its headers found sound: in an array of
+// their number, where appending them one by one would leave behind arrays
+// of every smaller size.
+func (r *request) collect(buf []byte) {
+	if cap(r.args) < r.count {
+		r.args = make([][]byte, 0, r.count)
+	}
+	pos := bytes.IndexByte(buf, '\r') + 2
+	for range r.count {
+		end := pos + bytes.IndexByte(buf[pos:], '\r')
+		size, _ := parseInt(buf[pos+1 : end])
+		start := end + 2
+		stop := start + int(size)
+		r.args = append(r.args, buf[start:stop:stop])
+		pos = stop + 2
+	}
 }
 
 func (r *request) inline(buf []byte) (int, bool, error) {
@@ -287,6 +312,9 @@ func (r *request) split(line []byte) error {
 		r.args = append(r.args, out[s.start:s.end:s.end])
 	}
 	r.spans = r.spans[:0]
+	if cap(r.spans) > maxKeptArgs {
+		r.spans = nil
+	}
 	r.unquoted = out
 	return nil
 }
