@@ -139,7 +139,11 @@ type Conn interface {
 	Wake(cb AsyncCallback) error
 	// Close closes the connection gracefully, as the Close action does:
 	// once its queued output is sent, and the peer's end of stream read
-	// or WithLingeringClose's bound reached.
+	// or WithLingeringClose's bound reached. Only the first call asks the
+	// loop for anything: later ones, from any goroutine, and those after
+	// the connection closed, return nil at once, so that code that closes
+	// on every error it sees cannot flood the loop with requests. It
+	// returns ErrEngineStopped when the engine no longer runs.
 	Close() error
 
 	// Loop returns the event loop that owns the connection, for
@@ -306,6 +310,8 @@ type conn struct {
 	// output that made it false drains; watch and unpost, which see it
 	// fall, turn it into flagOverHigh.
 	drainOwed atomic.Bool
+	// closeAsked: Close has posted its task; later calls post none.
+	closeAsked atomic.Bool
 	// owed: closing, the bytes posted before its close began whose tasks
 	// have yet to queue them (closeSent waits for them).
 	owed int64
@@ -577,7 +583,14 @@ func (c *conn) Wake(cb AsyncCallback) error {
 }
 
 func (c *conn) Close() error {
-	return c.loop.post(newTask(taskClose, c))
+	if c.closeAsked.Swap(true) {
+		return nil
+	}
+	if err := c.loop.post(newTask(taskClose, c)); err != nil {
+		c.closeAsked.Store(false) // nothing was asked: the next call says so too
+		return err
+	}
+	return nil
 }
 
 func (c *conn) Loop() Loop { return Loop{c.loop} }

@@ -41,9 +41,10 @@ type task struct {
 	fn   func()         // taskExecute
 	u    *udpConn       // the UDP socket of a taskPacket*
 	to   netip.AddrPort // where a taskPacketWrite goes; zero: the socket's peer
-	// reserved is what a taskWrite, taskWritev or taskWake counted against
-	// its connection's bound when it was posted (conn.reserve), taken off
-	// as it runs: the same figure, whatever changed between.
+	// reserved is what a taskWrite, taskWritev, taskWake, taskPacketWrite
+	// or taskPacketWake counted against its connection's bound when it was
+	// posted (conn.reserve, udpConn.reserve), taken off as it runs: the
+	// same figure, whatever changed between.
 	reserved int64
 }
 
