@@ -44,7 +44,10 @@ type Conn interface {
 	// InboundBuffered returns how many inbound bytes are buffered.
 	InboundBuffered() int
 
-	// Writev queues several slices as one write.
+	// Writev queues several slices as one write: they count, and are
+	// refused past WithMaxOutbound, together, and over TLS they are
+	// sealed together, however many there are, wherever it is called.
+	// Empty slices add nothing. The slices are copied before it returns.
 	Writev(bs [][]byte) (int, error)
 	// Flush sends queued output now rather than after the callback returns.
 	// Output written to another connection from a callback goes when that
@@ -404,16 +407,19 @@ func (c *conn) write(p []byte) (int, error) {
 }
 
 func (c *conn) Writev(bs [][]byte) (int, error) {
-	if c.full(size(bs)) {
+	n := size(bs)
+	if c.full(n) {
 		return 0, ErrOutboundFull // refused whole, not in part
 	}
-	n := 0
+	if c.done() || c.flags&flagWriteClosed != 0 {
+		return 0, ErrConnClosed
+	}
+	if c.loop.cur != c {
+		c.loop.writevOther(c, bs)
+		return n, nil
+	}
 	for _, b := range bs {
-		m, err := c.write(b)
-		n += m
-		if err != nil {
-			return n, err
-		}
+		c.write(b) // gathered in the loop's buffer, or appended to c's
 	}
 	return n, nil
 }
