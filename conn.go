@@ -63,7 +63,8 @@ type Conn interface {
 	// OutboundQueued returns, from any goroutine, how much output the
 	// connection holds against its bound (WithMaxOutbound): what
 	// AsyncWrite and AsyncWritev posted that its loop has yet to take
-	// (with the task each posting, a Wake's too, takes), and its unsent
+	// (with the task each posting, a Wake's too, takes, and the slice
+	// headers of an AsyncWritev), and its unsent
 	// output as its loop last saw it. Fan-out code asks it before it
 	// builds a message for a connection that may be slow.
 	OutboundQueued() int
@@ -131,7 +132,12 @@ type Conn interface {
 	// never runs.
 	AsyncWrite(p []byte, cb AsyncCallback) error
 	// AsyncWritev is AsyncWrite for several slices, which count and are
-	// refused together.
+	// refused together, and are sealed together over TLS. Until the loop
+	// takes them each slice counts its header as well as its bytes (24
+	// bytes on 64-bit systems), as the posting holds it: a million empty
+	// slices count 24 MB, not nothing, so that a goroutine posting them
+	// faster than the loop runs them is bounded too. Bs must not change
+	// until cb runs.
 	AsyncWritev(bs [][]byte, cb AsyncCallback) error
 	// Wake runs OnTraffic for the connection on its loop, then cb. Until
 	// it runs, the 144 or so bytes its posting takes count against the
@@ -521,7 +527,7 @@ func (c *conn) AsyncWrite(p []byte, cb AsyncCallback) error {
 }
 
 func (c *conn) AsyncWritev(bs [][]byte, cb AsyncCallback) error {
-	n := c.postedSize(size(bs)) + int(postedTask)
+	n := c.postedSize(size(bs)) + len(bs)*int(postedSlice) + int(postedTask)
 	if !c.reserve(n) {
 		return ErrOutboundFull
 	}

@@ -54,6 +54,11 @@ type task struct {
 // the writes, and however fast a goroutine wakes a connection.
 const postedTask = int64(unsafe.Sizeof(task{}))
 
+// postedSlice is what an AsyncWritev holds for each of its slices until it
+// runs, counted against WithMaxOutbound with its bytes: the slice's header,
+// so that a posting of a million empty slices is not counted as nothing.
+const postedSlice = int64(unsafe.Sizeof([]byte(nil)))
+
 var taskPool = sync.Pool{New: func() any { return new(task) }}
 
 func newTask(kind taskKind, c *conn) *task {

@@ -934,7 +934,7 @@ func unmapped(ap netip.AddrPort) netip.AddrPort {
 // post posts a datagram for u to send, counted against WithMaxOutbound
 // until it is sent.
 func (u *udpConn) post(p []byte, bs [][]byte, to netip.AddrPort, cb AsyncCallback) error {
-	n := int64(len(p)+size(bs)) + postedTask
+	n := int64(len(p)+size(bs)) + int64(len(bs))*postedSlice + postedTask
 	if !u.reserve(n) {
 		return ErrOutboundFull
 	}

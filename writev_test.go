@@ -201,3 +201,39 @@ func TestWritevRefusedWhole(t *testing.T) {
 		})
 	}
 }
+
+// An AsyncWritev holds its slices until its loop runs it, so they count
+// against WithMaxOutbound too, a slice header each: a goroutine posting
+// many empty slices faster than the loop runs them is refused as one
+// posting many empty AsyncWrites is.
+func TestAsyncWritevCountsItsSlices(t *testing.T) {
+	const bound = 8 << 20
+	h := &writevHandler{opened: make(chan Conn, 1), write: func(c, prev Conn) {}}
+	_, addr := serve(t, h, WithNumEventLoop(1), WithMaxOutbound(bound))
+	dial(t, addr)
+	sc := <-h.opened
+	release := holdLoop(t, sc)
+
+	empty := make([][]byte, 100_000)
+	var ran atomic.Int64
+	posted := 0
+	for range 100 {
+		if sc.AsyncWritev(empty, func(Conn, error) { ran.Add(1) }) != nil {
+			break
+		}
+		posted++
+	}
+	t.Logf("AsyncWritev of %d empty slices, against a bound of %d: %d posted, OutboundQueued %d",
+		len(empty), bound, posted, sc.OutboundQueued())
+	per := len(empty)*int(postedSlice) + int(postedTask)
+	assert.Equal(t, bound/per, posted, "postings taken")
+	assert.Equal(t, posted*per, sc.OutboundQueued(), "OutboundQueued")
+
+	release()
+	waitFor(t, 10*time.Second, func() bool { return ran.Load() == int64(posted) }, func() string {
+		return fmt.Sprintf("%d of %d callbacks ran", ran.Load(), posted)
+	})
+	waitFor(t, 10*time.Second, func() bool { return sc.OutboundQueued() == 0 }, func() string {
+		return fmt.Sprintf("OutboundQueued %d once every write ran", sc.OutboundQueued())
+	})
+}
