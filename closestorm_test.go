@@ -123,13 +123,15 @@ func (m *runtimeMem) read() {
 }
 
 // Thousands of connections, each closed by its own goroutine over and over
-// while that goroutine also writes to it and wakes it: each connection's
-// OnClose runs once, with no error, every callback runs once, with nil or
-// ErrConnClosed, nothing panics, and the loop's queue stays short.
+// while that goroutine also writes to it and wakes it, and every other one
+// killed over and over too: each connection's OnClose runs once, with no
+// error, or ErrKilled where it was killed, every callback runs once, with
+// nil or ErrConnClosed, nothing panics, and each Kill after the first
+// finds the connection gone.
 func TestCloseStormManyConnections(t *testing.T) {
 	const conns, rounds = 1000, 50
 	h := newCloseCounter(conns)
-	_, addr := serve(t, h, WithNumEventLoop(2), WithLogger(discardLogger()))
+	eng, addr := serve(t, h, WithNumEventLoop(2), WithLogger(discardLogger()))
 	var clients sync.WaitGroup
 	for range conns {
 		client := dial(t, addr)
@@ -137,8 +139,7 @@ func TestCloseStormManyConnections(t *testing.T) {
 			// Read to the end of the stream, then close: the server's
 			// graceful close waits for it.
 			client.SetReadDeadline(time.Now().Add(30 * time.Second))
-			_, err := io.Copy(io.Discard, client)
-			assert.NoError(t, err)
+			io.Copy(io.Discard, client) // a killed one is reset
 			client.Close()
 		})
 	}
@@ -158,12 +159,20 @@ func TestCloseStormManyConnections(t *testing.T) {
 			bad.Add(1)
 		}
 	}
-	var posted atomic.Int64
+	var posted, kills atomic.Int64
 	var maxQueued atomic.Int32
 	var wg sync.WaitGroup
-	for _, sc := range scs {
+	for i, sc := range scs {
+		killer := i%2 == 1
 		wg.Go(func() {
 			for range rounds {
+				if killer {
+					if err := eng.Kill(sc.ID()); err == nil {
+						kills.Add(1)
+					} else {
+						assert.ErrorIs(t, err, ErrConnClosed)
+					}
+				}
 				assert.NoError(t, sc.Close())
 				if sc.AsyncWrite([]byte("x"), cb) == nil {
 					posted.Add(1)
@@ -188,11 +197,16 @@ func TestCloseStormManyConnections(t *testing.T) {
 	waitFor(t, 10*time.Second, func() bool { return calls.Load() == posted.Load() }, func() string {
 		return fmt.Sprintf("%d of %d callbacks ran", calls.Load(), posted.Load())
 	})
-	for _, sc := range scs {
+	for i, sc := range scs {
 		n, err := h.count(sc.ID())
 		assert.Equal(t, 1, n, "OnClose runs once per connection")
-		assert.NoError(t, err, "a Close gives OnClose no error")
+		if i%2 == 1 && err != nil {
+			assert.ErrorIs(t, err, ErrKilled, "a Kill, before or after a Close, resets")
+		} else {
+			assert.NoError(t, err, "a Close gives OnClose no error")
+		}
 	}
+	assert.LessOrEqual(t, kills.Load(), int64(conns/2), "Kills that found the connection")
 	assert.Zero(t, bad.Load(), "callbacks that got an error other than ErrConnClosed")
 	t.Logf("most tasks queued on a loop: %d (posted writes and wakes: %d)", maxQueued.Load(), posted.Load())
 }
