@@ -44,7 +44,10 @@ type Conn interface {
 	// InboundBuffered returns how many inbound bytes are buffered.
 	InboundBuffered() int
 
-	// Writev queues several slices as one write.
+	// Writev queues several slices as one write: they count, and are
+	// refused past WithMaxOutbound, together, and over TLS they are
+	// sealed together, however many there are, wherever it is called.
+	// Empty slices add nothing. The slices are copied before it returns.
 	Writev(bs [][]byte) (int, error)
 	// Flush sends queued output now rather than after the callback returns.
 	// Output written to another connection from a callback goes when that
@@ -60,7 +63,8 @@ type Conn interface {
 	// OutboundQueued returns, from any goroutine, how much output the
 	// connection holds against its bound (WithMaxOutbound): what
 	// AsyncWrite and AsyncWritev posted that its loop has yet to take
-	// (with the task each posting, a Wake's too, takes), and its unsent
+	// (with the task each posting, a Wake's too, takes, and the slice
+	// headers of an AsyncWritev), and its unsent
 	// output as its loop last saw it. Fan-out code asks it before it
 	// builds a message for a connection that may be slow.
 	OutboundQueued() int
@@ -128,7 +132,12 @@ type Conn interface {
 	// never runs.
 	AsyncWrite(p []byte, cb AsyncCallback) error
 	// AsyncWritev is AsyncWrite for several slices, which count and are
-	// refused together.
+	// refused together, and are sealed together over TLS. Until the loop
+	// takes them each slice counts its header as well as its bytes (24
+	// bytes on 64-bit systems), as the posting holds it: a million empty
+	// slices count 24 MB, not nothing, so that a goroutine posting them
+	// faster than the loop runs them is bounded too. Bs must not change
+	// until cb runs.
 	AsyncWritev(bs [][]byte, cb AsyncCallback) error
 	// Wake runs OnTraffic for the connection on its loop, then cb. Until
 	// it runs, the 144 or so bytes its posting takes count against the
@@ -139,7 +148,11 @@ type Conn interface {
 	Wake(cb AsyncCallback) error
 	// Close closes the connection gracefully, as the Close action does:
 	// once its queued output is sent, and the peer's end of stream read
-	// or WithLingeringClose's bound reached.
+	// or WithLingeringClose's bound reached. Only the first call asks the
+	// loop for anything: later ones, from any goroutine, and those after
+	// the connection closed, return nil at once, so that code that closes
+	// on every error it sees cannot flood the loop with requests. It
+	// returns ErrEngineStopped when the engine no longer runs.
 	Close() error
 
 	// Loop returns the event loop that owns the connection, for
@@ -306,6 +319,8 @@ type conn struct {
 	// output that made it false drains; watch and unpost, which see it
 	// fall, turn it into flagOverHigh.
 	drainOwed atomic.Bool
+	// closeAsked: Close has posted its task; later calls post none.
+	closeAsked atomic.Bool
 	// owed: closing, the bytes posted before its close began whose tasks
 	// have yet to queue them (closeSent waits for them).
 	owed int64
@@ -398,16 +413,19 @@ func (c *conn) write(p []byte) (int, error) {
 }
 
 func (c *conn) Writev(bs [][]byte) (int, error) {
-	if c.full(size(bs)) {
+	n := size(bs)
+	if c.full(n) {
 		return 0, ErrOutboundFull // refused whole, not in part
 	}
-	n := 0
+	if c.done() || c.flags&flagWriteClosed != 0 {
+		return 0, ErrConnClosed
+	}
+	if c.loop.cur != c {
+		c.loop.writevOther(c, bs)
+		return n, nil
+	}
 	for _, b := range bs {
-		m, err := c.write(b)
-		n += m
-		if err != nil {
-			return n, err
-		}
+		c.write(b) // gathered in the loop's buffer, or appended to c's
 	}
 	return n, nil
 }
@@ -509,7 +527,7 @@ func (c *conn) AsyncWrite(p []byte, cb AsyncCallback) error {
 }
 
 func (c *conn) AsyncWritev(bs [][]byte, cb AsyncCallback) error {
-	n := c.postedSize(size(bs)) + int(postedTask)
+	n := c.postedSize(size(bs)) + len(bs)*int(postedSlice) + int(postedTask)
 	if !c.reserve(n) {
 		return ErrOutboundFull
 	}
@@ -577,7 +595,14 @@ func (c *conn) Wake(cb AsyncCallback) error {
 }
 
 func (c *conn) Close() error {
-	return c.loop.post(newTask(taskClose, c))
+	if c.closeAsked.Swap(true) {
+		return nil
+	}
+	if err := c.loop.post(newTask(taskClose, c)); err != nil {
+		c.closeAsked.Store(false) // nothing was asked: the next call says so too
+		return err
+	}
+	return nil
 }
 
 func (c *conn) Loop() Loop { return Loop{c.loop} }

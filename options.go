@@ -279,7 +279,8 @@ const DefaultMaxOutbound = 32 << 20
 // WithMaxOutbound bounds the output a connection may hold queued for its
 // peer: what its handler wrote and the socket has yet to take, what
 // other connections wrote to it, and what AsyncWrite and AsyncWritev
-// posted for it from other goroutines, counted when they are posted. A
+// posted for it from other goroutines, counted when they are posted (with
+// the task each posting takes, and an AsyncWritev's slice headers). A
 // write that would take it past n is refused whole, before anything is
 // queued: Write returns ErrOutboundFull, and so do AsyncWrite and
 // AsyncWritev (whose callback then never runs), so a publisher can drop

@@ -41,9 +41,10 @@ type task struct {
 	fn   func()         // taskExecute
 	u    *udpConn       // the UDP socket of a taskPacket*
 	to   netip.AddrPort // where a taskPacketWrite goes; zero: the socket's peer
-	// reserved is what a taskWrite, taskWritev or taskWake counted against
-	// its connection's bound when it was posted (conn.reserve), taken off
-	// as it runs: the same figure, whatever changed between.
+	// reserved is what a taskWrite, taskWritev, taskWake, taskPacketWrite
+	// or taskPacketWake counted against its connection's bound when it was
+	// posted (conn.reserve, udpConn.reserve), taken off as it runs: the
+	// same figure, whatever changed between.
 	reserved int64
 }
 
@@ -52,6 +53,11 @@ type task struct {
 // the memory of what is posted and not yet run bounded, however small
 // the writes, and however fast a goroutine wakes a connection.
 const postedTask = int64(unsafe.Sizeof(task{}))
+
+// postedSlice is what an AsyncWritev holds for each of its slices until it
+// runs, counted against WithMaxOutbound with its bytes: the slice's header,
+// so that a posting of a million empty slices is not counted as nothing.
+const postedSlice = int64(unsafe.Sizeof([]byte(nil)))
 
 var taskPool = sync.Pool{New: func() any { return new(task) }}
 

@@ -153,7 +153,9 @@ type udpConn struct {
 	closing   bool
 	byStop    bool         // closed by a stop of the engine, for Stats
 	perBuffer int          // the most datagrams a buffer of its last receive held (receivePackets)
-	posted    atomic.Int64 // bytes AsyncWriteTo posted, not yet sent, and their tasks
+	posted    atomic.Int64 // bytes AsyncWriteTo posted, not yet sent, and their tasks and Wakes'
+	// closeAsked: Close has posted its task; later calls post none.
+	closeAsked atomic.Bool
 
 	// A listener's socket's checks before a datagram reaches the handler
 	// (udp_vet.go): vet says whether it makes any.
@@ -686,9 +688,7 @@ func (l *eventloop) runPacketTask(t *task) {
 			l.closePacket(u, nil)
 		}
 	}
-	if t.kind == taskPacketWrite {
-		u.posted.Add(-int64(len(t.buf)+size(t.bufs)) - postedTask)
-	}
+	u.posted.Add(-t.reserved) // a write's or Wake's, as it was posted
 	if t.cb != nil {
 		u.busy = u.state != stateClosed
 		l.onPacketAsync(u, t.cb, err)
@@ -934,20 +934,37 @@ func unmapped(ap netip.AddrPort) netip.AddrPort {
 // post posts a datagram for u to send, counted against WithMaxOutbound
 // until it is sent.
 func (u *udpConn) post(p []byte, bs [][]byte, to netip.AddrPort, cb AsyncCallback) error {
-	n := int64(len(p)+size(bs)) + postedTask
+	n := int64(len(p)+size(bs)) + int64(len(bs))*postedSlice + postedTask
+	if !u.reserve(n) {
+		return ErrOutboundFull
+	}
+	t := newTask(taskPacketWrite, nil)
+	t.buf, t.bufs, t.to, t.cb = p, bs, to, cb
+	return u.postTask(t, n)
+}
+
+// reserve counts n bytes a posted datagram or Wake holds, its task's among
+// them, against u's bound on queued output, and reports false, counting
+// the refusal, when they would pass it.
+func (u *udpConn) reserve(n int64) bool {
 	limit := int64(u.loop.eng.opts.maxOutbound)
 	for {
 		posted := u.posted.Load()
 		if limit > 0 && posted+n > limit {
 			u.loop.counts.add(countOutboundRefused)
-			return ErrOutboundFull
+			return false
 		}
 		if u.posted.CompareAndSwap(posted, posted+n) {
-			break
+			return true
 		}
 	}
-	t := newTask(taskPacketWrite, nil)
-	t.u, t.buf, t.bufs, t.to, t.cb = u, p, bs, to, cb
+}
+
+// postTask posts t for u with the n bytes reserved for it, which the loop
+// gives back as it runs t (runPacketTask), or at once if the loop no
+// longer takes tasks.
+func (u *udpConn) postTask(t *task, n int64) error {
+	t.u, t.reserved = u, n
 	if err := u.loop.post(t); err != nil {
 		u.posted.Add(-n)
 		return err
@@ -956,16 +973,26 @@ func (u *udpConn) post(p []byte, bs [][]byte, to netip.AddrPort, cb AsyncCallbac
 }
 
 func (u *udpConn) Wake(cb AsyncCallback) error {
+	if !u.reserve(postedTask) {
+		return ErrOutboundFull
+	}
 	t := newTask(taskPacketWake, nil)
-	t.u, t.cb = u, cb
-	return u.loop.post(t)
+	t.cb = cb
+	return u.postTask(t, postedTask)
 }
 
 func (u *udpConn) Close() error {
 	if !u.isConn() {
 		return errPacketUnsupported
 	}
+	if u.closeAsked.Swap(true) {
+		return nil // asked already: as a stream's Close, once
+	}
 	t := newTask(taskPacketClose, nil)
 	t.u = u
-	return u.loop.post(t)
+	if err := u.loop.post(t); err != nil {
+		u.closeAsked.Store(false)
+		return err
+	}
+	return nil
 }
