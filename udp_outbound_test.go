@@ -1,0 +1,130 @@
+//go:build linux
+
+package sluice
+
+import (
+	"fmt"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// udpDialed dials a UDP socket from the engine to a peer of the test's
+// that reads nothing, and records its Conn and each OnDrain.
+type udpDialed struct {
+	BuiltinEventEngine
+	conns  chan Conn
+	drains atomic.Int64
+}
+
+func (h *udpDialed) OnOpen(c Conn) ([]byte, Action) {
+	h.conns <- c
+	return nil, None
+}
+
+func (h *udpDialed) OnDrain(Conn) Action {
+	h.drains.Add(1)
+	return None
+}
+
+// dialUDPPeer starts an engine with h and opts on one loop and returns it
+// and the Conn of a UDP socket it dialed to a peer that reads nothing.
+func dialUDPPeer(t *testing.T, h *udpDialed, opts ...Option) (Engine, Conn) {
+	t.Helper()
+	eng, _ := serveAddr(t, "udp://127.0.0.1:0", h, append(opts, WithNumEventLoop(1))...)
+	peer := udpPeer(t)
+	require.NoError(t, eng.Dial("udp://"+peer.LocalAddr().String(), nil))
+	select {
+	case c := <-h.conns:
+		return eng, c
+	case <-time.After(10 * time.Second):
+		t.Fatal("the UDP dial did not open")
+		return eng, nil
+	}
+}
+
+// holdLoop keeps c's loop busy until the returned function is called, so
+// that what is posted to it waits.
+func holdLoop(t *testing.T, c Conn) (release func()) {
+	t.Helper()
+	held, done := make(chan struct{}), make(chan struct{})
+	require.NoError(t, c.Loop().Execute(func() {
+		close(held)
+		<-done
+	}))
+	<-held
+	var once atomic.Bool
+	release = func() {
+		if once.CompareAndSwap(false, true) {
+			close(done)
+		}
+	}
+	t.Cleanup(release)
+	return release
+}
+
+// A goroutine waking a UDP socket faster than its loop runs is bounded as
+// a stream's is: each Wake's task counts against WithMaxOutbound until it
+// runs, and past the bound Wake returns ErrOutboundFull.
+func TestUDPWakingFasterThanTheLoopIsBounded(t *testing.T) {
+	const bound = 64 << 10
+	h := &udpDialed{conns: make(chan Conn, 1)}
+	_, c := dialUDPPeer(t, h, WithMaxOutbound(bound))
+	release := holdLoop(t, c)
+	queue := &c.(*udpConn).loop.tasks
+	most := int(bound / postedTask)
+	refused := false
+	for range 2 * most {
+		if err := c.Wake(nil); err != nil {
+			require.ErrorIs(t, err, ErrOutboundFull)
+			refused = true
+			break
+		}
+	}
+	assert.True(t, refused, "%d Wakes queued, holding %d bytes of tasks, against a bound of %d",
+		queue.n.Load(), int64(queue.n.Load())*postedTask, bound)
+	assert.LessOrEqual(t, int(queue.n.Load()), most+1, "the loop's queue grew past the bound")
+	assert.LessOrEqual(t, c.OutboundQueued(), bound)
+	release()
+	waitFor(t, 10*time.Second, func() bool { return c.OutboundQueued() == 0 },
+		func() string { return fmt.Sprintf("%d bytes posted still", c.OutboundQueued()) })
+}
+
+// Writable answers false for a UDP socket whose posted datagrams pass the
+// high-water mark (WithWriteBufferCap), and, as Conn's doc promises, OnDrain
+// follows once they are sent: a publisher that waits for OnDrain before it
+// posts more is not left waiting for ever.
+func TestUDPWritableFalseOwesDrain(t *testing.T) {
+	const mark = 8 << 10
+	h := &udpDialed{conns: make(chan Conn, 1)}
+	_, c := dialUDPPeer(t, h, WithWriteBufferCap(mark))
+	pc := c.(PacketConn)
+	release := holdLoop(t, c)
+	for c.Writable() {
+		require.NoError(t, pc.AsyncWriteTo(make([]byte, 1000), nil, nil))
+	}
+	assert.Greater(t, c.OutboundQueued(), mark)
+	release()
+	waitFor(t, 10*time.Second, func() bool { return c.OutboundQueued() == 0 },
+		func() string { return fmt.Sprintf("%d bytes posted still", c.OutboundQueued()) })
+	waitFor(t, 10*time.Second, func() bool { return h.drains.Load() > 0 },
+		func() string { return "Writable said false, and no OnDrain came once the datagrams were sent" })
+	assert.True(t, c.Writable())
+}
+
+// Writable is false only past the mark, as for a stream: at exactly the
+// mark no OnDrain is owed.
+func TestUDPWritableAtTheMark(t *testing.T) {
+	const mark = 8 << 10
+	h := &udpDialed{conns: make(chan Conn, 1)}
+	_, c := dialUDPPeer(t, h, WithWriteBufferCap(mark))
+	release := holdLoop(t, c)
+	require.NoError(t, c.AsyncWrite(make([]byte, mark-int(postedTask)), nil))
+	assert.Equal(t, mark, c.OutboundQueued())
+	assert.True(t, c.Writable(), "at the mark")
+	release()
+}
+
