@@ -4,6 +4,7 @@ package sluice
 
 import (
 	"bytes"
+	"crypto/tls"
 	"fmt"
 	"io"
 	"net"
@@ -22,11 +23,26 @@ import (
 // against a peer that never reads: each scenario is written once and run
 // for each Origin.
 
-// connOrigins are the ways a connection comes to an engine.
-var connOrigins = []Origin{Accepted, Dialed, Enrolled}
+// origin is a way a connection comes to an engine: an Origin, and for a
+// dialed one whether it is a TLS client's (DialTLS).
+type origin struct {
+	Origin
+	tls bool
+}
 
-// onEachOrigin runs scenario once for each Origin.
-func onEachOrigin(t *testing.T, scenario func(t *testing.T, o Origin)) {
+func (o origin) String() string {
+	if o.tls {
+		return o.Origin.String() + "TLS"
+	}
+	return o.Origin.String()
+}
+
+// connOrigins are the ways a connection comes to an engine.
+var connOrigins = []origin{{Origin: Accepted}, {Origin: Dialed}, {Origin: Enrolled}, {Origin: Dialed, tls: true}}
+
+// onEachOrigin runs scenario once for each way a connection comes to an
+// engine.
+func onEachOrigin(t *testing.T, scenario func(t *testing.T, o origin)) {
 	for _, o := range connOrigins {
 		t.Run(o.String(), func(t *testing.T) { scenario(t, o) })
 	}
@@ -72,25 +88,34 @@ func acceptOne(t testing.TB, ln net.Listener) net.Conn {
 }
 
 // withPeer starts an engine with h and opts on one loop, and gives it one
-// connection of origin o: accepted from a client, dialed to a listener,
-// or enrolled from a net.Conn dialed to one. It returns the engine, the
-// peer's end, whose receive buffer is 4 KiB and which reads nothing until
-// the test reads it, and the engine's Conn, once OnOpen has run for it.
-func withPeer(t *testing.T, o Origin, h EventHandler, ids *lifetimes, opts ...Option) (Engine, net.Conn, Conn) {
+// connection of origin o: accepted from a client, dialed to a listener
+// (as a TLS client, whose peer is crypto/tls's server), or enrolled from a
+// net.Conn dialed to one. It returns the engine, the peer's end, whose
+// receive buffer is 4 KiB and which reads nothing until the test reads
+// it, and the engine's Conn, once OnOpen has run for it.
+func withPeer(t *testing.T, o origin, h EventHandler, ids *lifetimes, opts ...Option) (Engine, net.Conn, Conn) {
 	t.Helper()
 	eng, addr := serve(t, h, append(opts, WithNumEventLoop(1))...)
 	var peer net.Conn
-	switch o {
-	case Accepted:
+	switch {
+	case o.tls:
+		ln := smallListener(t)
+		require.NoError(t, eng.Dial("tcp://"+ln.Addr().String(), nil, DialTLS(clientTLS(t, 0))))
+		tc := tls.Server(acceptOne(t, ln), serverTLS(t))
+		tc.SetDeadline(time.Now().Add(10 * time.Second))
+		require.NoError(t, tc.Handshake())
+		tc.SetDeadline(time.Time{})
+		peer = tc
+	case o.Origin == Accepted:
 		c, err := dialReadBuffer(addr, 4<<10)
 		require.NoError(t, err)
 		t.Cleanup(func() { c.Close() })
 		peer = c
-	case Dialed:
+	case o.Origin == Dialed:
 		ln := smallListener(t)
 		require.NoError(t, eng.Dial("tcp://"+ln.Addr().String(), nil))
 		peer = acceptOne(t, ln)
-	case Enrolled:
+	case o.Origin == Enrolled:
 		ln := smallListener(t)
 		nc, err := net.DialTimeout("tcp", ln.Addr().String(), 5*time.Second)
 		require.NoError(t, err)
@@ -98,7 +123,7 @@ func withPeer(t *testing.T, o Origin, h EventHandler, ids *lifetimes, opts ...Op
 		require.NoError(t, eng.Enroll(nc, nil))
 	}
 	c := ids.conn(ids.next(t))
-	require.Equal(t, o, c.Origin())
+	require.Equal(t, o.Origin, c.Origin())
 	return eng, peer, c
 }
 
@@ -131,7 +156,7 @@ func bytesOf(n int) func() []byte { return func() []byte { return make([]byte, n
 // connection takes writes again.
 func TestOriginsMaxOutbound(t *testing.T) {
 	const hard = 256 << 10
-	onEachOrigin(t, func(t *testing.T, o Origin) {
+	onEachOrigin(t, func(t *testing.T, o origin) {
 		h := &drainCounter{lifetimes: newLifetimes()}
 		eng, peer, c := withPeer(t, o, h, h.lifetimes, WithMaxOutbound(hard), WithSocketSendBuffer(16<<10))
 		chunk := bytes.Repeat([]byte{'x'}, 32<<10)
@@ -176,7 +201,7 @@ func TestOriginsWriteTimeout(t *testing.T) {
 	const timeout = 200 * time.Millisecond
 	for _, posted := range []bool{false, true} {
 		t.Run(fmt.Sprintf("posted=%v", posted), func(t *testing.T) {
-			onEachOrigin(t, func(t *testing.T, o Origin) {
+			onEachOrigin(t, func(t *testing.T, o origin) {
 				h := newLifetimes()
 				eng, _, c := withPeer(t, o, h, h, WithWriteTimeout(timeout), WithSocketSendBuffer(16<<10))
 				p := make([]byte, 1<<20)
@@ -197,7 +222,7 @@ func TestOriginsWriteTimeout(t *testing.T) {
 // Stats.OutboundHeld, and is reset once that passes WithOutboundBudget.
 func TestOriginsOutboundBudget(t *testing.T) {
 	const mib = 1 << 20
-	onEachOrigin(t, func(t *testing.T, o Origin) {
+	onEachOrigin(t, func(t *testing.T, o origin) {
 		h := newLifetimes()
 		eng, _, c := withPeer(t, o, h, h, WithOutboundBudget(2*mib), WithSocketSendBuffer(16<<10))
 		require.NoError(t, writeOnLoop(t, c, bytesOf(mib)))

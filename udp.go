@@ -101,8 +101,15 @@ type PacketConn interface {
 	// may be nil. What is posted and not yet sent counts against
 	// WithMaxOutbound (and in OutboundQueued), each datagram its bytes
 	// and the 144 or so its posting takes, so that many small or empty
-	// ones are bounded too; past it, it returns ErrOutboundFull; it returns
-	// ErrEngineStopped when the engine no longer runs. On a connected
+	// ones are bounded too, as does each Wake until it runs; past it, it
+	// returns ErrOutboundFull; it returns ErrEngineStopped when the
+	// engine no longer runs. Posted datagrams are all a UDP socket holds:
+	// its loop sends each when it takes it, or drops it and tells cb why
+	// (a full send buffer: an error errors.Is tells as syscall.EAGAIN or
+	// ENOBUFS), never keeping it to send later, so the socket adds
+	// nothing to Stats.OutboundHeld. Writable answers false while what is
+	// posted is past WithWriteBufferCap, and OnDrain follows once it is
+	// down to half of it, as for a stream. On a connected
 	// socket addr is its peer's or nil; another is refused with
 	// ErrInvalidAddr, as is an address it cannot read, and on any error
 	// cb never runs.
@@ -153,7 +160,8 @@ type udpConn struct {
 	closing   bool
 	byStop    bool         // closed by a stop of the engine, for Stats
 	perBuffer int          // the most datagrams a buffer of its last receive held (receivePackets)
-	posted    atomic.Int64 // bytes AsyncWriteTo posted, not yet sent, and their tasks
+	posted    atomic.Int64 // bytes AsyncWriteTo posted, not yet sent, and their tasks, a Wake's too
+	drainOwed atomic.Bool  // Writable said false: OnDrain is owed once posted falls to half the mark
 
 	// A listener's socket's checks before a datagram reaches the handler
 	// (udp_vet.go): vet says whether it makes any.
@@ -686,8 +694,11 @@ func (l *eventloop) runPacketTask(t *task) {
 			l.closePacket(u, nil)
 		}
 	}
-	if t.kind == taskPacketWrite {
-		u.posted.Add(-int64(len(t.buf)+size(t.bufs)) - postedTask)
+	switch t.kind {
+	case taskPacketWrite:
+		l.unpostPacket(u, int64(len(t.buf)+size(t.bufs))+postedTask)
+	case taskPacketWake:
+		l.unpostPacket(u, postedTask)
 	}
 	if t.cb != nil {
 		u.busy = u.state != stateClosed
@@ -696,6 +707,23 @@ func (l *eventloop) runPacketTask(t *task) {
 			l.packetDone(u, None)
 		}
 	}
+}
+
+// unpostPacket takes n, what a task posted for u counted, off u's posted
+// bytes, and runs the OnDrain a false Writable is owed once they are down
+// to half the high-water mark. A datagram is sent or dropped when its
+// task runs, so posted bytes are all a UDP socket ever holds.
+func (l *eventloop) unpostPacket(u *udpConn, n int64) {
+	left := u.posted.Add(-n)
+	if l.eng.drain == nil || !u.drainOwed.Load() || left > int64(l.eng.opts.writeBufCap/2) {
+		return
+	}
+	u.drainOwed.Store(false)
+	if u.state == stateClosed {
+		return
+	}
+	u.busy = true
+	l.packetDone(u, l.onPacketDrain(u))
 }
 
 // The handler's callbacks for a UDP socket, each guarded: a panic closes
@@ -722,6 +750,11 @@ func (l *eventloop) onPacketClose(u *udpConn, err error) {
 func (l *eventloop) onDatagramError(h DatagramErrorHandler, u *udpConn, err error) Action {
 	defer l.recoverPacket(u)
 	return h.OnDatagramError(u, err)
+}
+
+func (l *eventloop) onPacketDrain(u *udpConn) Action {
+	defer l.recoverPacket(u)
+	return l.eng.drain.OnDrain(u)
 }
 
 func (l *eventloop) onPacketAsync(u *udpConn, cb AsyncCallback, err error) {
@@ -823,7 +856,6 @@ func (u *udpConn) Flush() error {
 
 func (u *udpConn) OutboundBuffered() int { return 0 }
 func (u *udpConn) OutboundQueued() int   { return int(u.posted.Load()) }
-func (u *udpConn) Writable() bool        { return u.OutboundQueued() < u.loop.eng.opts.writeBufCap }
 func (u *udpConn) Context() any          { return u.ctx }
 func (u *udpConn) SetContext(v any)      { u.ctx = v }
 func (u *udpConn) Fd() int               { return u.fd }
@@ -890,6 +922,19 @@ func (u *udpConn) SetWriteBuffer(n int) error {
 	return socket.SetSendBuffer(u.fd, n)
 }
 
+// Writable notes that OnDrain is owed before it reads the posted bytes a
+// second time, and the loop reads the note after each fall in them
+// (unpostPacket), so that one of the two sees the other: a false answer
+// is always followed by OnDrain, as a stream's is.
+func (u *udpConn) Writable() bool {
+	mark := u.loop.eng.opts.writeBufCap
+	if u.OutboundQueued() <= mark {
+		return true
+	}
+	u.drainOwed.Store(true)
+	return u.OutboundQueued() <= mark
+}
+
 func (u *udpConn) AsyncWrite(p []byte, cb AsyncCallback) error {
 	if !u.isConn() {
 		return ErrNeedAddress
@@ -935,16 +980,8 @@ func unmapped(ap netip.AddrPort) netip.AddrPort {
 // until it is sent.
 func (u *udpConn) post(p []byte, bs [][]byte, to netip.AddrPort, cb AsyncCallback) error {
 	n := int64(len(p)+size(bs)) + postedTask
-	limit := int64(u.loop.eng.opts.maxOutbound)
-	for {
-		posted := u.posted.Load()
-		if limit > 0 && posted+n > limit {
-			u.loop.counts.add(countOutboundRefused)
-			return ErrOutboundFull
-		}
-		if u.posted.CompareAndSwap(posted, posted+n) {
-			break
-		}
+	if !u.reserve(n) {
+		return ErrOutboundFull
 	}
 	t := newTask(taskPacketWrite, nil)
 	t.u, t.buf, t.bufs, t.to, t.cb = u, p, bs, to, cb
@@ -955,10 +992,36 @@ func (u *udpConn) post(p []byte, bs [][]byte, to netip.AddrPort, cb AsyncCallbac
 	return nil
 }
 
+// reserve counts n more posted bytes against WithMaxOutbound, and
+// reports false, counting the refusal, when they would pass it.
+func (u *udpConn) reserve(n int64) bool {
+	limit := int64(u.loop.eng.opts.maxOutbound)
+	for {
+		posted := u.posted.Load()
+		if limit > 0 && posted+n > limit {
+			u.loop.counts.add(countOutboundRefused)
+			return false
+		}
+		if u.posted.CompareAndSwap(posted, posted+n) {
+			return true
+		}
+	}
+}
+
+// Wake counts its task against WithMaxOutbound until it runs, as a
+// stream's does, so that a goroutine waking the socket faster than its
+// OnTraffic runs cannot grow the loop's queue without bound.
 func (u *udpConn) Wake(cb AsyncCallback) error {
+	if !u.reserve(postedTask) {
+		return ErrOutboundFull
+	}
 	t := newTask(taskPacketWake, nil)
 	t.u, t.cb = u, cb
-	return u.loop.post(t)
+	if err := u.loop.post(t); err != nil {
+		u.posted.Add(-postedTask)
+		return err
+	}
+	return nil
 }
 
 func (u *udpConn) Close() error {

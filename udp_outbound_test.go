@@ -127,4 +127,3 @@ func TestUDPWritableAtTheMark(t *testing.T) {
 	assert.True(t, c.Writable(), "at the mark")
 	release()
 }
-
