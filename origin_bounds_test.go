@@ -237,3 +237,42 @@ func TestOriginsOutboundBudget(t *testing.T) {
 			func() string { return fmt.Sprintf("%d bytes held once reset", eng.Stats().OutboundHeld) })
 	})
 }
+
+// A connection of every origin whose handler paused its reading holds no
+// more of what its peer sends than a read's worth, however much the peer
+// sends: the rest waits in the kernel, whose buffers then stop the peer.
+func TestOriginsPausedHoldsLittle(t *testing.T) {
+	const sent = 8 << 20
+	onEachOrigin(t, func(t *testing.T, o origin) {
+		h := newLifetimes()
+		eng, peer, c := withPeer(t, o, h, h)
+		onConnLoop(t, c, func() { require.NoError(t, c.PauseRead()) })
+		wrote := make(chan int, 1)
+		go func() {
+			peer.SetWriteDeadline(time.Now().Add(time.Second))
+			n, _ := peer.Write(make([]byte, sent))
+			wrote <- n
+		}()
+		n := <-wrote // the peer's write times out once the kernel's buffers are full
+		assert.Less(t, n, sent, "the peer sent everything to a paused connection")
+		var most int64
+		assert.True(t, holdsFor(200*time.Millisecond, func() bool {
+			most = max(most, eng.Stats().InboundHeld)
+			return most <= 1<<20
+		}), "%d bytes held for a paused connection", most)
+	})
+}
+
+// A connection of every origin whose peer sends nothing and reads nothing
+// is closed by the idle timeout, also while its handler has paused it.
+func TestOriginsIdlePeer(t *testing.T) {
+	const idle = 200 * time.Millisecond
+	onEachOrigin(t, func(t *testing.T, o origin) {
+		h := newLifetimes()
+		eng, _, c := withPeer(t, o, h, h, WithIdleTimeout(idle))
+		onConnLoop(t, c, func() { require.NoError(t, c.PauseRead()) })
+		_, err := h.waitClosed(t, c.ID())
+		require.ErrorIs(t, err, ErrIdleTimeout)
+		assert.EqualValues(t, 1, eng.Stats().IdleTimeouts)
+	})
+}
