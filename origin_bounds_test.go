@@ -5,9 +5,11 @@ package sluice
 import (
 	"bytes"
 	"crypto/tls"
+	"errors"
 	"fmt"
 	"io"
 	"net"
+	"os"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -275,4 +277,46 @@ func TestOriginsIdlePeer(t *testing.T) {
 		require.ErrorIs(t, err, ErrIdleTimeout)
 		assert.EqualValues(t, 1, eng.Stats().IdleTimeouts)
 	})
+}
+
+// OnOpen's out is held to WithMaxOutbound as any write is, for every
+// origin: one the bound refuses closes the connection, with an error
+// errors.Is tells as ErrOutboundFull, rather than leave it open with its
+// greeting silently dropped and the peer reading what follows as if it
+// were first. One within the bound is sent whole.
+func TestOriginsOpenOutPastTheBound(t *testing.T) {
+	const bound = 16 << 10
+	for _, size := range []int{bound, bound + 1} {
+		t.Run(fmt.Sprint(size), func(t *testing.T) {
+			onEachOrigin(t, func(t *testing.T, o origin) {
+				greeting := bytes.Repeat([]byte{'g'}, size)
+				h := &openGreeter{lifetimes: newLifetimes(), out: greeting}
+				eng, peer, c := withPeer(t, o, h, h.lifetimes, WithMaxOutbound(bound))
+				peer.SetReadDeadline(time.Now().Add(10 * time.Second))
+				if size <= bound {
+					got := make([]byte, size)
+					_, err := io.ReadFull(peer, got)
+					require.NoError(t, err)
+					return
+				}
+				got, err := io.ReadAll(peer) // to the end of the stream, or a reset
+				require.False(t, errors.Is(err, os.ErrDeadlineExceeded), "the connection stayed open")
+				assert.Empty(t, got, "bytes of a greeting the bound refused")
+				_, cerr := h.waitClosed(t, c.ID())
+				require.ErrorIs(t, cerr, ErrOutboundFull)
+				assert.EqualValues(t, 1, eng.Stats().OutboundRefused)
+			})
+		})
+	}
+}
+
+// openGreeter is lifetimes whose OnOpen returns out.
+type openGreeter struct {
+	*lifetimes
+	out []byte
+}
+
+func (h *openGreeter) OnOpen(c Conn) ([]byte, Action) {
+	h.lifetimes.OnOpen(c)
+	return h.out, None
 }
