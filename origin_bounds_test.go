@@ -125,7 +125,9 @@ func withPeer(t *testing.T, o origin, h EventHandler, ids *lifetimes, opts ...Op
 		require.NoError(t, eng.Enroll(nc, nil))
 	}
 	c := ids.conn(ids.next(t))
-	require.Equal(t, o.Origin, c.Origin())
+	var got Origin
+	onConnLoop(t, c, func() { got = c.Origin() }) // the loop's to read
+	require.Equal(t, o.Origin, got)
 	return eng, peer, c
 }
 
