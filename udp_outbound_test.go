@@ -3,8 +3,11 @@
 package sluice
 
 import (
+	"errors"
 	"fmt"
+	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -126,4 +129,66 @@ func TestUDPWritableAtTheMark(t *testing.T) {
 	assert.Equal(t, mark, c.OutboundQueued())
 	assert.True(t, c.Writable(), "at the mark")
 	release()
+}
+
+// A flood of AsyncWriteTo from many goroutines at a socket whose loop is
+// busy holds no more than WithMaxOutbound: past it each poster hears
+// ErrOutboundFull at once, and every datagram taken is sent, or its
+// callback hears why not (a full send buffer: EAGAIN or ENOBUFS); none is
+// kept to send later.
+func TestUDPFloodOfPostsIsBounded(t *testing.T) {
+	const (
+		bound   = 256 << 10
+		posters = 8
+		each    = 2000
+	)
+	h := &udpDialed{conns: make(chan Conn, 1)}
+	eng, c := dialUDPPeer(t, h, WithMaxOutbound(bound))
+	pc := c.(PacketConn)
+	require.NoError(t, c.SetWriteBuffer(4096))
+	release := holdLoop(t, c)
+	var taken, called, refused, sent atomic.Int64
+	var other atomic.Value
+	cb := func(_ Conn, err error) {
+		switch {
+		case err == nil:
+			sent.Add(1)
+		case errors.Is(err, syscall.EAGAIN), errors.Is(err, syscall.ENOBUFS):
+		default:
+			other.Store(err)
+		}
+		called.Add(1)
+	}
+	var most atomic.Int64
+	var wg sync.WaitGroup
+	for range posters {
+		wg.Go(func() {
+			p := make([]byte, 1000)
+			for range each {
+				switch err := pc.AsyncWriteTo(p, nil, cb); {
+				case err == nil:
+					taken.Add(1)
+				case errors.Is(err, ErrOutboundFull):
+					refused.Add(1)
+				default:
+					other.Store(err)
+				}
+				if q := int64(c.OutboundQueued()); q > most.Load() {
+					most.Store(q) // a sample: posters race, the bound does not
+				}
+			}
+		})
+	}
+	waitFor(t, 10*time.Second, func() bool { return refused.Load() > 0 },
+		func() string { return "no posting refused while the loop was held" })
+	release()
+	wg.Wait()
+	assert.LessOrEqual(t, most.Load(), int64(bound), "posted past the bound")
+	waitFor(t, 10*time.Second, func() bool { return called.Load() == taken.Load() },
+		func() string { return fmt.Sprintf("%d of %d callbacks ran", called.Load(), taken.Load()) })
+	assert.Nil(t, other.Load(), "an error other than the bound's or a full buffer's")
+	assert.Zero(t, c.OutboundQueued())
+	assert.Zero(t, eng.Stats().OutboundHeld)
+	assert.Equal(t, uint64(refused.Load()), eng.Stats().OutboundRefused)
+	assert.Positive(t, sent.Load())
 }
