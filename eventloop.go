@@ -1,6 +1,7 @@
 package sluice
 
 import (
+	"errors"
 	"fmt"
 	"net"
 	"net/netip"
@@ -401,10 +402,18 @@ func (l *eventloop) start(c *conn) {
 	l.cur = c
 	out, a := l.onOpen(c)
 	if len(out) > 0 && c.state != stateClosed {
-		c.Write(out)
+		if _, err := c.Write(out); errors.Is(err, ErrOutboundFull) {
+			l.closeConn(c, errOpenOut)
+		}
 	}
 	l.finish(c, a)
 }
+
+// errOpenOut closes a connection whose OnOpen returned more output than
+// its bound on queued output (WithMaxOutbound) takes: the handler has no
+// other way to hear that its greeting was refused, and its peer would
+// read what follows as if it came first.
+var errOpenOut = fmt.Errorf("sluice: OnOpen's out refused: %w", ErrOutboundFull)
 
 // arrived hands c the bytes p its driver just read or received: every
 // byte from the kernel enters the loop here. Bytes that arrive while c is

@@ -41,6 +41,10 @@ type EventHandler interface {
 	// mode set, once its PROXY header is read), dialed once its connect
 	// succeeds, or enrolled. Bytes in out are sent after
 	// anything OnOpen itself wrote with c.Write, and before anything else.
+	// They count against WithMaxOutbound as any write does; out that
+	// would pass it closes the connection, and OnClose receives an error
+	// that errors.Is tells as ErrOutboundFull, since nothing else would
+	// tell the handler that its first bytes were never sent.
 	OnOpen(c Conn) (out []byte, action Action)
 
 	// OnTraffic runs when inbound bytes are buffered for c. Bytes the

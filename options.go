@@ -590,7 +590,10 @@ func WithInboundBudget(n int) Option {
 // The total may pass n briefly, by what the loops queue in the moment the
 // closes take, and while it does new connections are refused. Zero or
 // less means no budget. The default is WithInboundBudget's: a quarter of
-// the memory the process may use, where the system tells it.
+// the memory the process may use, where the system tells it. A UDP
+// socket holds no unsent output for it to count: its loop sends each
+// datagram, or drops it, when it takes it (PacketConn), so what waits is
+// only what AsyncWriteTo posted, each socket's bounded by WithMaxOutbound.
 func WithOutboundBudget(n int) Option {
 	return func(o *options) { o.outBudget = max(n, 0) }
 }

@@ -101,8 +101,15 @@ type PacketConn interface {
 	// may be nil. What is posted and not yet sent counts against
 	// WithMaxOutbound (and in OutboundQueued), each datagram its bytes
 	// and the 144 or so its posting takes, so that many small or empty
-	// ones are bounded too; past it, it returns ErrOutboundFull; it returns
-	// ErrEngineStopped when the engine no longer runs. On a connected
+	// ones are bounded too, as does each Wake until it runs; past it, it
+	// returns ErrOutboundFull; it returns ErrEngineStopped when the
+	// engine no longer runs. Posted datagrams are all a UDP socket holds:
+	// its loop sends each when it takes it, or drops it and tells cb why
+	// (a full send buffer: an error errors.Is tells as syscall.EAGAIN or
+	// ENOBUFS), never keeping it to send later, so the socket adds
+	// nothing to Stats.OutboundHeld. Writable answers false while what is
+	// posted is past WithWriteBufferCap, and OnDrain follows once it is
+	// down to half of it, as for a stream. On a connected
 	// socket addr is its peer's or nil; another is refused with
 	// ErrInvalidAddr, as is an address it cannot read, and on any error
 	// cb never runs.
@@ -156,6 +163,7 @@ type udpConn struct {
 	posted    atomic.Int64 // bytes AsyncWriteTo posted, not yet sent, and their tasks and Wakes'
 	// closeAsked: Close has posted its task; later calls post none.
 	closeAsked atomic.Bool
+	drainOwed  atomic.Bool // Writable said false: OnDrain is owed once posted falls to half the mark
 
 	// A listener's socket's checks before a datagram reaches the handler
 	// (udp_vet.go): vet says whether it makes any.
@@ -688,7 +696,7 @@ func (l *eventloop) runPacketTask(t *task) {
 			l.closePacket(u, nil)
 		}
 	}
-	u.posted.Add(-t.reserved) // a write's or Wake's, as it was posted
+	l.unpostPacket(u, t.reserved) // a write's or Wake's, as it was posted
 	if t.cb != nil {
 		u.busy = u.state != stateClosed
 		l.onPacketAsync(u, t.cb, err)
@@ -696,6 +704,23 @@ func (l *eventloop) runPacketTask(t *task) {
 			l.packetDone(u, None)
 		}
 	}
+}
+
+// unpostPacket takes n, what a task posted for u counted, off u's posted
+// bytes, and runs the OnDrain a false Writable is owed once they are down
+// to half the high-water mark. A datagram is sent or dropped when its
+// task runs, so posted bytes are all a UDP socket ever holds.
+func (l *eventloop) unpostPacket(u *udpConn, n int64) {
+	left := u.posted.Add(-n)
+	if l.eng.drain == nil || !u.drainOwed.Load() || left > int64(l.eng.opts.writeBufCap/2) {
+		return
+	}
+	u.drainOwed.Store(false)
+	if u.state == stateClosed {
+		return
+	}
+	u.busy = true
+	l.packetDone(u, l.onPacketDrain(u))
 }
 
 // The handler's callbacks for a UDP socket, each guarded: a panic closes
@@ -722,6 +747,11 @@ func (l *eventloop) onPacketClose(u *udpConn, err error) {
 func (l *eventloop) onDatagramError(h DatagramErrorHandler, u *udpConn, err error) Action {
 	defer l.recoverPacket(u)
 	return h.OnDatagramError(u, err)
+}
+
+func (l *eventloop) onPacketDrain(u *udpConn) Action {
+	defer l.recoverPacket(u)
+	return l.eng.drain.OnDrain(u)
 }
 
 func (l *eventloop) onPacketAsync(u *udpConn, cb AsyncCallback, err error) {
@@ -823,7 +853,6 @@ func (u *udpConn) Flush() error {
 
 func (u *udpConn) OutboundBuffered() int { return 0 }
 func (u *udpConn) OutboundQueued() int   { return int(u.posted.Load()) }
-func (u *udpConn) Writable() bool        { return u.OutboundQueued() < u.loop.eng.opts.writeBufCap }
 func (u *udpConn) Context() any          { return u.ctx }
 func (u *udpConn) SetContext(v any)      { u.ctx = v }
 func (u *udpConn) Fd() int               { return u.fd }
@@ -890,6 +919,19 @@ func (u *udpConn) SetWriteBuffer(n int) error {
 	return socket.SetSendBuffer(u.fd, n)
 }
 
+// Writable notes that OnDrain is owed before it reads the posted bytes a
+// second time, and the loop reads the note after each fall in them
+// (unpostPacket), so that one of the two sees the other: a false answer
+// is always followed by OnDrain, as a stream's is.
+func (u *udpConn) Writable() bool {
+	mark := u.loop.eng.opts.writeBufCap
+	if u.OutboundQueued() <= mark {
+		return true
+	}
+	u.drainOwed.Store(true)
+	return u.OutboundQueued() <= mark
+}
+
 func (u *udpConn) AsyncWrite(p []byte, cb AsyncCallback) error {
 	if !u.isConn() {
 		return ErrNeedAddress
@@ -943,9 +985,20 @@ func (u *udpConn) post(p []byte, bs [][]byte, to netip.AddrPort, cb AsyncCallbac
 	return u.postTask(t, n)
 }
 
-// reserve counts n bytes a posted datagram or Wake holds, its task's among
-// them, against u's bound on queued output, and reports false, counting
-// the refusal, when they would pass it.
+// postTask posts t for u with the n bytes reserved for it, which the loop
+// gives back as it runs t (runPacketTask), or at once if the loop no
+// longer takes tasks.
+func (u *udpConn) postTask(t *task, n int64) error {
+	t.u, t.reserved = u, n
+	if err := u.loop.post(t); err != nil {
+		u.posted.Add(-n)
+		return err
+	}
+	return nil
+}
+
+// reserve counts n more posted bytes against WithMaxOutbound, and
+// reports false, counting the refusal, when they would pass it.
 func (u *udpConn) reserve(n int64) bool {
 	limit := int64(u.loop.eng.opts.maxOutbound)
 	for {
@@ -960,18 +1013,9 @@ func (u *udpConn) reserve(n int64) bool {
 	}
 }
 
-// postTask posts t for u with the n bytes reserved for it, which the loop
-// gives back as it runs t (runPacketTask), or at once if the loop no
-// longer takes tasks.
-func (u *udpConn) postTask(t *task, n int64) error {
-	t.u, t.reserved = u, n
-	if err := u.loop.post(t); err != nil {
-		u.posted.Add(-n)
-		return err
-	}
-	return nil
-}
-
+// Wake counts its task against WithMaxOutbound until it runs, as a
+// stream's does, so that a goroutine waking the socket faster than its
+// OnTraffic runs cannot grow the loop's queue without bound.
 func (u *udpConn) Wake(cb AsyncCallback) error {
 	if !u.reserve(postedTask) {
 		return ErrOutboundFull
