@@ -81,6 +81,12 @@
 //     included, comes from the returned net.Conn, and so through the
 //     reader too; net/http hands what it had read in the reader's
 //     buffer.
+//   - A handler that hijacks its connection has its answer's head sent,
+//     if it wrote one, and what of the body it flushed, while what it
+//     wrote since it last flushed is dropped, as by net/http; but of a
+//     body written without a flush, what passed the server's buffers
+//     is sent: past 4 KiB, then each 32 KiB, here, where net/http's
+//     buffers hold 2 KiB, then 4 KiB.
 //   - An inline handler (Server.Inline) runs once its body has come
 //     whole, so a client that expects 100 Continue gets it before the
 //     handler runs, whether the handler reads the body or not.

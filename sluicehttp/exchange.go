@@ -34,6 +34,10 @@ type exchange struct {
 	ans   decided      // what the header of the answer being written decides
 	p     poster
 	last  *pool.Buffer // the final output, in flight
+	// held is how many bytes at the end of out the answer being written
+	// put there since its head and staged body were committed, or since
+	// it last flushed: what Hijack drops (dropUnflushed).
+	held int
 
 	// kept holds output buffers, empty, that the exchange keeps for its
 	// next answers rather than give back to outPool and take out again
@@ -300,6 +304,7 @@ func (x *exchange) post() error {
 	if x.out == nil || len(x.out.B) == 0 {
 		return x.p.failure()
 	}
+	x.held = 0
 	if x.inline {
 		return x.writeOnLoop()
 	}
