@@ -501,12 +501,19 @@ func (w *response) abort() {
 	w.ctx.cancel()
 }
 
-// done reports whether the handler has returned, for a method that
-// does not otherwise take x.mu: the lock orders the read against finish.
-func (w *response) done() bool {
-	w.x.mu.Lock()
-	defer w.x.mu.Unlock()
-	return w.handlerDone
+// hijackedConn returns the connection w's handler hijacked, if it did,
+// and whether the handler has returned, for a method that does not
+// otherwise take x.mu: the lock orders the reads against Hijack and
+// finish. An exchange whose handler hijacked is never reused, so x.hj
+// stays the connection's.
+func (w *response) hijackedConn() (*hijackConn, bool) {
+	x := w.x
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if w.hijacked {
+		return x.hj, w.handlerDone
+	}
+	return nil, w.handlerDone
 }
 
 // Flush sends what the handler has written so far.
@@ -550,9 +557,15 @@ func (w *response) EnableFullDuplex() error {
 }
 
 // SetReadDeadline sets when reading the rest of the request's body times
-// out; the zero time means never.
+// out; the zero time means never. Once the handler hijacked the
+// connection, it sets the connection's, as net/http's does, even after
+// the handler returned.
 func (w *response) SetReadDeadline(t time.Time) error {
-	if w.done() {
+	hj, done := w.hijackedConn()
+	switch {
+	case hj != nil:
+		return hj.SetReadDeadline(t)
+	case done:
 		return errHandlerDone
 	}
 	return w.x.onLoop(func(hc *hconn) {
@@ -569,9 +582,15 @@ func (w *response) SetReadDeadline(t time.Time) error {
 }
 
 // SetWriteDeadline sets when the answer must be queued by, or the
-// connection is reset; the zero time means never.
+// connection is reset; the zero time means never. Once the handler
+// hijacked the connection, it sets the connection's, as
+// SetReadDeadline does.
 func (w *response) SetWriteDeadline(t time.Time) error {
-	if w.done() {
+	hj, done := w.hijackedConn()
+	switch {
+	case hj != nil:
+		return hj.SetWriteDeadline(t)
+	case done:
 		return errHandlerDone
 	}
 	return w.x.onLoop(func(hc *hconn) {
