@@ -106,7 +106,19 @@
 //     which net/http forbids, gets errors, and a Header nobody reads:
 //     what served it serves other requests by then. What a goroutine
 //     writes later to the header map it got from Header is ignored, as
-//     net/http ignores it.
+//     net/http ignores it. Hijack then panics, as net/http's does; but
+//     http.ResponseController's deadlines, once the handler hijacked,
+//     are the hijacked connection's, even after it returned, as with
+//     net/http. Flush after Hijack returns http.ErrHijacked, where
+//     net/http's panics.
+//   - A hijacked connection is a net.Conn over the engine's connection,
+//     not a *net.TCPConn, and closes with the engine: its holder's Reads
+//     and Writes then fail with errors that match net.ErrClosed. A
+//     client's reset fails Reads with the reset, as a socket's would;
+//     its clean end is io.EOF once what it sent is read. Writes wait
+//     while the connection holds more than Server.WriteBufferSize
+//     unsent, except an inline handler's on its loop, which
+//     sluice.WithMaxOutbound bounds (sluice.ErrOutboundFull).
 //   - HTTP/2 is not served, and http.ServerContextKey is not set.
 //
 // An idle keep-alive connection costs the engine's own connection state
