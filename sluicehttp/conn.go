@@ -535,7 +535,7 @@ func (hc *hconn) peerDone() {
 	hc.flags |= fPeerDone
 	switch {
 	case hc.hj != nil:
-		hc.hj.end(nil)
+		hc.hj.finished()
 		return
 	case hc.body != nil:
 		// The body was cut short: its reader hears so.
@@ -571,6 +571,17 @@ func (hc *hconn) closed(err error) {
 		for _, w := range x.reqs {
 			w.ctx.cancel()
 		}
+		if !x.inline {
+			// A handler on the pool that hijacked, whose hand-over
+			// (hijack) has yet to run, hears why from here: the
+			// hand-over only finds the connection closed.
+			x.mu.Lock()
+			hj := x.hj
+			x.mu.Unlock()
+			if hj != nil {
+				hj.gone(err)
+			}
+		}
 	}
 	if p := hc.drainWait; p != nil {
 		hc.drainWait = nil
@@ -585,7 +596,7 @@ func (hc *hconn) closed(err error) {
 		hc.pend = nil
 	}
 	if hc.hj != nil {
-		hc.hj.end(err)
+		hc.hj.gone(err)
 	}
 }
 
@@ -621,7 +632,7 @@ func (hc *hconn) writeTimedOut() {
 // hijacking request, and the server forgets the connection.
 func (hc *hconn) hijack(hj *hijackConn, read []byte) {
 	if hc.flags&fClosed != 0 {
-		hj.end(sluice.ErrConnClosed)
+		hj.gone(sluice.ErrConnClosed)
 		return
 	}
 	hj.mu.Lock()
@@ -638,7 +649,7 @@ func (hc *hconn) hijack(hj *hijackConn, read []byte) {
 	hc.unpause(pauseHeld | pauseWindow)
 	hj.take(hc)
 	if hc.flags&fPeerDone != 0 {
-		hj.end(nil)
+		hj.finished()
 	}
 }
 

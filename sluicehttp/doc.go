@@ -81,6 +81,12 @@
 //     included, comes from the returned net.Conn, and so through the
 //     reader too; net/http hands what it had read in the reader's
 //     buffer.
+//   - A handler that hijacks its connection has its answer's head sent,
+//     if it wrote one, and what of the body it flushed, while what it
+//     wrote since it last flushed is dropped, as by net/http; but of a
+//     body written without a flush, what passed the server's buffers
+//     is sent: past 4 KiB, then each 32 KiB, here, where net/http's
+//     buffers hold 2 KiB, then 4 KiB.
 //   - An inline handler (Server.Inline) runs once its body has come
 //     whole, so a client that expects 100 Continue gets it before the
 //     handler runs, whether the handler reads the body or not.
@@ -100,7 +106,19 @@
 //     which net/http forbids, gets errors, and a Header nobody reads:
 //     what served it serves other requests by then. What a goroutine
 //     writes later to the header map it got from Header is ignored, as
-//     net/http ignores it.
+//     net/http ignores it. Hijack then panics, as net/http's does; but
+//     http.ResponseController's deadlines, once the handler hijacked,
+//     are the hijacked connection's, even after it returned, as with
+//     net/http. Flush after Hijack returns http.ErrHijacked, where
+//     net/http's panics.
+//   - A hijacked connection is a net.Conn over the engine's connection,
+//     not a *net.TCPConn, and closes with the engine: its holder's Reads
+//     and Writes then fail with errors that match net.ErrClosed. A
+//     client's reset fails Reads with the reset, as a socket's would;
+//     its clean end is io.EOF once what it sent is read. Writes wait
+//     while the connection holds more than Server.WriteBufferSize
+//     unsent, except an inline handler's on its loop, which
+//     sluice.WithMaxOutbound bounds (sluice.ErrOutboundFull).
 //   - HTTP/2 is not served, and http.ServerContextKey is not set.
 //
 // An idle keep-alive connection costs the engine's own connection state

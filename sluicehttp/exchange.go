@@ -34,6 +34,10 @@ type exchange struct {
 	ans   decided      // what the header of the answer being written decides
 	p     poster
 	last  *pool.Buffer // the final output, in flight
+	// held is how many bytes at the end of out the answer being written
+	// put there since its head and staged body were committed, or since
+	// it last flushed: what Hijack drops (dropUnflushed).
+	held int
 
 	// kept holds output buffers, empty, that the exchange keeps for its
 	// next answers rather than give back to outPool and take out again
@@ -300,13 +304,14 @@ func (x *exchange) post() error {
 	if x.out == nil || len(x.out.B) == 0 {
 		return x.p.failure()
 	}
+	x.held = 0
 	if x.inline {
 		return x.writeOnLoop()
 	}
 	buf := x.out
 	x.out = nil
 	x.mu.Unlock()
-	err := x.p.send(buf, true, time.Time{})
+	err := x.p.send(buf, true, nil)
 	x.mu.Lock()
 	return err
 }
@@ -370,12 +375,17 @@ func (p *poster) init(hc *hconn) {
 
 // send queues buf, which the poster owns from then on. With wait, it
 // first waits for the earlier buffers to be taken and the output to
-// drain, until deadline if it is not zero.
-func (p *poster) send(buf *pool.Buffer, wait bool, deadline time.Time) error {
+// drain, until what deadline returns, if deadline is not nil and what it
+// returns not zero: it asks again each time it wakes (signal).
+func (p *poster) send(buf *pool.Buffer, wait bool, deadline func() time.Time) error {
 	p.mu.Lock()
 	for wait && p.err == nil && (len(p.inflight) > 0 || p.full) {
 		p.mu.Unlock()
-		if !p.block(deadline) {
+		var dl time.Time
+		if deadline != nil {
+			dl = deadline()
+		}
+		if !p.block(dl) {
 			outPool.Put(buf)
 			return errWriteTimeout
 		}
@@ -443,8 +453,9 @@ func (p *poster) drained() {
 	p.signal()
 }
 
-// fail runs on the loop when the connection closes, or when an inline
-// answer's write is refused.
+// fail fails the poster's sends from now on, and wakes the one waiting:
+// on the loop when the connection closes, or an inline answer's write is
+// refused; from the holder of a hijacked connection that closes it.
 func (p *poster) fail(err error) {
 	p.mu.Lock()
 	if p.err == nil {

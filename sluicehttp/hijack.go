@@ -1,6 +1,7 @@
 package sluicehttp
 
 import (
+	"errors"
 	"io"
 	"net"
 	"os"
@@ -28,7 +29,7 @@ type hijackConn struct {
 	mu      sync.Mutex
 	in      []byte // received, not yet read
 	eof     bool   // the client finished sending
-	err     error  // the connection closed
+	err     error  // why the connection closed, once it did
 	closed  bool   // Close was called
 	more    bool   // the loop waits for room
 	ready   chan struct{}
@@ -70,18 +71,30 @@ func (hj *hijackConn) take(hc *hconn) {
 	}
 }
 
-// end records, on the loop, that the client finished sending (err nil) or
-// that the connection closed.
-func (hj *hijackConn) end(err error) {
+// finished records, on the loop, that the client finished sending: what
+// it sent is read, then io.EOF.
+func (hj *hijackConn) finished() {
 	hj.mu.Lock()
 	hj.eof = true
-	if err != nil || hj.err == nil {
+	hj.mu.Unlock()
+	signal(hj.ready)
+}
+
+// gone records, on the loop, that the connection closed, with what
+// OnClose received: unless the client had finished sending, a Read fails
+// once what came is read, with the reset, or with an error that matches
+// net.ErrClosed for a close of the server's own (the engine's stop), as
+// a net.Conn closed under its reader. Writes fail from then on.
+func (hj *hijackConn) gone(err error) {
+	if err == nil {
+		err = sluice.ErrConnClosed
+	}
+	hj.mu.Lock()
+	if hj.err == nil {
 		hj.err = err
 	}
 	hj.mu.Unlock()
-	if err != nil {
-		hj.p.fail(sluice.ErrConnClosed)
-	}
+	hj.p.fail(sluice.ErrConnClosed)
 	signal(hj.ready)
 }
 
@@ -101,6 +114,11 @@ func (hj *hijackConn) Read(b []byte) (int, error) {
 		case hj.closed:
 			hj.mu.Unlock()
 			return 0, net.ErrClosed
+		case !hj.rdl.IsZero() && !time.Now().Before(hj.rdl):
+			// As a net.Conn's: past its deadline, a Read fails even
+			// with bytes waiting.
+			hj.mu.Unlock()
+			return 0, os.ErrDeadlineExceeded
 		case len(hj.in) > 0:
 			n := copy(b, hj.in)
 			hj.in = hj.in[n:]
@@ -119,6 +137,10 @@ func (hj *hijackConn) Read(b []byte) (int, error) {
 		case hj.eof:
 			hj.mu.Unlock()
 			return 0, io.EOF
+		case hj.err != nil:
+			err := hj.err
+			hj.mu.Unlock()
+			return 0, err
 		}
 		dl := hj.rdl
 		hj.mu.Unlock()
@@ -157,27 +179,34 @@ func wait(ready, changed chan struct{}, deadline time.Time) bool {
 }
 
 // Write queues b on the connection, waiting while it holds more unsent
-// output than its mark, until the write deadline.
+// output than its mark, until the write deadline, which a deadline set
+// while it waits moves.
 func (hj *hijackConn) Write(b []byte) (int, error) {
 	hj.wmu.Lock()
 	defer hj.wmu.Unlock()
-	hj.mu.Lock()
-	closed, dl := hj.closed, hj.wdl
-	hj.mu.Unlock()
-	if closed {
-		return 0, net.ErrClosed
-	}
-	if !dl.IsZero() && !time.Now().Before(dl) {
-		return 0, os.ErrDeadlineExceeded
-	}
 	n := 0
-	for n < len(b) {
+	for n == 0 || n < len(b) {
+		hj.mu.Lock()
+		closed, dl := hj.closed, hj.wdl
+		hj.mu.Unlock()
+		if closed {
+			return n, net.ErrClosed
+		}
+		if !dl.IsZero() && !time.Now().Before(dl) {
+			return n, os.ErrDeadlineExceeded
+		}
+		if len(b) == 0 {
+			return 0, nil
+		}
 		buf := outPool.Get()
 		k := min(len(b)-n, postSize)
 		buf.B = append(buf.B, b[n:n+k]...)
 		// An inline handler runs on the loop, which must not wait on
 		// itself.
-		if err := hj.p.send(buf, !hj.inline.Load(), dl); err != nil {
+		if err := hj.p.send(buf, !hj.inline.Load(), hj.writeDeadline); err != nil {
+			if errors.Is(err, sluice.ErrEngineStopped) {
+				err = sluice.ErrConnClosed // gone with the engine, before its close was heard
+			}
 			return n, err
 		}
 		n += k
@@ -185,7 +214,14 @@ func (hj *hijackConn) Write(b []byte) (int, error) {
 	return n, nil
 }
 
-// Close closes the connection once what was written is sent.
+func (hj *hijackConn) writeDeadline() time.Time {
+	hj.mu.Lock()
+	defer hj.mu.Unlock()
+	return hj.wdl
+}
+
+// Close closes the connection once what was written is sent; Reads and
+// Writes waiting fail.
 func (hj *hijackConn) Close() error {
 	hj.mu.Lock()
 	if hj.closed {
@@ -196,17 +232,21 @@ func (hj *hijackConn) Close() error {
 	hj.in = nil
 	hj.mu.Unlock()
 	signal(hj.ready)
+	hj.p.fail(net.ErrClosed) // a Write waiting fails, as on a net.Conn
 	return hj.c.Close()
 }
 
 func (hj *hijackConn) LocalAddr() net.Addr  { return hj.local }
 func (hj *hijackConn) RemoteAddr() net.Addr { return hj.remote }
 
+// SetDeadline, SetReadDeadline and SetWriteDeadline set the deadlines as
+// a net.Conn's: for the Reads and Writes to come, and for those waiting.
 func (hj *hijackConn) SetDeadline(t time.Time) error {
 	hj.mu.Lock()
 	hj.rdl, hj.wdl = t, t
 	hj.mu.Unlock()
 	signal(hj.changed)
+	hj.p.signal()
 	return nil
 }
 
@@ -222,5 +262,6 @@ func (hj *hijackConn) SetWriteDeadline(t time.Time) error {
 	hj.mu.Lock()
 	hj.wdl = t
 	hj.mu.Unlock()
+	hj.p.signal() // a Write waiting looks at it again
 	return nil
 }

@@ -257,6 +257,7 @@ func (w *response) commitStaged() error {
 	}
 	w.commit(p)
 	err := w.emit(p)
+	w.x.held = 0 // what the stage held has passed the server's buffer
 	if w.x.stage != nil {
 		w.x.stage.B = w.x.stage.B[:0]
 	}
@@ -273,6 +274,7 @@ func (w *response) emit(p []byte) error {
 	for len(p) > 0 {
 		k := min(len(p), postSize)
 		x.appendRaw(nil)
+		start := len(x.out.B)
 		if w.chunking {
 			x.out.B = strconv.AppendUint(x.out.B, uint64(k), 16)
 			x.out.B = append(x.out.B, "\r\n"...)
@@ -282,6 +284,7 @@ func (w *response) emit(p []byte) error {
 			x.out.B = append(x.out.B, "\r\n"...)
 		}
 		p = p[k:]
+		x.held += len(x.out.B) - start
 		if len(x.out.B) >= postSize {
 			if err := x.post(); err != nil {
 				return err
@@ -299,6 +302,7 @@ func (w *response) commit(p []byte) {
 	x := w.x
 	d := &x.ans
 	w.committed = true
+	x.held = 0
 	keepAlives := !x.s.shutting.Load()
 	isHEAD := w.req.Method == http.MethodHead
 	code := w.status
@@ -497,12 +501,19 @@ func (w *response) abort() {
 	w.ctx.cancel()
 }
 
-// done reports whether the handler has returned, for a method that
-// does not otherwise take x.mu: the lock orders the read against finish.
-func (w *response) done() bool {
-	w.x.mu.Lock()
-	defer w.x.mu.Unlock()
-	return w.handlerDone
+// hijackedConn returns the connection w's handler hijacked, if it did,
+// and whether the handler has returned, for a method that does not
+// otherwise take x.mu: the lock orders the reads against Hijack and
+// finish. An exchange whose handler hijacked is never reused, so x.hj
+// stays the connection's.
+func (w *response) hijackedConn() (*hijackConn, bool) {
+	x := w.x
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if w.hijacked {
+		return x.hj, w.handlerDone
+	}
+	return nil, w.handlerDone
 }
 
 // Flush sends what the handler has written so far.
@@ -546,9 +557,15 @@ func (w *response) EnableFullDuplex() error {
 }
 
 // SetReadDeadline sets when reading the rest of the request's body times
-// out; the zero time means never.
+// out; the zero time means never. Once the handler hijacked the
+// connection, it sets the connection's, as net/http's does, even after
+// the handler returned.
 func (w *response) SetReadDeadline(t time.Time) error {
-	if w.done() {
+	hj, done := w.hijackedConn()
+	switch {
+	case hj != nil:
+		return hj.SetReadDeadline(t)
+	case done:
 		return errHandlerDone
 	}
 	return w.x.onLoop(func(hc *hconn) {
@@ -565,9 +582,15 @@ func (w *response) SetReadDeadline(t time.Time) error {
 }
 
 // SetWriteDeadline sets when the answer must be queued by, or the
-// connection is reset; the zero time means never.
+// connection is reset; the zero time means never. Once the handler
+// hijacked the connection, it sets the connection's, as
+// SetReadDeadline does.
 func (w *response) SetWriteDeadline(t time.Time) error {
-	if w.done() {
+	hj, done := w.hijackedConn()
+	switch {
+	case hj != nil:
+		return hj.SetWriteDeadline(t)
+	case done:
 		return errHandlerDone
 	}
 	return w.x.onLoop(func(hc *hconn) {
@@ -583,7 +606,10 @@ func (w *response) SetWriteDeadline(t time.Time) error {
 }
 
 // Hijack hands the connection to the handler: the answers before this
-// one have been queued, and every byte the client sends after this
+// one have been queued, and so has this one's head if the handler wrote
+// one, with what of its body it flushed, but not what it wrote since it
+// last flushed, as net/http drops what its writer buffers
+// (dropUnflushed). Every byte the client sends after this
 // request is the returned connection's to read, requests pipelined
 // behind this one included, even those the server had read already: it
 // neither answers them nor reads the connection any more, and closes it
@@ -607,9 +633,7 @@ func (w *response) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 	if w.body != nil {
 		w.body.noContinue()
 	}
-	if w.wroteHeader && !w.committed {
-		_ = w.commitStaged()
-	}
+	w.dropUnflushed()
 	w.hijacked, x.stop = true, true
 	hj := newHijackConn(x)
 	x.hj = hj
@@ -642,6 +666,28 @@ func (w *response) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 		}
 	}
 	return hj, bufio.NewReadWriter(bufio.NewReader(hj), bufio.NewWriter(hj)), nil
+}
+
+// dropUnflushed drops, as the handler hijacks, what it wrote to its
+// answer's body and did not flush, as net/http drops what its
+// response's writer buffers: a head the handler wrote is sent as it
+// stands without a body (no length but the handler's, no sniffed type),
+// and of the body, what it flushed, and what passed the server's
+// buffers (the first 4 KiB once more came, and every 32 KiB after). x.mu
+// is held.
+func (w *response) dropUnflushed() {
+	x := w.x
+	switch {
+	case !w.wroteHeader:
+	case !w.committed:
+		if x.stage != nil {
+			x.stage.B = x.stage.B[:0]
+		}
+		w.commit(nil)
+	case x.held > 0:
+		x.out.B = x.out.B[:len(x.out.B)-x.held]
+		x.held = 0
+	}
 }
 
 // onLoop runs fn on the connection's loop, with its state: at once inline,
