@@ -768,7 +768,12 @@ func (c *conn) feed(p []byte) {
 		c.in.B = c.in.B[:copy(c.in.B, c.buf)]
 	}
 	old := c.in.B
-	c.in.B = append(growIn(c.in.B, len(p), c.loop.eng.opts.maxInbound), p...)
+	if len(c.in.B)+len(p) > cap(c.in.B) {
+		// It must move: what the handler consumed stays behind, so that
+		// it counts as no room needed and the move is paid for once.
+		c.in.B = growIn(c.buf, len(p), cap(old), c.loop.eng.opts.maxInbound)
+	}
+	c.in.B = append(c.in.B, p...)
 	c.buf = c.in.B[len(c.in.B)-kept-len(p) : len(c.in.B) : len(c.in.B)]
 	if was, now := cap(old), cap(c.in.B); now != was {
 		// It moved to a larger array: the old one is garbage, and
@@ -784,22 +789,17 @@ func (c *conn) feed(p []byte) {
 	}
 }
 
-// growIn returns b with room for n more bytes. One that must grow moves
-// to an array twice as large, as far as limit allows (WithMaxInboundBuffered;
-// zero for none) unless what it must hold is larger: append grows a large
-// slice by a quarter, so a frame many reads long moved some thirty times,
-// each array's every page touched anew, and its copies cost more than the
-// reads did.
-func growIn(b []byte, n, limit int) []byte {
-	need := len(b) + n
-	if need <= cap(b) {
-		return b
-	}
-	size := 2 * cap(b)
+// growIn returns a new array holding b, the unread bytes, with room for n
+// more: a quarter more than the was bytes of the array it replaces, as
+// append grows a large slice, as far as limit allows
+// (WithMaxInboundBuffered; zero for none), unless b and n need more. It
+// grows no faster because the inbound budget counts the array whole.
+func growIn(b []byte, n, was, limit int) []byte {
+	size := was + was/4
 	if limit > 0 {
 		size = min(size, limit)
 	}
-	grown := make([]byte, len(b), max(size, need))
+	grown := make([]byte, len(b), max(size, len(b)+n))
 	copy(grown, b)
 	return grown
 }

@@ -175,12 +175,11 @@ func TestLargeBuffersLeave(t *testing.T) {
 	})
 }
 
-// TestLargeFrameBufferDoubles holds a connection's inbound buffer, while
-// a frame many reads long arrives, to moving to an array twice as large
-// each time it fills, and never to one larger than WithMaxInboundBuffered:
-// growing by a quarter at a time, as append grows a large slice, a 40 MiB
-// frame moved some 30 times, every page of each array touched anew.
-func TestLargeFrameBufferDoubles(t *testing.T) {
+// TestLargeFrameBufferGrows holds a connection's inbound buffer, while a
+// frame many reads long arrives, to moving to an array a quarter larger
+// each time it fills, no more often, and never to one larger than
+// WithMaxInboundBuffered.
+func TestLargeFrameBufferGrows(t *testing.T) {
 	size, limit := 40<<20, 48<<20
 	if raceEnabled {
 		size, limit = 5<<20, 6<<20
@@ -203,8 +202,11 @@ func TestLargeFrameBufferDoubles(t *testing.T) {
 		var caps []int
 		onLoopOf(t, eng, 0, func() { caps = slices.Clone(seen) })
 		require.NotEmpty(t, caps)
-		moves := len(caps) - 1
-		assert.LessOrEqual(t, moves, bits.Len(uint(limit/caps[0]))+1, "the buffer moved from %d bytes to %d in %d steps: %v",
+		moves, steps := len(caps)-1, 0
+		for c := caps[0]; c < limit; c += c / 4 {
+			steps++
+		}
+		assert.LessOrEqual(t, moves, steps+1, "the buffer moved from %d bytes to %d in %d steps: %v",
 			caps[0], caps[len(caps)-1], moves, caps)
 		assert.LessOrEqual(t, slices.Max(caps), limit, "the buffer grew past WithMaxInboundBuffered")
 		return outcome{}
@@ -329,4 +331,46 @@ func (h *keepUntil) OnTraffic(c Conn) Action {
 		c.Discard(len(b))
 	}
 	return None
+}
+
+// TestBufferKeptMostlyUnreadMovesSeldom holds the inbound buffer, for a
+// handler that consumes in large steps while much stays unread, to moving
+// seldom and never past WithMaxInboundBuffered: counting the bytes it had
+// consumed, still in front of the unread ones, as room the buffer needed,
+// it moved to an array of exactly the size needed, past the bound, and
+// then again on every read.
+func TestBufferKeptMostlyUnreadMovesSeldom(t *testing.T) {
+	limit := 8 << 20
+	total := 4 * limit
+	onEachPoller(t, func(t *testing.T, p Option) outcome {
+		var seen []int // the capacities the handler found the buffer at; the loop's
+		var got atomic.Int64
+		h := newLifetimes()
+		h.traffic = func(c Conn) Action {
+			if in := c.(*conn).in; in != nil && (len(seen) == 0 || cap(in.B) != seen[len(seen)-1]) {
+				seen = append(seen, cap(in.B))
+			}
+			n := c.InboundBuffered()
+			if n >= limit*9/10 {
+				n, _ = c.Discard(limit * 4 / 10)
+				got.Add(int64(n))
+			}
+			return None
+		}
+		eng, addr := serve(t, h, p, WithNumEventLoop(1), WithMaxInboundBuffered(limit), WithInboundBudget(0))
+		client := dial(t, addr)
+		chunk := make([]byte, 64<<10)
+		for sent := 0; sent < total; sent += len(chunk) {
+			_, err := client.Write(chunk)
+			require.NoError(t, err)
+		}
+		waitFor(t, 30*time.Second, func() bool { return got.Load() >= int64(total-limit) },
+			func() string { return fmt.Sprintf("the handler consumed %d of %d bytes", got.Load(), total) })
+		var caps []int
+		onLoopOf(t, eng, 0, func() { caps = slices.Clone(seen) })
+		// Each move is paid for by at least a tenth of the bound consumed.
+		assert.LessOrEqual(t, len(caps)-1, 10*total/limit+bits.Len(uint(limit)), "the buffer moved %d times: %v", len(caps)-1, caps)
+		assert.LessOrEqual(t, slices.Max(caps), limit, "the buffer grew past WithMaxInboundBuffered")
+		return outcome{}
+	})
 }

@@ -539,9 +539,8 @@ const DefaultMaxInboundBuffered = 128 << 20
 // Stats.InboundTooLarge counts it. A protocol whose frames may be larger
 // (a 150 MiB upload with the default) needs a larger n, or a handler
 // that consumes a frame as it arrives. A frame that outgrows the
-// connection's buffer moves it to one twice as large, but never larger
-// than n unless the unread bytes are: a frame many reads long is copied
-// about twice over in all. On
+// connection's buffer moves it to one a quarter larger, but never larger
+// than n unless the unread bytes are. On
 // io_uring a paused connection holds at most two read buffers' worth
 // (WithReadBufferCap) where the kernel can cap a multishot receive; where
 // it cannot, a connection's first pause may hold up to the loop's 4 MiB of
