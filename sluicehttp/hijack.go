@@ -86,7 +86,9 @@ func (hj *hijackConn) finished() {
 // net.ErrClosed for a close of the server's own (the engine's stop), as
 // a net.Conn closed under its reader. Writes fail from then on.
 func (hj *hijackConn) gone(err error) {
-	if err == nil {
+	if err == nil || errors.Is(err, sluice.ErrEngineStopped) {
+		// The server's own close, a Stop's reset included: as a net.Conn
+		// closed under its reader.
 		err = sluice.ErrConnClosed
 	}
 	hj.mu.Lock()

@@ -2,6 +2,7 @@ package sluicehttp
 
 import (
 	"bufio"
+	"context"
 	"fmt"
 	"io"
 	"net"
@@ -320,6 +321,17 @@ func TestHijackReaderStartsEmpty(t *testing.T) {
 // holder's reads and writes once the engine stops, with errors that
 // match net.ErrClosed, rather than look like the client's clean end.
 func TestHijackedAfterStop(t *testing.T) {
+	for _, forced := range []bool{false, true} {
+		t.Run(map[bool]string{false: "graceful", true: "forced"}[forced], func(t *testing.T) {
+			hijackedAfterStop(t, forced)
+		})
+	}
+}
+
+// hijackedAfterStop is TestHijackedAfterStop for a Stop that lets
+// connections close, or, forced, one whose time is up at once, which
+// resets them.
+func hijackedAfterStop(t *testing.T, forced bool) {
 	modes(t, func(t *testing.T, inline bool) {
 		ch := make(chan net.Conn, 1)
 		s := &Server{Inline: inline, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -341,7 +353,13 @@ func TestHijackedAfterStop(t *testing.T) {
 		s.mu.Lock()
 		eng := s.eng
 		s.mu.Unlock()
-		require.NoError(t, eng.Stop(t.Context()))
+		if forced {
+			ctx, cancel := context.WithCancel(t.Context())
+			cancel()
+			eng.Stop(ctx) // its time is up: it resets what is open
+		} else {
+			require.NoError(t, eng.Stop(t.Context()))
+		}
 		err := <-errs
 		assert.ErrorIs(t, err, net.ErrClosed, "a Read waiting as the engine stops")
 		_, err = conn.Read(make([]byte, 1))
